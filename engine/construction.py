@@ -1,0 +1,389 @@
+"""Local minima of small nets, the γ-embedding, B and D, and the Theorem 9 verdict (MATH.md B2–B7, B9).
+
+A construction trains a small net to a critical point (restarting until its minimum is strict and
+the B matrices of the neurons to be split are definite), then splits neurons by γ^r_λ and
+verifies every step with the full Hessian. Results are plain dataclasses the GUI renders.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import scipy.optimize
+
+from . import deep
+from .deep import Arch
+from .errors import EngineInputError
+from .progress import Job, Progress
+from .runtime import configure_torch_threads
+
+# An eigenvalue counts as zero when |e| ≤ EIG_TOL_REL · max(1, max|e|). Rounding in a float64
+# Hessian of these nets is ~1e-14 (MATH.md B7 saw −4e−14), genuine curvatures are ≥ 1e−7.
+EIG_TOL_REL = 1e-9
+# D counts as zero below this norm: at a critical point it is a gradient-like quantity (~1e-9).
+D_TOL = 1e-6
+GRAD_TOL = 1e-8
+
+
+@dataclass(frozen=True)
+class HessianSummary:
+    min: float
+    max: float
+    n_zero: int
+    n_negative: int
+    tol: float
+
+    @staticmethod
+    def of(eigs: np.ndarray) -> "HessianSummary":
+        tol = EIG_TOL_REL * max(1.0, float(np.abs(eigs).max()))
+        return HessianSummary(float(eigs.min()), float(eigs.max()), int((np.abs(eigs) <= tol).sum()),
+                              int((eigs < -tol).sum()), tol)
+
+
+def critical_point_kind(h: HessianSummary) -> str:
+    if h.n_negative:
+        return "saddle"
+    return "degenerate minimum candidate" if h.n_zero else "strict minimum"
+
+
+def definiteness(eigs: np.ndarray) -> str:
+    tol = EIG_TOL_REL * max(1.0, float(np.abs(eigs).max())) if eigs.size else 0.0
+    pos, neg = (eigs > tol).sum(), (eigs < -tol).sum()
+    if pos == eigs.size:
+        return "positive definite"
+    if neg == eigs.size:
+        return "negative definite"
+    if pos and neg:
+        return "indefinite"
+    return "positive semidefinite" if pos else ("negative semidefinite" if neg else "zero")
+
+
+@dataclass(frozen=True)
+class NeuronBD:
+    layer: int
+    neuron: int
+    B: np.ndarray        # (n_in, n_in), n_in = n_{l-1} (+1 with biases)
+    B_eigs: np.ndarray
+    badge: str           # definiteness of B
+    D: np.ndarray        # (n_in, n_{l+1}); D[i, s] = D^{r,s}_i
+    D_norm: float
+
+
+def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
+    """B and D (B3) for every hidden neuron, from one forward/backward pass."""
+    import torch
+    t, Xt, yt = deep.tensors(theta, X, deep.as_targets(Y))
+    t.requires_grad_(True)
+    f, zs, acts = deep.forward_batch(arch, t.unsqueeze(0), Xt, keep=True)
+    # δ_{α,s} = ∂ℓ_α/∂z_{l+1,s}(x_α): the summed loss's gradient w.r.t. pre-activations is per-sample.
+    deltas = torch.autograd.grad(((f - yt) ** 2).sum(), zs)
+    Ws, _ = deep.unpack(arch, t.detach())
+    out = []
+    for l in range(1, arch.n_layers):
+        a = Xt if l == 1 else acts[l - 1][0].detach().T  # (N, n_{l-1}); acts[0] is the unbatched Xᵀ
+        if arch.bias:
+            a = torch.cat([a, torch.ones(len(a), 1, dtype=a.dtype)], 1)
+        delta = deltas[l][0].detach()  # (n_{l+1}, N)
+        z = zs[l - 1][0].detach()      # (n_l, N)
+        for r in range(arch.widths[l]):
+            back = (delta * Ws[l][:, r:r + 1]).sum(0)  # Σ_s δ_{α,s} v_{s,r}
+            B = (a.T * (back * deep.sigma(arch.activation, z[r], 2))) @ a
+            D = (a.T * deep.sigma(arch.activation, z[r], 1)) @ delta.T
+            B, D = B.numpy(), D.numpy()
+            eigs = np.linalg.eigvalsh(B)
+            out.append(NeuronBD(l, r, B, eigs, definiteness(eigs), D, float(np.linalg.norm(D))))
+    return out
+
+
+def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_steps: int = 30):
+    """L-BFGS to near-convergence, then Newton steps (least squares if H is singular) to polish."""
+    fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
+    res = scipy.optimize.minimize(fun, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
+                                  options=dict(maxiter=5000, gtol=1e-12, ftol=1e-15))
+    theta = res.x
+    value, g = fun(theta)
+    for _ in range(newton_steps):
+        if np.linalg.norm(g) < 1e-3 * gtol:
+            break
+        step = np.linalg.lstsq(deep.hessian(arch, theta, X, Y), g, rcond=None)[0]
+        cand_value, cand_g = fun(theta - step)
+        if not np.isfinite(cand_value) or np.linalg.norm(cand_g) >= np.linalg.norm(g):
+            break
+        theta, value, g = theta - step, cand_value, cand_g
+    return theta, value, float(np.linalg.norm(g))
+
+
+@dataclass(frozen=True)
+class Split:
+    layer: int
+    origin: int  # neuron r that was split
+    new: int     # index of the added neuron (appended last in its layer)
+    lam: float
+
+
+def embed(arch: Arch, theta, layer: int, neuron: int, lam: float) -> tuple[Arch, np.ndarray]:
+    """γ^r_λ (B2): append a copy of neuron r of hidden layer ``layer``; split its outgoing weights λ : 1−λ."""
+    if arch.n_layers < 2:
+        raise EngineInputError(f"network {arch.widths} has no hidden layer to split a neuron in")
+    if not 1 <= layer < arch.n_layers:
+        raise EngineInputError(f"layer {layer} is not a hidden layer of {arch.widths}; use 1..{arch.n_layers - 1}")
+    if not 0 <= neuron < arch.widths[layer]:
+        raise EngineInputError(f"neuron {neuron} does not exist in layer {layer} (width {arch.widths[layer]})")
+    Ws, bs = deep.unpack(arch, np.asarray(theta, float))
+    Ws, bs = [W.copy() for W in Ws], [None if b is None else b.copy() for b in bs]
+    i = layer - 1  # list index of W_layer
+    Ws[i] = np.vstack([Ws[i], Ws[i][neuron]])
+    if arch.bias:
+        bs[i] = np.append(bs[i], bs[i][neuron])
+    v = Ws[i + 1][:, neuron].copy()
+    Ws[i + 1] = np.hstack([Ws[i + 1], lam * v[:, None]])
+    Ws[i + 1][:, neuron] = (1 - lam) * v
+    new_arch = Arch(arch.widths[:layer] + (arch.widths[layer] + 1,) + arch.widths[layer + 1:], arch.activation, arch.bias)
+    return new_arch, deep.pack(Ws, bs if arch.bias else None)
+
+
+def largest_copy(arch: Arch, theta, layer: int, neuron: int = 0) -> int:
+    """Among the exact copies of ``neuron`` (same incoming weights), the one with the largest outgoing
+    weight: splitting it keeps the copies balanced, so the curvature λ(1−λ)B does not vanish (B7)."""
+    Ws, bs = deep.unpack(arch, np.asarray(theta, float))
+    rows = Ws[layer - 1] if bs[0] is None else np.column_stack([Ws[layer - 1], bs[layer - 1]])
+    copies = np.flatnonzero((rows == rows[neuron]).all(1))
+    return int(copies[np.argmax(np.linalg.norm(Ws[layer][:, copies], axis=0))])
+
+
+def set_split_lambda(arch: Arch, theta, split: Split, lam: float) -> np.ndarray:
+    """Re-divide the pair's total outgoing weight as λ : 1−λ; the function is unchanged."""
+    theta = np.array(theta, float)
+    W = theta[arch.block(f"W{split.layer + 1}").slice].reshape(arch.block(f"W{split.layer + 1}").shape)
+    total = W[:, split.new] + W[:, split.origin]
+    W[:, split.new], W[:, split.origin] = lam * total, (1 - lam) * total
+    return theta
+
+
+@dataclass(frozen=True)
+class Verification:
+    lam: float
+    interval: str           # I of Theorem 9 for this split: "(0, 1)", "(-inf, 0) ∪ (1, inf)" or "none"
+    B_eigs: np.ndarray      # of the pair (= the origin's B before the split)
+    D_norm: float
+    loss: float
+    hessian: HessianSummary
+    verdict: str
+    pair_B: np.ndarray = field(repr=False, default=None)
+
+
+def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None = None) -> Verification:
+    """Theorem 9 (B4–B5) for the pair (new, origin) of ``split`` at the current λ."""
+    bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
+    # B is linear in the outgoing weights and the pair shares z and a, so B_new + B_r is the
+    # origin's B before the split; D does not depend on the outgoing weights at all.
+    B = bd[split.layer, split.new].B + bd[split.layer, split.origin].B
+    B_eigs = np.linalg.eigvalsh(B)
+    D_norm = bd[split.layer, split.origin].D_norm
+    kind = definiteness(B_eigs)
+    interval = {"positive": "(0, 1)", "negative": "(-inf, 0) ∪ (1, inf)"}.get(kind.split()[0], "none")
+    lam = _pair_lambda(arch, theta, split)
+    inside = (0 < lam < 1) if interval == "(0, 1)" else (interval != "none" and (lam < 0 or lam > 1))
+    if eigs is None:
+        eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
+    h = HessianSummary.of(eigs)
+    unmet = [msg for ok, msg in [(interval != "none", f"B is {kind}"), (D_norm <= D_TOL, f"D ≠ 0 (norm {D_norm:.2e})"),
+                                 (inside, f"λ = {lam:g} outside I = {interval}")] if not ok]
+    verdict = "saddle" if h.n_negative else ("non-attracting region of local minima" if not unmet
+                                             else "conditions not met: " + "; ".join(unmet))
+    return Verification(lam, interval, B_eigs, D_norm, deep.loss(arch, theta, X, Y), h, verdict, B)
+
+
+def _pair_lambda(arch: Arch, theta, split: Split) -> float:
+    W = np.asarray(theta)[arch.block(f"W{split.layer + 1}").slice].reshape(arch.block(f"W{split.layer + 1}").shape)
+    total = W[:, split.new] + W[:, split.origin]
+    k = int(np.argmax(np.abs(total)))
+    return float(W[k, split.new] / total[k])
+
+
+def descent_direction(arch: Arch, theta, split: Split, B: np.ndarray) -> np.ndarray:
+    """B6: ε_d = e, ε̄ = 0 for the pair, with e the eigenvector of B whose curvature λ(1−λ)e·Be is
+    most negative; unit norm, flat in the documented layout."""
+    lam = _pair_lambda(arch, theta, split)
+    vals, vecs = np.linalg.eigh(lam * (1 - lam) * B)
+    e = vecs[:, 0]
+    d = np.zeros(arch.n_params)
+    W = d[arch.block(f"W{split.layer}").slice].reshape(arch.block(f"W{split.layer}").shape)
+    n_w = W.shape[1]
+    W[split.new] += (1 - lam) * e[:n_w]
+    W[split.origin] -= lam * e[:n_w]
+    if arch.bias:
+        b = d[arch.block(f"b{split.layer}").slice]
+        b[split.new] += (1 - lam) * e[n_w]
+        b[split.origin] -= lam * e[n_w]
+    return d / np.linalg.norm(d)
+
+
+@dataclass(frozen=True)
+class Step:
+    description: str
+    widths: tuple
+    loss: float
+    grad_norm: float
+    hessian: HessianSummary
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Restart:
+    index: int
+    loss: float
+    grad_norm: float
+    accepted: bool
+    reason: str  # why it was rejected ("" when accepted)
+
+
+@dataclass
+class Construction:
+    arch: Arch                  # final (wide) network
+    params: np.ndarray          # final flat vector
+    X: np.ndarray
+    Y: np.ndarray
+    small_arch: Arch
+    small_params: np.ndarray
+    small_neurons: list         # NeuronBD of the small net
+    neurons: list               # NeuronBD of the final net
+    restarts: list              # Restart records of the search
+    steps: list                 # Step records: the small net, then one per split
+    splits: list                # Split history
+    verification: Verification | None  # of the last split
+
+    @property
+    def activation(self) -> str:
+        return self.arch.activation
+
+
+def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), lam: float = 0.5, seed: int = 0,
+                       max_restarts: int = 100, init_scale: float = 2.0) -> Job[tuple]:
+    """Restart from random points until a strict minimum whose neuron-0 B in every layer of
+    ``split_layers`` has the definiteness λ needs. Returns (theta, loss, grad_norm, restarts)."""
+    configure_torch_threads()
+    X, Y = deep.check_data(arch, X, Y)
+    want = "positive definite" if 0 < lam < 1 else "negative definite"
+    rng = np.random.default_rng(seed)
+    restarts = []
+    for k in range(max_restarts):
+        theta, value, gnorm = train_to_critical(arch, X, Y, deep.init_params(arch, rng, init_scale))
+        reason = ""
+        if gnorm >= GRAD_TOL:
+            reason = f"not converged (grad norm {gnorm:.1e})"
+        else:
+            kind = critical_point_kind(HessianSummary.of(np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))))
+            bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
+            bad = [f"B({l}) {bd[l, 0].badge} (eigs {np.array2string(bd[l, 0].B_eigs, precision=2)})"
+                   for l in split_layers if bd[l, 0].badge != want]
+            if kind != "strict minimum":
+                reason = kind
+            elif bad:
+                reason = "; ".join(bad)
+        restarts.append(Restart(k, value, gnorm, not reason, reason))
+        yield Progress((k + 1) / max_restarts, f"restart {k + 1}: " + (reason or "accepted"),
+                       [replace(r) for r in restarts])
+        if not reason:
+            return theta, value, gnorm, restarts
+    raise EngineInputError(f"no strict minimum with {want} B in layers {list(split_layers)} after "
+                           f"{max_restarts} restarts of {arch.widths}; try another seed or more restarts")
+
+
+def _step(description: str, arch: Arch, theta, X, Y, verdict: str | None = None, eigs=None) -> Step:
+    value, g = deep.loss_and_grad(arch, theta, X, Y)
+    if eigs is None:
+        eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
+    h = HessianSummary.of(eigs)
+    return Step(description, arch.widths, value, float(np.linalg.norm(g)), h, verdict or critical_point_kind(h))
+
+
+def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", bias: bool = False,
+                  schedule=((1, 20), (2, 20)), lam: float = 0.5, seed: int = 0, max_restarts: int = 100,
+                  theta0=None) -> Job[Construction]:
+    """Small minimum (searched, or trained from ``theta0``), then ``schedule``: (layer, count) pairs,
+    each split taking the largest copy of neuron 0 in that layer. Every step is verified."""
+    configure_torch_threads()
+    arch = Arch(tuple(small_widths), activation, bias)
+    X, Y = deep.check_data(arch, X, Y)
+    schedule = [(int(l), int(c)) for l, c in schedule]
+    for l, _ in schedule:
+        if not 1 <= l < arch.n_layers:
+            raise EngineInputError(f"schedule layer {l} is not a hidden layer of {arch.widths}"
+                                   + ("" if arch.n_layers > 1 else " (it has no hidden layer)"))
+    if theta0 is None:
+        theta, _, _, restarts = yield from _sub(search_minimum_job(arch, X, Y, sorted({l for l, _ in schedule}),
+                                                                  lam, seed, max_restarts), 0.0, 0.3)
+    else:
+        theta, restarts = train_to_critical(arch, X, Y, theta0)[0], []
+    small_arch, small_theta = arch, theta
+    steps = [_step(f"trained {'—'.join(map(str, arch.widths))}", arch, theta, X, Y)]
+    splits, verification = [], None
+    total = sum(c for _, c in schedule)
+    last_yield = time.perf_counter()
+    for layer, count in schedule:
+        for _ in range(count):
+            r = largest_copy(arch, theta, layer)
+            arch, theta = embed(arch, theta, layer, r, lam)
+            splits.append(Split(layer, r, arch.widths[layer] - 1, lam))
+            eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
+            verification = verify_split(arch, theta, X, Y, splits[-1], eigs)
+            steps.append(_step(f"split neuron {r} of layer {layer} (λ={lam:g})", arch, theta, X, Y,
+                               verification.verdict, eigs))
+            if time.perf_counter() - last_yield > 0.05 or len(splits) == total:
+                last_yield = time.perf_counter()
+                yield Progress(0.3 + 0.7 * len(splits) / max(total, 1),
+                               f"{'—'.join(map(str, arch.widths))}: {verification.verdict}", list(steps))
+    return Construction(arch, theta, X, Y, small_arch, small_theta, neuron_bd(small_arch, small_theta, X, Y),
+                        neuron_bd(arch, theta, X, Y), restarts, steps, splits, verification)
+
+
+def _sub(job, start, stop):
+    from .progress import subjob
+    return subjob(job, start, stop, "search: ")
+
+
+@dataclass(frozen=True)
+class LambdaProbe:
+    lam: float
+    params: np.ndarray
+    loss: float
+    hessian_min: float
+    verdict: str
+
+
+def move_last_lambda(c: Construction, lam: float) -> LambdaProbe:
+    """The GUI's λ slider: re-divide the last split as λ : 1−λ and verify (one Hessian, ~50 ms at 504 params)."""
+    if not c.splits:
+        raise EngineInputError("this construction has no split whose λ could be moved")
+    if not np.isfinite(lam):
+        raise EngineInputError(f"λ = {lam!r} is not a finite number")
+    theta = set_split_lambda(c.arch, c.params, c.splits[-1], lam)
+    v = verify_split(c.arch, theta, c.X, c.Y, c.splits[-1])
+    return LambdaProbe(float(lam), theta, v.loss, v.hessian.min, v.verdict)
+
+
+def degenerate_path_job(c: Construction, lams) -> Job[dict]:
+    """B9: loss and smallest Hessian eigenvalue along the last split's λ."""
+    lams = np.asarray(lams, float)
+    loss, hmin = [], []
+    for k, lam in enumerate(lams):
+        probe = move_last_lambda(c, lam)
+        loss.append(probe.loss)
+        hmin.append(probe.hessian_min)
+        yield Progress((k + 1) / len(lams), f"λ = {lam:.3g}", {"lam": lams[:k + 1].tolist(), "loss": list(loss),
+                                                               "hessian_min": list(hmin)})
+    return {"lam": lams.tolist(), "loss": loss, "hessian_min": hmin}
+
+
+def descent_curve(c: Construction, probe: LambdaProbe, ts) -> dict:
+    """B6 at a saddle ``probe``: the direction (flat, unit norm) and the loss along θ + t d."""
+    split = c.splits[-1]
+    B = verify_split(c.arch, probe.params, c.X, c.Y, split).pair_B
+    d = descent_direction(c.arch, probe.params, split, B)
+    import torch
+    Xt, yt = deep.tensors(c.X, c.Y)
+    thetas = torch.as_tensor(probe.params + np.outer(np.asarray(ts, float), d))
+    values = deep.loss_batch(c.arch, thetas, Xt, yt).numpy()
+    return {"direction": d, "t": np.asarray(ts, float).tolist(), "loss": values.tolist()}

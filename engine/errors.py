@@ -1,0 +1,18 @@
+"""Errors the engine raises for bad input, so every front end can show one clear line."""
+
+
+class EngineInputError(ValueError):
+    """A user-supplied value (panel field, CLI argument, loaded file) is invalid.
+
+    The message must name the offending value and say why it is wrong; front ends show it
+    verbatim (the CLI prints it and exits 2, the GUI shows it in a message bar).
+    """
+
+
+class DivergenceError(RuntimeError):
+    """Training produced NaN or inf. ``step`` is where, ``partial`` what was kept up to there."""
+
+    def __init__(self, message: str, step: int, partial=None):
+        super().__init__(message)
+        self.step = step
+        self.partial = partial

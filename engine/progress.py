@@ -1,0 +1,48 @@
+"""The protocol for long work: a generator that yields ``Progress`` and returns its result.
+
+The same generator drives the GUI worker (which forwards ``partial`` to the views, pauses
+and cancels between yields), the command line and the tests (``run_to_completion``).
+Yield often -- at least every ~50 ms of work -- so pause and cancel stay responsive.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generator, Optional, TypeVar
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Progress:
+    fraction: float  # in [0, 1]; float('nan') when unknown
+    message: str = ""
+    partial: Any = None  # plain data the views may draw now; must never be mutated later
+
+
+Job = Generator[Progress, None, R]
+
+
+def run_to_completion(job: Job[R], on_progress: Optional[Callable[[Progress], None]] = None) -> R:
+    """Drive a job headless and return what it returns."""
+    while True:
+        try:
+            update = next(job)
+        except StopIteration as stop:
+            return stop.value
+        if on_progress is not None:
+            on_progress(update)
+
+
+def subjob(job: Job[R], start: float, stop: float, prefix: str = "") -> Generator[Progress, None, R]:
+    """Re-yield a nested job's progress mapped into [start, stop] of the parent's; return its result.
+
+    Use as ``result = yield from subjob(inner(), 0.2, 0.6, "landscape: ")``.
+    """
+    while True:
+        try:
+            update = next(job)
+        except StopIteration as stop_:
+            return stop_.value
+        frac = update.fraction
+        yield Progress(start + (stop - start) * frac if frac == frac else float("nan"),
+                       prefix + update.message, update.partial)

@@ -1,0 +1,40 @@
+"""Application start-up: the Qt settings that must precede the QApplication, and the theme."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from engine.runtime import configure_torch_threads
+
+STYLESHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
+
+
+def create_app(argv=None) -> QApplication:
+    """Return the QApplication, creating it with the settings the GL views need."""
+    app = QApplication.instance()
+    if app is None:
+        # Without shared contexts pyqtgraph's shaders fail in every GL widget after the first.
+        QApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+        app = QApplication(list(argv or sys.argv[:1]))
+    configure_torch_threads()
+    pg.setConfigOptions(antialias=True, background="w", foreground="k")
+    app.setApplicationName("Landscape Lens")
+    if STYLESHEET.exists():
+        app.setStyleSheet(STYLESHEET.read_text())
+    return app
+
+
+def run_gui(preset: str | None = None) -> int:
+    from .main_window import MainWindow
+
+    app = create_app()
+    window = MainWindow()
+    window.resize(1600, 960)
+    window.show()
+    if preset:
+        window.load_preset(preset)
+    return app.exec()

@@ -1,0 +1,221 @@
+"""The main window: parameter dock, workspace tabs, run controls and the status bar."""
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QProgressBar, QStackedWidget,
+                               QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+from pyqtgraph.parametertree import ParameterTree
+
+from engine.errors import EngineInputError
+from engine.progress import Progress
+
+from .presets import apply_values, available_presets, preset_named
+from .widgets import MessageBar
+from .worker import JobRunner
+from .workspace import Workspace
+from .workspaces import all_workspaces
+
+
+class MainWindow(QMainWindow):
+    run_finished = Signal()  # after a job succeeded, failed or was cancelled
+
+    def __init__(self):
+        super().__init__()
+        self.setWindowTitle("Landscape Lens — loss landscapes of shallow and deep networks")
+        self.runner = JobRunner(self)
+        self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
+        self._build_central()
+        self._build_parameter_dock()
+        self._build_run_controls()
+        self._build_status_bar()
+        self._build_menus()
+        self.runner.progressed.connect(self._on_progress)
+        self.runner.succeeded.connect(self._on_succeeded)
+        self.runner.failed.connect(self._on_failed)
+        self.runner.cancelled.connect(self._on_cancelled)
+        self.runner.state_changed.connect(self._on_state_changed)
+        self._on_state_changed("idle")
+
+    # ----------------------------------------------------------------- layout
+    def _build_central(self):
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        for workspace in self.workspaces.values():
+            self.tabs.addTab(workspace, workspace.title)
+        self.message_bar = MessageBar()
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+
+    def _build_parameter_dock(self):
+        self.parameter_stack = QStackedWidget()
+        self.parameter_trees: dict[str, ParameterTree] = {}
+        for key, workspace in self.workspaces.items():
+            tree = ParameterTree(showHeader=False)
+            tree.setParameters(workspace.parameters, showTop=False)
+            self.parameter_trees[key] = tree
+            self.parameter_stack.addWidget(tree)
+        self.parameter_dock = QDockWidget("Parameters")
+        self.parameter_dock.setObjectName("parameters")
+        self.parameter_dock.setWidget(self.parameter_stack)
+        self.parameter_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                                        | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.parameter_dock.setMinimumWidth(320)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.parameter_dock)
+
+    def _build_run_controls(self):
+        bar = QToolBar("Run")
+        bar.setObjectName("run-controls")
+        bar.setMovable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        icon = lambda name: self.style().standardIcon(getattr(QStyle.StandardPixmap, name))
+        self.run_action = QAction(icon("SP_MediaPlay"), "Run", self, triggered=self.run,
+                                  shortcut=QKeySequence("Ctrl+R"))
+        self.pause_action = QAction(icon("SP_MediaPause"), "Pause", self, triggered=self.toggle_pause,
+                                    shortcut=QKeySequence("Space"))
+        self.step_action = QAction(icon("SP_MediaSeekForward"), "Step", self, triggered=self.step,
+                                   shortcut=QKeySequence("Ctrl+."))
+        self.cancel_action = QAction(icon("SP_MediaStop"), "Cancel", self, triggered=self.cancel,
+                                     shortcut=QKeySequence("Esc"))
+        self.reset_action = QAction(icon("SP_BrowserReload"), "Reset", self, triggered=self.reset)
+        for action in (self.run_action, self.pause_action, self.step_action, self.cancel_action,
+                       self.reset_action):
+            bar.addAction(action)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+
+    def _build_status_bar(self):
+        self.status_label = QLabel("Ready")
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFixedWidth(260)
+        self.progress_bar.setTextVisible(True)
+        self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.progress_bar)
+
+    def _build_menus(self):
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit,
+                                    triggered=self.close))
+        preset_menu = self.menuBar().addMenu("&Presets")
+        for name, preset in available_presets().items():
+            preset_menu.addAction(QAction(preset.title, self,
+                                          triggered=lambda _=False, n=name: self.load_preset(n)))
+
+    # ------------------------------------------------------------ workspaces
+    @property
+    def workspace(self) -> Workspace:
+        return self.tabs.currentWidget()
+
+    def _on_tab_changed(self, index: int):
+        self.parameter_stack.setCurrentIndex(index)
+
+    def show_workspace(self, key: str):
+        self.tabs.setCurrentWidget(self.workspaces[key])
+
+    def load_preset(self, name: str, run: Optional[bool] = None, steps: Optional[int] = None):
+        """Open a preset in its workspace and (by default) start it."""
+        try:
+            preset = preset_named(name)
+            if preset.workspace not in self.workspaces:
+                raise EngineInputError(f"preset {name!r} names unknown workspace {preset.workspace!r}")
+        except EngineInputError as error:
+            self.message_bar.show_error(str(error))
+            return
+        if self.runner.busy:
+            self.runner.cancel(wait_ms=2000)
+        workspace = self.workspaces[preset.workspace]
+        self.show_workspace(preset.workspace)
+        try:
+            apply_values(workspace.parameters, preset.values)
+        except EngineInputError as error:
+            self.message_bar.show_error(str(error))
+            return
+        self.status_label.setText(f"Preset: {preset.title}")
+        workspace.reset()
+        if preset.autorun if run is None else run:
+            self.run(steps=steps)
+
+    # ------------------------------------------------------------ run control
+    def run(self, steps: Optional[int] = None):
+        if self.runner.busy:
+            self.runner.resume()
+            return
+        try:
+            job = self.workspace.make_job(steps=steps if isinstance(steps, int) else None)
+        except EngineInputError as error:
+            self.message_bar.show_error(str(error))
+            self.status_label.setText("Not started: fix the highlighted input")
+            return
+        self.message_bar.clear()
+        self._running_workspace = self.workspace
+        self.workspace.reset()
+        self.progress_bar.setValue(0)
+        self.runner.start(job)
+
+    def toggle_pause(self):
+        if self.runner.state == "running":
+            self.runner.pause()
+        elif self.runner.state == "paused":
+            self.runner.resume()
+
+    def step(self):
+        if self.runner.busy:
+            self.runner.step()
+        else:
+            self.run()
+            self.runner.pause()
+
+    def cancel(self):
+        self.runner.cancel()
+
+    def reset(self):
+        self.runner.cancel(wait_ms=2000)
+        self.workspace.reset()
+        self.progress_bar.setValue(0)
+        self.status_label.setText("Reset")
+
+    # ------------------------------------------------------------ job signals
+    def _on_progress(self, update: Progress):
+        if update.fraction == update.fraction:
+            self.progress_bar.setValue(int(1000 * min(max(update.fraction, 0.0), 1.0)))
+        if update.message:
+            self.status_label.setText(update.message)
+        if update.partial is not None:
+            self._running_workspace.show_partial(update.partial)
+
+    def _on_succeeded(self, result):
+        self.progress_bar.setValue(1000)
+        self._running_workspace.show_result(result)
+        message = getattr(result, "message", "") or "Done"
+        self.status_label.setText(message)
+        QTimer.singleShot(0, self.run_finished.emit)
+
+    def _on_failed(self, message: str):
+        self.message_bar.show_error(message)
+        self.status_label.setText("Stopped: " + message)
+        QTimer.singleShot(0, self.run_finished.emit)
+
+    def _on_cancelled(self, last: Optional[Progress]):
+        self.status_label.setText("Cancelled — results so far are kept")
+        QTimer.singleShot(0, self.run_finished.emit)
+
+    def _on_state_changed(self, state: str):
+        busy = state != "idle"
+        self.run_action.setText("Resume" if state == "paused" else "Run")
+        self.run_action.setEnabled(state != "running")
+        self.pause_action.setEnabled(state == "running")
+        self.step_action.setEnabled(state != "running")
+        self.cancel_action.setEnabled(busy)
+
+    def closeEvent(self, event):
+        # Stop the worker before Qt tears the widgets down, so no thread outlives the window.
+        self.runner.cancel(wait_ms=5000)
+        super().closeEvent(event)

@@ -1,0 +1,43 @@
+"""Small reusable widgets."""
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+
+class MessageBar(QWidget):
+    """A dismissable one-line message above the views: errors stay visible but never block."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("messageBar")
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        close = QPushButton("✕")
+        close.setFlat(True)
+        close.setFixedWidth(28)
+        close.clicked.connect(self.clear)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 4, 4, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.hide()
+
+    @property
+    def text(self) -> str:
+        return "" if self.isHidden() else self.label.text()
+
+    def show_error(self, message: str):
+        self.setProperty("kind", "error")
+        self._show(message)
+
+    def show_info(self, message: str):
+        self.setProperty("kind", "info")
+        self._show(message)
+
+    def _show(self, message: str):
+        self.style().unpolish(self)
+        self.style().polish(self)
+        self.label.setText(message)
+        self.show()
+
+    def clear(self):
+        self.label.clear()
+        self.hide()

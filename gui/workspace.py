@@ -1,0 +1,67 @@
+"""What the main window needs from each workspace (a tab: its parameters, views and jobs).
+
+A workspace turns its parameter values into an engine job and renders the job's partial and
+final results; the window owns the run controls, the worker and the status bar.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import pyqtgraph as pg
+import pyqtgraph.opengl as gl
+from pyqtgraph.parametertree import Parameter
+from PySide6.QtWidgets import QWidget
+
+from engine.progress import Job
+
+
+class Workspace(QWidget):
+    key = ""     # the name presets use in their "workspace" field
+    title = ""   # the tab's label
+
+    def __init__(self, parameters: Parameter, parent=None):
+        super().__init__(parent)
+        self.parameters = parameters
+
+    def make_job(self, steps: Optional[int] = None) -> Job:
+        """Build the job from the current parameters; raise EngineInputError on bad values.
+
+        ``steps`` overrides the number of training steps (screenshots and tests run short).
+        """
+        raise NotImplementedError
+
+    def show_partial(self, partial) -> None:
+        """Draw a partial result; called at most ~60 times a second."""
+
+    def show_result(self, result) -> None:
+        """Draw the finished result."""
+        self.show_partial(result)
+
+    def reset(self) -> None:
+        """Clear computed results and return the views to their initial state."""
+
+    def gl_views(self) -> list[gl.GLViewWidget]:
+        """The workspace's 3D views, for framebuffer checks and capture."""
+        return []
+
+    def plot_widgets(self) -> dict[str, pg.PlotWidget]:
+        """Its 2-D plots by title, for PNG/SVG/CSV export and recording."""
+        return {}
+
+    # Replay: a finished run is a timeline of frames the scrubber can show.
+    def timeline_length(self) -> int:
+        """Number of frames of the current result available for replay (0: nothing to replay)."""
+        return 0
+
+    def show_frame(self, index: int) -> None:
+        """Show every view as it was at frame ``index`` of the current result."""
+
+    # Sessions: computed results as plain data (numpy arrays, lists, numbers, strings).
+    def session_state(self) -> dict:
+        return {}
+
+    def restore_session_state(self, state: dict) -> None:
+        """Show saved results without recomputing; raise EngineInputError if they don't fit."""
+
+    def set_presentation(self, on: bool) -> None:
+        """Thicker lines and larger fonts for a projector."""

@@ -1,0 +1,140 @@
+"""Landscape Lens: open the window, or run an experiment, screenshot or recording headless."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, never a traceback or a usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 1920x1080, not {text!r}") from None
+    if not (16 <= width <= 7680 and 16 <= height <= 4320):
+        raise argparse.ArgumentTypeError(f"size {text} is outside 16x16 .. 7680x4320")
+    return width, height
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {value}")
+    return value
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, not {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="main.py", description=__doc__)
+    parser.add_argument("--preset", help="open the window with this preset loaded")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+
+    reproduce = commands.add_parser("reproduce", help="run a paper experiment headless")
+    reproduce.add_argument("name", help="experiment name (see `reproduce --list`)", nargs="?")
+    reproduce.add_argument("--out", help="output folder for metrics.json, .npz and PNG figures")
+    reproduce.add_argument("--quick", action="store_true", help="a reduced version, for tests")
+    reproduce.add_argument("--seed", type=int, default=0)
+    reproduce.add_argument("--list", action="store_true", help="list the experiments")
+
+    invariant = commands.add_parser("invariant-set", help="topology of the invariant set H(c), as JSON")
+    invariant.add_argument("--d", type=_positive_int, required=True, help="input dimension")
+    invariant.add_argument("--e", type=_positive_int, required=True, help="output dimension")
+    invariant.add_argument("--c", type=_floats, required=True, help="c_1,...,c_l")
+    invariant.add_argument("--bias", action="store_true", help="first layer has biases")
+
+    inspect = commands.add_parser("inspect", help="critical-point report of a saved network, as JSON")
+    inspect.add_argument("network", help="a .npz written by the app (weights, X, Y, activation)")
+
+    screenshot = commands.add_parser("screenshot", help="run a preset in the window and save a PNG")
+    screenshot.add_argument("--preset", required=True)
+    screenshot.add_argument("--out", required=True, help="FILE.png")
+    screenshot.add_argument("--size", type=_size, default=(1600, 960), help="WxH, default 1600x960")
+    screenshot.add_argument("--steps", type=_positive_int, default=None,
+                            help="training steps to run before the shot")
+
+    record = commands.add_parser("record", help="record a preset to MP4, GIF or PNG frames")
+    record.add_argument("--preset", required=True)
+    record.add_argument("--out", required=True, help="FILE.mp4, FILE.gif or a folder for PNGs")
+    record.add_argument("--size", type=_size, default=(1920, 1080))
+    record.add_argument("--fps", type=_positive_int, default=30)
+    record.add_argument("--seconds", type=float, default=5.0)
+    record.add_argument("--orbit", action="store_true", help="turn the camera 360° while recording")
+    record.add_argument("--source", choices=("3d", "window"), default="3d")
+    return parser
+
+
+class _UsageError(Exception):
+    """A combination of arguments argparse cannot check by itself."""
+
+
+def _reproduce(args) -> int:
+    from engine.experiments import experiments, run_experiment
+    from engine.progress import run_to_completion
+
+    if args.list or not args.name:
+        for name, experiment in experiments().items():
+            print(f"{name:24s} {experiment.description}")
+        return 0
+    if not args.out:
+        raise _UsageError("reproduce needs --out DIR")
+
+    def report(update):
+        print(f"\r[{update.fraction:6.1%}] {update.message[:70]:70s}", end="", file=sys.stderr)
+
+    metrics = run_to_completion(run_experiment(args.name, args.out, args.quick, args.seed), report)
+    print(file=sys.stderr)
+    print(json.dumps(metrics, indent=2, default=float))
+    return 0
+
+
+def dispatch(args) -> int:
+    if args.command == "reproduce":
+        return _reproduce(args)
+    if args.command == "invariant-set":
+        from engine.invariants import invariant_set_summary
+        print(json.dumps(invariant_set_summary(args.d, args.e, args.c, args.bias)))
+        return 0
+    if args.command == "inspect":
+        from engine.inspect import inspect_network_file
+        print(json.dumps(inspect_network_file(args.network), indent=2))
+        return 0
+    if args.command == "screenshot":
+        from gui.headless import screenshot
+        return screenshot(args.preset, args.out, args.size, args.steps)
+    if args.command == "record":
+        from gui.capture import record_preset
+        return record_preset(args.preset, args.out, args.size, args.fps, args.seconds,
+                             args.orbit, args.source)
+    from gui.app import run_gui
+    return run_gui(args.preset)
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from engine.errors import EngineInputError
+    try:
+        return dispatch(args)
+    except (EngineInputError, _UsageError) as error:
+        print(f"main.py: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

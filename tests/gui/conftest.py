@@ -1,0 +1,53 @@
+"""GUI tests run a real window under Xvfb (pytest-xvfb) with Mesa's software OpenGL."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def qapp():
+    # Override pytest-qt's fixture: the app needs AA_ShareOpenGLContexts before it exists.
+    from gui.app import create_app
+    yield create_app()
+
+
+@pytest.fixture
+def window(qtbot):
+    from gui.main_window import MainWindow
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.resize(1600, 960)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    win.runner.cancel(wait_ms=5000)
+
+
+def save_screenshot(widget_or_image, name: str) -> Path:
+    """Keep a PNG of what the test saw, for a person to look at."""
+    SCREENSHOT_DIR.mkdir(exist_ok=True)
+    path = SCREENSHOT_DIR / f"{name}.png"
+    image = widget_or_image.grab() if hasattr(widget_or_image, "grab") else widget_or_image
+    image.save(str(path))
+    return path
+
+
+def gl_pixels(view, size=(480, 320)) -> np.ndarray:
+    """Render a GLViewWidget off-screen and return RGBA pixels (H, W, 4)."""
+    from OpenGL.GL import GL_RGBA
+    view.makeCurrent()
+    rgba = view.renderToArray(size, format=GL_RGBA)
+    return np.asarray(rgba).transpose(1, 0, 2)
+
+
+def assert_not_blank(pixels: np.ndarray, min_std: float = 4.0):
+    rgb = pixels[..., :3].astype(float)
+    assert rgb.std() > min_std, f"view looks blank (pixel std {rgb.std():.2f})"
+    assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 50, "view has almost no distinct colours"
+
+
+def wait_until_idle(qtbot, window, timeout_ms=60000):
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=timeout_ms)
