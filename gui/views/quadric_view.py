@@ -1,72 +1,187 @@
-"""3D view of one neuron's invariant hyperquadric Q(c) with its trajectory (d = 2, e = 1)."""
+"""3D view of one neuron's parameters θ_k = (w₁, w₂, v) on its invariant hyperquadric Q(c_k).
+
+Also serves as a labelled three-coordinate *projection* when the neuron lives in more than
+three dimensions; then no surface is drawn, because the shadow of Q(c) is not a surface.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.opengl as gl
+from OpenGL import GL
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFont
 
 from engine.quadrics import quadric_sheets
 
 from ..style import neuron_color
 
-EXTENT = 2.0
+MAX_SHOWN_POINTS = 1500  # per neuron; the stored trajectory keeps every row
+# Surfaces are drawn first and do not write depth, so the trajectory lying *on* the surface is
+# never hidden by z-fighting or by the translucent sheet in front of it.
+_SURFACE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
+               "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA), "glDepthMask": (False,)}
+_LINE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
+            "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA), "glDepthMask": (True,)}
+TIME_COLORMAP = pg.colormap.get("viridis")
 
 
-def _mesh_item(vertices, faces, rgba, shader="shaded", glow=False) -> gl.GLMeshItem:
-    item = gl.GLMeshItem(meshdata=gl.MeshData(vertexes=vertices, faces=faces), smooth=True,
-                         color=rgba, shader=shader, glOptions="translucent",
-                         drawEdges=False)
-    return item
+def decimate(n: int, limit: int = MAX_SHOWN_POINTS) -> np.ndarray:
+    """Row indices to draw: evenly spaced, always the first and the newest."""
+    if n <= limit:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(int))
+
+
+def _rgba(k: int, alpha: float) -> tuple:
+    r, g, b, _ = neuron_color(k).getRgbF()
+    return (r, g, b, alpha)
 
 
 class QuadricView(gl.GLViewWidget):
-    """Q(c) as a translucent lit surface, the trajectory as a time-coloured line."""
+    camera_moved = Signal(object)  # self, after the user turned or zoomed the camera
 
     def __init__(self, neuron: int = 0, parent=None):
         super().__init__(parent)
         self.neuron = neuron
-        self.setBackgroundColor(pg.mkColor("#f7f7f4"))
-        self.setCameraPosition(distance=9.0, elevation=18, azimuth=35)
+        self.extent = 2.0
+        self.setBackgroundColor(pg.mkColor("#fbfbf8"))
         self.opts["fov"] = 40
-        self._surface_items: list[gl.GLMeshItem] = []
-        grid = gl.GLGridItem(color=(0, 0, 0, 40))
-        grid.setSize(2 * EXTENT, 2 * EXTENT)
-        grid.setSpacing(0.5, 0.5)
-        grid.translate(0, 0, -EXTENT)
-        self.addItem(grid)
-        self.addItem(gl.GLAxisItem(size=pg.Vector(EXTENT, EXTENT, EXTENT)))
-        self.trajectory = gl.GLLinePlotItem(width=3, antialias=True, mode="line_strip")
-        self.start_marker = gl.GLScatterPlotItem(size=12, color=(0.1, 0.1, 0.1, 1), pxMode=True)
-        self.head_marker = gl.GLScatterPlotItem(size=16, color=(0.85, 0.1, 0.1, 1), pxMode=True)
-        for item in (self.trajectory, self.start_marker, self.head_marker):
-            item.setGLOptions("translucent")
+        self._meshed_c: Optional[float] = None
+        self._ghost_c: Optional[float] = None
+        self._surface: list[gl.GLMeshItem] = []
+        self._ghost: list[gl.GLMeshItem] = []
+        self._frame: list = []
+        self.barrier = gl.GLMeshItem(meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.10),
+                                     shader=None, glOptions=_SURFACE_GL)
+        self.barrier_edge = gl.GLLinePlotItem(color=(0.35, 0.35, 0.35, 0.6), width=1.5,
+                                              mode="line_strip", glOptions=_LINE_GL)
+        self.trajectory = gl.GLLinePlotItem(width=3, antialias=True, mode="line_strip",
+                                            glOptions=_LINE_GL)
+        self.start_marker = gl.GLScatterPlotItem(size=11, color=(0.1, 0.1, 0.1, 1), pxMode=True,
+                                                 glOptions=_LINE_GL)
+        self.head_marker = gl.GLScatterPlotItem(size=15, color=(0.85, 0.1, 0.1, 1), pxMode=True,
+                                                glOptions=_LINE_GL)
+        self.flip_markers = gl.GLScatterPlotItem(size=20, color=(1.0, 0.8, 0.0, 0.9), pxMode=True,
+                                                 glOptions=_LINE_GL)
+        for item in (self.barrier, self.barrier_edge):
+            item.setDepthValue(-5)
+            item.setVisible(False)
             self.addItem(item)
-        self.set_surface(0.5)
+        for item in (self.trajectory, self.flip_markers, self.start_marker, self.head_marker):
+            item.setDepthValue(10)
+            self.addItem(item)
+        self.set_frame(2.0, ("w₁", "w₂", "v"))
 
-    def set_surface(self, c: float):
-        for item in self._surface_items:
+    # ---------------------------------------------------------------- scene frame
+    def set_frame(self, extent: float, labels: tuple[str, str, str]):
+        """Axes through the origin, a floor grid and axis names, sized to ``extent``."""
+        for item in self._frame:
             self.removeItem(item)
-        r, g, b, _ = neuron_color(self.neuron).getRgbF()
-        self._surface_items = []
-        for vertices, faces in quadric_sheets(c, extent=EXTENT, resolution=48):
-            item = _mesh_item(vertices, faces, (r, g, b, 0.35))
+        self.extent = float(extent)
+        E = self.extent
+        grid = gl.GLGridItem(color=(0, 0, 0, 35), glOptions=_LINE_GL)
+        grid.setSize(2 * E, 2 * E)
+        grid.setSpacing(E / 4, E / 4)
+        grid.translate(0, 0, -E)
+        self._frame = [grid]
+        font = QFont()
+        font.setPointSize(13)
+        for axis, name in enumerate(labels):
+            end = np.zeros((2, 3))
+            end[0, axis], end[1, axis] = -E, E
+            self._frame.append(gl.GLLinePlotItem(pos=end, color=(0.25, 0.25, 0.25, 0.7), width=1.2,
+                                                 glOptions=_LINE_GL))
+            tip = end[1] * 1.08
+            self._frame.append(gl.GLTextItem(pos=tip, text=name, color=(40, 40, 40, 255), font=font))
+        for item in self._frame:
+            item.setDepthValue(5)
             self.addItem(item)
-            self._surface_items.append(item)
+        corners = np.array([[-E, -E, 0], [E, -E, 0], [E, E, 0], [-E, E, 0]], dtype=float)
+        self.barrier.setMeshData(vertexes=corners, faces=np.array([[0, 1, 2], [0, 2, 3]]))
+        self.barrier_edge.setData(pos=np.vstack([corners, corners[:1]]))
+        self.setCameraPosition(distance=4.4 * E, elevation=18, azimuth=40)
+        self.opts["center"] = pg.Vector(0, 0, 0)
+        self._meshed_c = self._ghost_c = None
 
-    def set_trajectory(self, points: np.ndarray):
-        """points: (T, 3) positions (w1, w2, v) of this neuron over time."""
+    # ---------------------------------------------------------------- surfaces
+    def _replace(self, old: list, c: Optional[float], alpha: float, depth: float) -> list:
+        for item in old:
+            self.removeItem(item)
+        if c is None:
+            return []
+        items = []
+        for vertices, faces in quadric_sheets(c, extent=self.extent, resolution=56):
+            item = gl.GLMeshItem(vertexes=vertices, faces=faces, smooth=True, shader="shaded",
+                                 color=_rgba(self.neuron, alpha), glOptions=_SURFACE_GL)
+            item.setDepthValue(depth)
+            self.addItem(item)
+            items.append(item)
+        return items
+
+    def set_quadric(self, c_now: Optional[float], c_start: Optional[float] = None,
+                    barrier: bool = False):
+        """Draw Q(c_now); a faint ghost of Q(c_start) once the two visibly differ.
+
+        ``None`` draws no surface (projection views). Re-meshing is skipped unless c moved by
+        more than 0.2 % of the scene, so a live run does not rebuild meshes every frame.
+        """
+        tol = 2e-3 * self.extent ** 2
+        if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > tol:
+            self._surface = self._replace(self._surface, c_now, 0.32, 0)
+            self._meshed_c = c_now
+        drifted = c_now is not None and c_start is not None and abs(c_now - c_start) > tol
+        ghost = c_start if drifted else None
+        if ghost != self._ghost_c:
+            self._ghost = self._replace(self._ghost, ghost, 0.09, -1)
+            self._ghost_c = ghost
+        self.barrier.setVisible(barrier)
+        self.barrier_edge.setVisible(barrier)
+
+    # ---------------------------------------------------------------- trajectory
+    def set_trajectory(self, points: np.ndarray, time_fraction: np.ndarray,
+                       flips: Optional[np.ndarray] = None):
+        """points (T, 3); time_fraction (T,) in [0, 1] colours the line; flips (m, 3) marks events."""
         points = np.asarray(points, dtype=np.float32)
         if len(points) == 0:
             self.clear_trajectory()
             return
-        t = np.linspace(0.0, 1.0, len(points))
-        colors = pg.colormap.get("viridis").map(t, mode="float")
-        self.trajectory.setData(pos=points, color=colors)
+        rows = decimate(len(points))
+        colors = TIME_COLORMAP.map(np.clip(time_fraction[rows], 0, 1), mode="float")
+        self.trajectory.setData(pos=points[rows], color=colors)
         self.start_marker.setData(pos=points[:1])
         self.head_marker.setData(pos=points[-1:])
+        empty = np.zeros((0, 3), dtype=np.float32)
+        self.flip_markers.setData(pos=empty if flips is None or len(flips) == 0
+                                  else np.asarray(flips, dtype=np.float32))
 
     def clear_trajectory(self):
         empty = np.zeros((0, 3), dtype=np.float32)
-        self.trajectory.setData(pos=empty)
-        self.start_marker.setData(pos=empty)
-        self.head_marker.setData(pos=empty)
+        for item in (self.trajectory, self.start_marker, self.head_marker, self.flip_markers):
+            item.setData(pos=empty)
+
+    def shown_points(self) -> int:
+        pos = self.trajectory.pos
+        return 0 if pos is None else len(pos)
+
+    def set_line_width(self, width: float):
+        self.trajectory.setData(width=width)
+
+    # ---------------------------------------------------------------- linked cameras
+    def camera_state(self) -> dict:
+        return {k: self.opts[k] for k in ("distance", "elevation", "azimuth", "fov")} | {
+            "center": pg.Vector(self.opts["center"])}
+
+    def apply_camera(self, state: dict):
+        self.opts.update(state)
+        self.update()
+
+    def mouseMoveEvent(self, ev):
+        super().mouseMoveEvent(ev)
+        self.camera_moved.emit(self)
+
+    def wheelEvent(self, ev):
+        super().wheelEvent(ev)
+        self.camera_moved.emit(self)

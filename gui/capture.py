@@ -1,0 +1,323 @@
+"""Recording: frame sources (3D view, plot, window), encoders (MP4, GIF, PNGs), and drivers.
+
+Two drivers feed the same encoder. ``LiveRecorder`` grabs frames on a timer while whatever
+happens on screen happens (a live run, a replay playing, a user turning the camera).
+``render_clip`` renders a fixed number of frames deterministically (orbit, replay), so a
+slow software renderer makes the clip take longer but never makes it stutter.
+Encoding runs on a thread so the window stays responsive; its progress is a Qt signal.
+"""
+from __future__ import annotations
+
+import math
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+from PySide6.QtCore import QObject, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QImage, QPainter
+
+from engine.errors import EngineInputError
+
+STANDARD_SIZES = {"1920×1080": (1920, 1080), "3840×2160": (3840, 2160)}  # None: the source's own
+
+
+# ------------------------------------------------------------------ frames
+def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
+    """Render a GLViewWidget off-window at ``size`` and return RGB pixels (H, W, 3).
+
+    One multisampled framebuffer of exactly the requested size instead of renderToArray's
+    1024² tiles: a single pass is several times faster at 1080p and gives antialiased edges.
+    pyqtgraph's field of view is horizontal, so a frame wider than the on-screen view would
+    crop its top and bottom; widen the fov for the render so the frame shows at least what
+    the user framed.
+    """
+    from OpenGL import GL
+    from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
+
+    w, h = int(size[0]), int(size[1])
+    view.makeCurrent()
+    fov = view.opts["fov"]
+    on_screen = max(view.width(), 1) / max(view.height(), 1)
+    if w / h > on_screen:
+        half = math.atan(math.tan(math.radians(fov) / 2) * (w / h) / on_screen)
+        view.opts["fov"] = math.degrees(2 * half)
+    fmt = QOpenGLFramebufferObjectFormat()
+    fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
+    fmt.setSamples(samples)
+    multi = QOpenGLFramebufferObject(w, h, fmt)
+    plain = QOpenGLFramebufferObject(w, h)
+    try:
+        multi.bind()
+        GL.glViewport(0, 0, w, h)
+        view.paint(region=(0, 0, w, h), viewport=(0, 0, w, h))
+        QOpenGLFramebufferObject.blitFramebuffer(plain, multi)
+        plain.bind()
+        data = GL.glReadPixels(0, 0, w, h, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
+    finally:
+        view.opts["fov"] = fov
+        plain.release()
+        view.doneCurrent()
+    pixels = np.frombuffer(data, dtype=np.uint8).reshape(h, w, 3)
+    return np.ascontiguousarray(pixels[::-1])  # GL rows run bottom-up
+
+
+def image_to_array(image: QImage) -> np.ndarray:
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
+    w, h, stride = image.width(), image.height(), image.bytesPerLine()
+    rows = np.frombuffer(image.constBits(), dtype=np.uint8, count=stride * h).reshape(h, stride)
+    return rows[:, : 3 * w].reshape(h, w, 3).copy()
+
+
+def letterbox(image: QImage, size: tuple[int, int], background: QColor) -> QImage:
+    """Scale to fit ``size`` keeping the aspect ratio; bars take the theme's background."""
+    if (image.width(), image.height()) == tuple(size):
+        return image
+    out = QImage(size[0], size[1], QImage.Format.Format_RGB888)
+    out.fill(background)
+    scaled = image.scaled(size[0], size[1], Qt.AspectRatioMode.KeepAspectRatio,
+                          Qt.TransformationMode.SmoothTransformation)
+    painter = QPainter(out)
+    painter.drawImage(QRectF((size[0] - scaled.width()) / 2, (size[1] - scaled.height()) / 2,
+                             scaled.width(), scaled.height()), scaled)
+    painter.end()
+    return out
+
+
+def even_size(size: tuple[int, int]) -> tuple[int, int]:
+    # H.264 (yuv420p) needs even sizes and imageio pads to macro blocks of 8; round down.
+    return max(8, size[0] // 8 * 8), max(8, size[1] // 8 * 8)
+
+
+class FrameSource:
+    """Something to film: ``grab()`` returns (H, W, 3) uint8 at ``size`` (None: own size)."""
+
+    def __init__(self, widget, size: Optional[tuple[int, int]] = None, gl: bool = False):
+        self.widget, self.gl = widget, gl
+        own = (widget.width(), widget.height())
+        self.size = even_size(size or own)
+
+    def grab(self) -> np.ndarray:
+        if self.gl:
+            return render_gl(self.widget, self.size)
+        image = self.widget.grab().toImage()
+        background = self.widget.palette().window().color()
+        return image_to_array(letterbox(image, self.size, background))
+
+
+def sources_of(window) -> dict[str, Callable[[Optional[tuple[int, int]]], FrameSource]]:
+    """The things the current tab can film, by the name the Record dialog shows."""
+    workspace = window.workspace
+    found = {}
+    for i, view in enumerate(workspace.gl_views()):
+        found[f"3D view {i + 1}" if i else "3D view"] = (lambda s, v=view: FrameSource(v, s, gl=True))
+    for title, plot in workspace.plot_widgets().items():
+        found[f"Plot: {title}"] = (lambda s, p=plot: FrameSource(p, s))
+    found["Whole window"] = lambda s: FrameSource(window, s)
+    return found
+
+
+# ---------------------------------------------------------------- encoding
+def _open_writer(out: Path, fps: int):
+    """Return (append(frame), close()) for the format the path names."""
+    import imageio.v2 as imageio
+    import imageio.v3 as iio
+
+    suffix = out.suffix.lower()
+    if suffix == ".mp4":
+        writer = imageio.get_writer(str(out), format="FFMPEG", fps=fps, codec="libx264",
+                                    quality=8, pixelformat="yuv420p", macro_block_size=8,
+                                    ffmpeg_log_level="error")
+        return writer.append_data, writer.close
+    if suffix == ".gif":
+        writer = imageio.get_writer(str(out), mode="I", duration=1000 / fps, loop=0)
+        return writer.append_data, writer.close
+    if suffix:
+        raise EngineInputError(f"{out}: record to .mp4, .gif, or a folder (for PNG frames)")
+    out.mkdir(parents=True, exist_ok=True)
+    count = iter(range(10**9))
+    return (lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame)), (lambda: None)
+
+
+class Encoder(QObject):
+    """Writes frames on a thread; ``progress(done, total)`` drives the encoding bar."""
+
+    progress = Signal(int, int)
+    finished = Signal(str)   # the output path
+    failed = Signal(str)
+
+    def __init__(self, out, fps: int, parent=None):
+        super().__init__(parent)
+        self.out = Path(out)
+        if self.out.suffix and not self.out.parent.is_dir():
+            raise EngineInputError(f"folder {self.out.parent} does not exist")
+        self._append, self._close = _open_writer(self.out, fps)
+        # Bounded, so a slow encoder slows the grabbing instead of filling memory with 4K frames.
+        self._queue: queue.Queue = queue.Queue(maxsize=16)
+        self.submitted = self.done = 0
+        self.error: Optional[str] = None
+        self._thread = threading.Thread(target=self._work, daemon=True)
+        self._thread.start()
+
+    def add(self, frame: np.ndarray):
+        if self.error is None:
+            self.submitted += 1
+            self._queue.put(frame)
+
+    def close(self, wait: bool = False):
+        """No more frames; with ``wait``, block until the file is complete."""
+        self._queue.put(None)
+        if wait:
+            self._thread.join()
+
+    def _work(self):
+        try:
+            while (frame := self._queue.get()) is not None:
+                if self.error is None:
+                    self._append(frame)
+                    self.done += 1
+                    self.progress.emit(self.done, self.submitted)
+            self._close()
+        except Exception as error:  # disk full, ffmpeg gone: report, and keep draining
+            self.error = f"recording to {self.out} failed: {error}"
+            while self._queue.get() is not None:
+                pass
+            self.failed.emit(self.error)
+            return
+        self.finished.emit(str(self.out))
+
+
+# ----------------------------------------------------------------- drivers
+class LiveRecorder(QObject):
+    """Grabs a frame every 1/fps s of wall time until stopped.
+
+    When a grab runs late the last frame is repeated, so the video's clock matches the
+    wall clock and a live run plays back at the speed it happened.
+    """
+
+    ticked = Signal(float)  # seconds recorded, for the REC indicator
+
+    def __init__(self, source: FrameSource, encoder: Encoder, fps: int,
+                 seconds: Optional[float] = None, before_frame: Optional[Callable] = None,
+                 parent=None):
+        super().__init__(parent)
+        self.source, self.encoder, self.fps, self.seconds = source, encoder, fps, seconds
+        self.before_frame = before_frame
+        self._timer = QTimer(self, interval=max(1, int(1000 / fps)))
+        self._timer.timeout.connect(self._tick)
+        self._t0, self.frames = 0.0, 0
+        self.active = False
+
+    def start(self):
+        self._t0, self.active = time.monotonic(), True
+        self._tick()
+        self._timer.start()
+
+    def stop(self):
+        if self.active:
+            self.active = False
+            self._timer.stop()
+            self.encoder.close()
+
+    def _tick(self):
+        elapsed = time.monotonic() - self._t0
+        due = int(elapsed * self.fps) + 1
+        if self.seconds is not None:
+            due = min(due, max(1, round(self.seconds * self.fps)))
+        if due > self.frames:
+            if self.before_frame:
+                self.before_frame(self.frames)
+            frame = self.source.grab()
+            while self.frames < due:
+                self.encoder.add(frame)
+                self.frames += 1
+        self.ticked.emit(self.frames / self.fps)
+        if self.seconds is not None and self.frames >= round(self.seconds * self.fps):
+            self.stop()
+
+
+def render_clip(source: FrameSource, encoder: Encoder, frames: int,
+                before_frame: Callable[[int], None], on_frame: Optional[Callable] = None):
+    """Render ``frames`` frames, calling ``before_frame(k)`` to pose each; then close."""
+    from PySide6.QtWidgets import QApplication
+
+    for k in range(frames):
+        before_frame(k)
+        QApplication.processEvents()  # let 2-D plots repaint the new pose before the grab
+        encoder.add(source.grab())
+        if on_frame:
+            on_frame(k + 1, frames)
+    encoder.close()
+
+
+def clip_poser(workspace, frames: int, orbit: bool, replay: bool) -> Callable[[int], None]:
+    """Frame k of n: the replay at k/(n-1) of the timeline and/or the camera turned k/n·360°."""
+    views = workspace.gl_views()
+    start = [view.opts["azimuth"] for view in views]
+    length = workspace.timeline_length() if replay else 0
+
+    def pose(k: int):
+        if length > 1:
+            workspace.show_frame(round(k * (length - 1) / max(frames - 1, 1)))
+        if orbit:
+            for view, azimuth in zip(views, start):
+                view.setCameraPosition(azimuth=azimuth + 360.0 * k / frames)
+        if orbit and k == frames - 1:
+            for view, azimuth in zip(views, start):  # leave the camera where the user had it
+                view.setCameraPosition(azimuth=azimuth)
+    return pose
+
+
+# ---------------------------------------------------------------- headless
+def record_preset(preset: str, out: str, size, fps: int, seconds: float, orbit: bool,
+                  source: str) -> int:
+    """``main.py record``: compute the preset, then film its replay (and orbit) to ``out``.
+
+    Computing first and replaying afterwards makes the clip's pace independent of how fast
+    this machine trains: the whole run unfolds over ``seconds``, at exactly fps·seconds frames.
+    """
+    from .headless import open_window, settle, wait_until_idle
+
+    if not (math.isfinite(seconds) and 0 < seconds <= 3600):
+        raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
+    frames = max(1, round(seconds * fps))
+    app, window = open_window(size if source == "window" else (1600, 960))
+    settle()
+    window.load_preset(preset)
+    if window.message_bar.text:
+        raise EngineInputError(window.message_bar.text)
+    wait_until_idle(window)
+    settle()
+    if window.message_bar.text:
+        raise EngineInputError(window.message_bar.text)
+    workspace = window.workspace
+    if source == "3d":
+        if not workspace.gl_views():
+            raise EngineInputError(f"preset {preset!r} has no 3D view; use --source window")
+        film = FrameSource(workspace.gl_views()[0], size, gl=True)
+    else:
+        film = FrameSource(window, size)
+    replay = workspace.timeline_length() > 1
+    if not replay and not orbit:
+        print("note: this workspace has no replay; the clip shows the final state "
+              "(add --orbit for motion)", file=sys.stderr)
+    encoder = Encoder(out, fps)
+    t0 = time.perf_counter()
+
+    def report(done, total):
+        print(f"\rrendering {done}/{total}", end="", file=sys.stderr)
+
+    render_clip(film, encoder, frames, clip_poser(workspace, frames, orbit, replay), report)
+    rendered = time.perf_counter() - t0
+    encoder.close(wait=True)
+    print(file=sys.stderr)
+    window.close()
+    if encoder.error:
+        raise EngineInputError(encoder.error)
+    total = time.perf_counter() - t0
+    print(f"wrote {out} ({frames} frames, {film.size[0]}x{film.size[1]}, {fps} fps; "
+          f"rendered in {rendered:.1f} s, done in {total:.1f} s = {frames / total:.1f} frames/s)")
+    return 0

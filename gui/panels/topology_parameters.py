@@ -1,0 +1,159 @@
+"""The invariant-sets tab's parameter panel, and turning its values into engine inputs.
+
+Everything here is bookkeeping: parsing the text fields and handing the values to the engine,
+whose constructors refuse bad values with an EngineInputError the window shows verbatim.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pyqtgraph.parametertree import Parameter
+
+from engine.datasets import breast_cancer, load_xy_file, toy_dataset
+from engine.errors import EngineInputError
+from engine.shallow import INITS, ShallowNet, ShallowParams, init_params
+from engine.training import TrainConfig
+
+MODES = {"training: neurons on their quadrics": "training",
+         "Fig. 4: breast-cancer sweep over (l, l₊)": "fig4",
+         "Fig. 5: obstruction probability over (d, l)": "fig5"}
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+
+PARAMETERS = [
+    {"name": "mode", "title": "View", "type": "list", "value": "training", "limits": MODES},
+    {"name": "network", "title": "Network", "type": "group", "children": [
+        {"name": "d", "title": "d (inputs)", "type": "int", "value": 2, "limits": (1, 64)},
+        {"name": "l", "title": "l (hidden neurons)", "type": "int", "value": 2, "limits": (1, 9)},
+        {"name": "e", "title": "e (outputs)", "type": "int", "value": 1, "limits": (1, 8)},
+        {"name": "activation", "type": "list", "value": "relu",
+         "limits": {"ReLU": "relu", "leaky ReLU": "leaky_relu"}},
+        {"name": "slope", "title": "leaky slope γ", "type": "float", "value": 0.01,
+         "limits": (0.0, 1.0), "step": 0.01},
+        {"name": "bias", "title": "biases", "type": "bool", "value": False},
+    ]},
+    {"name": "data", "title": "Data", "type": "group", "children": [
+        {"name": "source", "type": "list", "value": "toy",
+         "limits": {"toy: F(x) = −(x₁ + x₂)": "toy", "breast cancer (d = 30)": "breast_cancer",
+                    "file (.npz / .csv)": "file"}},
+        {"name": "points", "title": "toy points", "type": "int", "value": 8000, "limits": (1, 10**6)},
+        {"name": "file", "title": "file path", "type": "str", "value": ""},
+    ]},
+    {"name": "init", "title": "Initialization", "type": "group", "children": [
+        {"name": "scheme", "type": "list", "value": "uniform", "limits": list(INITS)},
+        {"name": "a", "title": "uniform bound a", "type": "float", "value": 1.41421356, "step": 0.1},
+        {"name": "c", "title": "target c_k (blank: as drawn)", "type": "str", "value": "-0.1, 0.1"},
+        {"name": "signs", "title": "output signs (e = 1; blank: as drawn)", "type": "str",
+         "value": "+, +"},
+        {"name": "seed", "type": "int", "value": 0},
+    ]},
+    {"name": "optimizer", "title": "Optimizer", "type": "group", "children": [
+        {"name": "name", "title": "method", "type": "list", "value": "gd",
+         "limits": {"gradient descent": "gd", "exact gradient flow": "flow", "SGD": "sgd",
+                    "Adam": "adam", "momentum": "momentum"}},
+        {"name": "lr", "title": "step size h", "type": "float", "value": 0.01, "step": 0.001},
+        {"name": "steps", "type": "int", "value": 500, "limits": (1, 10**7)},
+        {"name": "stride", "title": "record every", "type": "int", "value": 1, "limits": (1, 10**6)},
+        {"name": "batch", "title": "SGD batch size", "type": "int", "value": 64, "limits": (1, 10**6)},
+        {"name": "weight_decay", "title": "weight decay", "type": "float", "value": 0.0, "step": 0.001},
+    ]},
+    {"name": "display", "title": "Display", "type": "group", "children": [
+        {"name": "layout", "type": "list", "value": "side by side",
+         "limits": ["side by side", "one neuron enlarged"]},
+        {"name": "neuron", "title": "enlarged neuron", "type": "int", "value": 1, "limits": (1, 9)},
+        {"name": "log_drift", "title": "log |c_k(t) − c_k(0)|", "type": "bool", "value": False},
+    ]},
+    {"name": "fig4", "title": "Fig. 4 sweep", "type": "group", "children": [
+        {"name": "inits", "title": "inits per (l, l₊) (paper: 100)", "type": "int", "value": 4,
+         "limits": (1, 1000)},
+        {"name": "l_max", "title": "largest l", "type": "int", "value": 9, "limits": (2, 9)},
+        {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1},
+        {"name": "sign_policy", "title": "pathological output signs", "type": "list",
+         "value": "shared_positive",
+         "limits": {"shared positive (paper)": "shared_positive", "shared negative": "shared_negative",
+                    "random common sign": "random_common", "independent random": "independent"}},
+        {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01},
+        {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
+        {"name": "seed", "type": "int", "value": 0},
+    ]},
+    {"name": "fig5", "title": "Fig. 5 probability", "type": "group", "children": [
+        {"name": "d_max", "title": "largest d", "type": "int", "value": 30, "limits": (1, 200)},
+        {"name": "l_max", "title": "largest l", "type": "int", "value": 30, "limits": (1, 200)},
+        {"name": "mc_samples", "title": "Monte Carlo draws per point", "type": "int", "value": 2000,
+         "limits": (0, 10**6)},
+        {"name": "mc_stride", "title": "Monte Carlo every n-th (d, l)", "type": "int", "value": 5,
+         "limits": (1, 100)},
+        {"name": "seed", "type": "int", "value": 0},
+    ]},
+]
+
+
+def create_parameters() -> Parameter:
+    return Parameter.create(name="topology", type="group", children=PARAMETERS)
+
+
+def parse_floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(part) for part in text.replace("−", "-").split(",") if part.strip()]
+    except ValueError:
+        raise EngineInputError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
+
+
+def parse_signs(text: str) -> list[int]:
+    words = [w.strip() for w in text.replace("−", "-").split(",") if w.strip()]
+    table = {"+": 1, "+1": 1, "1": 1, "-": -1, "-1": -1}
+    if any(w not in table for w in words):
+        raise EngineInputError(f"output signs: {text!r} must be a comma-separated list of + and −")
+    return [table[w] for w in words]
+
+
+@dataclass
+class TrainingSetup:
+    """What one training run needs, plus the raw data for the function heatmaps."""
+    net: ShallowNet
+    params: ShallowParams
+    X: np.ndarray
+    Y: np.ndarray
+    config: TrainConfig
+
+
+def _data(p: Parameter, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
+    source = p["data", "source"]
+    if source == "toy":
+        X, Y = toy_dataset(n=p["data", "points"], seed=seed)
+        return X, Y, "the toy target"
+    if source == "breast_cancer":
+        split = breast_cancer(seed=seed)
+        return split.X_train, split.Y_train, "breast cancer"
+    name = p["data", "file"].strip()
+    if not name:
+        raise EngineInputError("data source is 'file' but no file path is given")
+    path = Path(name)
+    if not path.is_absolute() and not path.exists():
+        path = RESOURCES / name  # presets name files shipped in resources/
+    X, Y = load_xy_file(path)
+    return X, Y, f"file {path.name!r}"
+
+
+def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
+    d, e = p["network", "d"], p["network", "e"]
+    seed = p["init", "seed"]
+    X, Y, what = _data(p, seed)
+    if X.shape[1] != d or Y.shape[1] != e:
+        raise EngineInputError(f"{what} has d = {X.shape[1]} inputs and e = {Y.shape[1]} outputs; "
+                               f"the network has d = {d}, e = {e} — set Network d and e to match")
+    loss = "bce" if p["data", "source"] == "breast_cancer" else "mse"
+    net = ShallowNet(d=d, l=p["network", "l"], e=e, activation=p["network", "activation"],
+                     leaky_slope=p["network", "slope"], bias=p["network", "bias"], loss=loss)
+    c = parse_floats(p["init", "c"], "target c_k") or None
+    signs = parse_signs(p["init", "signs"]) or None
+    if signs is not None and e != 1:
+        raise EngineInputError(f"output signs apply only when e = 1 (here e = {e}); leave the field blank")
+    a = p["init", "a"] if p["init", "scheme"] == "uniform" else None
+    params = init_params(net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs)
+    o = p["optimizer"]
+    config = TrainConfig(optimizer=o["name"], lr=o["lr"], steps=steps or o["steps"],
+                         stride=o["stride"], batch_size=o["batch"] if o["name"] == "sgd" else None,
+                         weight_decay=o["weight_decay"], seed=seed)
+    return TrainingSetup(net, params, X, Y, config)

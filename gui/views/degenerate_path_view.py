@@ -1,0 +1,83 @@
+"""Paper Fig. 3(b): loss along the degenerate path λ, with λ_min(H) on a second axis."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+LOSS_COLOR = "#0072B2"
+EIG_COLOR = "#D55E00"
+SHADE = (0, 158, 115, 45)  # the interval I where the points are minima
+VIEW_LIMIT = 1e3           # stands in for ±∞ when shading (−∞, 0) ∪ (1, ∞)
+
+
+class DegeneratePathView(pg.PlotWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setTitle("(b) degenerate path: move λ of the last split")
+        item = self.getPlotItem()
+        item.setLabel("bottom", "λ")
+        item.setLabel("left", "loss L", color=LOSS_COLOR)
+        item.showAxis("right")
+        item.setLabel("right", "λ_min(H)", color=EIG_COLOR)
+        item.showGrid(x=True, y=True, alpha=0.2)
+        # The eigenvalue lives in its own ViewBox on the right axis, linked in x.
+        self.eig_box = pg.ViewBox()
+        item.scene().addItem(self.eig_box)
+        item.getAxis("right").linkToView(self.eig_box)
+        self.eig_box.setXLink(item.vb)
+        item.vb.sigResized.connect(lambda: self.eig_box.setGeometry(item.vb.sceneBoundingRect()))
+        self.loss_curve = item.plot(pen=pg.mkPen(LOSS_COLOR, width=3), symbol="o", symbolSize=5,
+                                    symbolBrush=LOSS_COLOR, symbolPen=None)
+        self.eig_curve = pg.PlotDataItem(pen=pg.mkPen(EIG_COLOR, width=2.5), symbol="t", symbolSize=6,
+                                         symbolBrush=EIG_COLOR, symbolPen=None)
+        self.eig_box.addItem(self.eig_curve)
+        self.zero = pg.InfiniteLine(angle=0, pen=pg.mkPen(EIG_COLOR, width=1, style=Qt.PenStyle.DotLine))
+        self.eig_box.addItem(self.zero)
+        self.regions: list[pg.LinearRegionItem] = []
+        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#444444", width=2, style=Qt.PenStyle.DashLine),
+                                      label="λ = {value:.3g}", labelOpts={"position": 0.92, "color": "#222"})
+        self.marker.hide()
+        item.addItem(self.marker)
+        legend = item.addLegend(offset=(10, 10))
+        legend.addItem(self.loss_curve, "loss (left axis)")
+        legend.addItem(self.eig_curve, "λ_min(H) (right axis)")
+        legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=SHADE, pen=None), "I: points are minima")
+
+    def show_path(self, lam, loss, hessian_min, intervals):
+        """``intervals``: list of (a, b) with ±inf allowed, where the points are minima."""
+        lam = np.asarray(lam, float)
+        self.loss_curve.setData(lam, np.asarray(loss, float))
+        self.eig_curve.setData(lam, np.asarray(hessian_min, float))
+        for region in self.regions:
+            self.removeItem(region)
+        self.regions = []
+        for a, b in intervals:
+            region = pg.LinearRegionItem((max(a, -VIEW_LIMIT), min(b, VIEW_LIMIT)), movable=False,
+                                         brush=pg.mkBrush(SHADE), pen=pg.mkPen(None))
+            region.setZValue(-10)
+            self.addItem(region)
+            self.regions.append(region)
+        if len(lam):
+            self.setXRange(lam.min(), lam.max(), padding=0.03)
+            # A flat loss would otherwise autoscale its rounding noise to full height.
+            loss = np.asarray(loss, float)
+            mid, spread = float(np.mean(loss)), float(np.ptp(loss))
+            half = max(spread, 1e-3 * max(abs(mid), 1e-12)) * 2
+            self.setYRange(mid - half, mid + half, padding=0)
+            self.eig_box.enableAutoRange()
+
+    def set_current(self, lam: float | None):
+        if lam is None:
+            self.marker.hide()
+        else:
+            self.marker.setValue(lam)
+            self.marker.show()
+
+    def clear_path(self):
+        self.show_path([], [], [], [])
+        self.set_current(None)
+
+    def set_presentation(self, on: bool):
+        self.loss_curve.setPen(pg.mkPen(LOSS_COLOR, width=5 if on else 3))
+        self.eig_curve.setPen(pg.mkPen(EIG_COLOR, width=4 if on else 2.5))

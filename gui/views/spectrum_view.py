@@ -1,0 +1,68 @@
+"""Hessian spectrum on a signed log scale: y = sign(e)·log10(|e|/τ) above the zero tolerance τ.
+
+Eigenvalues with |e| ≤ τ (the engine's "zero") sit on y = 0, so hundreds of degenerate
+directions and a single −2e−2 are visible in one picture; negative ones are drawn in red.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+POSITIVE, ZERO, NEGATIVE = "#0072B2", "#999999", "#D62728"
+
+
+class SignedLogAxis(pg.AxisItem):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log_tol = -9.0
+
+    def tickValues(self, minVal, maxVal, size):
+        step = max(1, int(np.ceil((maxVal - minVal) / 8)))
+        ticks = [float(k) for k in range(int(np.floor(minVal)), int(np.ceil(maxVal)) + 1) if k % step == 0]
+        return [(step, ticks)]
+
+    def tickStrings(self, values, scale, spacing):
+        out = []
+        for v in values:
+            if abs(v) < 0.5:
+                out.append(f"|e|≤1e{self.log_tol:.0f}")
+            else:
+                out.append(("−" if v < 0 else "") + f"1e{self.log_tol + abs(v):.0f}")
+        return out
+
+
+class SpectrumView(pg.PlotWidget):
+    def __init__(self, parent=None):
+        self.axis = SignedLogAxis("left")
+        super().__init__(parent, axisItems={"left": self.axis})
+        self.setTitle("Hessian spectrum (signed log scale)")
+        self.setLabel("bottom", "eigenvalue index (sorted)")
+        self.setLabel("left", "eigenvalue e")
+        self.showGrid(x=False, y=True, alpha=0.25)
+        self.points = pg.ScatterPlotItem(size=6, pen=None)
+        self.addItem(self.points)
+        self.zero_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(ZERO, width=1))
+        self.addItem(self.zero_line)
+        self.counts = pg.TextItem(anchor=(0, 0), color="#222", fill=pg.mkBrush(255, 255, 255, 210))
+        self.counts.setParentItem(self.getPlotItem().vb)
+        self.counts.setPos(8, 6)
+
+    def show_spectrum(self, eigs, tol: float, caption: str = ""):
+        eigs = np.sort(np.asarray(eigs, float))
+        log_tol = np.log10(tol)
+        self.axis.log_tol = log_tol
+        magnitude = np.log10(np.maximum(np.abs(eigs), tol)) - log_tol
+        y = np.sign(eigs) * magnitude
+        colors = np.where(eigs < -tol, NEGATIVE, np.where(eigs > tol, POSITIVE, ZERO))
+        self.points.setData(np.arange(len(eigs)), y, brush=[pg.mkBrush(c) for c in colors],
+                            size=np.where(eigs < -tol, 10, 6))
+        n_neg, n_zero = int((eigs < -tol).sum()), int((np.abs(eigs) <= tol).sum())
+        self.counts.setHtml(f"<b>{len(eigs)}</b> eigenvalues: <span style='color:{NEGATIVE}'><b>{n_neg}"
+                            f"</b> negative</span>, <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}), "
+                            f"<span style='color:{POSITIVE}'><b>{len(eigs) - n_neg - n_zero}</b> positive</span>"
+                            + (f"<br>{caption}" if caption else ""))
+        self.autoRange()
+
+    def clear_spectrum(self):
+        self.points.setData([], [])
+        self.counts.setHtml("")

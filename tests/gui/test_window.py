@@ -1,0 +1,107 @@
+"""The window as a person uses it: it opens, the 3D view draws, runs start and cancel cleanly."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtGui import QImage
+
+from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_window_opens_with_panel_views_and_controls(window):
+    assert window.isVisible()
+    assert window.parameter_dock.isVisible()
+    assert window.workspace.gl_views(), "the current workspace shows a 3D view"
+    for action in (window.run_action, window.pause_action, window.step_action,
+                   window.cancel_action, window.reset_action):
+        assert action.text()
+    assert window.run_action.isEnabled() and not window.cancel_action.isEnabled()
+
+
+def test_3d_view_framebuffer_is_not_blank(window, qtbot):
+    view = window.workspace.gl_views()[0]
+    qtbot.wait(100)
+    pixels = gl_pixels(view)
+    assert_not_blank(pixels)
+    save_screenshot(window, "window_initial")
+
+
+def test_blank_check_can_fail(window):
+    # The framebuffer check must be able to fail: an empty scene is flagged as blank.
+    import pyqtgraph.opengl as gl
+    empty = gl.GLViewWidget()
+    empty.resize(200, 200)
+    empty.show()
+    try:
+        pixels = gl_pixels(empty, size=(200, 200))
+        assert pixels[..., :3].std() < 4.0
+    finally:
+        empty.close()
+
+
+def test_run_then_cancel_leaves_no_running_thread(window, qtbot):
+    window.load_preset("fig3-free", run=False)
+    window.workspace.parameters.child("optimizer", "steps").setValue(10**6)
+    window.run()
+    assert window.runner.busy
+    thread = window.runner._thread
+    qtbot.waitSignal(window.runner.progressed, timeout=30000).wait()
+    with qtbot.waitSignal(thread.finished, timeout=2000):  # the QThread really ends
+        window.cancel()
+    wait_until_idle(qtbot, window, 2000)
+    assert "Cancelled" in window.status_label.text()
+    assert window.run_action.isEnabled()
+
+
+def test_pause_and_step_controls(window, qtbot):
+    window.load_preset("fig3-free", run=False)
+    window.workspace.parameters.child("optimizer", "steps").setValue(10**6)
+    window.run()
+    qtbot.waitSignal(window.runner.progressed, timeout=30000).wait()
+    window.toggle_pause()
+    assert window.runner.state == "paused" and window.run_action.text() == "Resume"
+    window.run()  # Run while paused resumes
+    assert window.runner.state == "running"
+    window.cancel()
+    wait_until_idle(qtbot, window, 5000)
+
+
+def test_closing_mid_run_stops_the_worker(qtbot):
+    from gui.main_window import MainWindow
+    win = MainWindow()
+    win.show()
+    win.load_preset("fig3-free", run=False)
+    win.workspace.parameters.child("optimizer", "steps").setValue(10**6)
+    win.run()
+    thread = win.runner._thread
+    qtbot.wait(200)
+    win.close()
+    assert not thread.isRunning()
+
+
+def test_screenshot_command_writes_png_of_requested_size(tmp_path):
+    out = tmp_path / "shot.png"
+    result = subprocess.run([sys.executable, "main.py", "screenshot", "--preset", "fig3-free",
+                             "--out", str(out), "--size", "960x600", "--steps", "20"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (960, 600)
+    pixels = np.frombuffer(image.convertToFormat(QImage.Format.Format_RGBA8888).constBits(),
+                           np.uint8).reshape(600, 960, 4)
+    assert_not_blank(pixels)
+
+
+def test_bad_arguments_give_one_line_and_exit_2():
+    for argv in (["screenshot", "--preset", "fig3-free", "--out", "x.png", "--size", "big"],
+                 ["screenshot", "--preset", "no-such-preset", "--out", "/tmp/x.png"],
+                 ["reproduce", "no-such-experiment", "--out", "/tmp/x"],
+                 ["invariant-set", "--d", "0", "--e", "1", "--c", "1"]):
+        result = subprocess.run([sys.executable, "main.py", *argv], cwd=ROOT,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
