@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.optimize
+import threadpoolctl
 
 from . import deep
 from .deep import Arch
@@ -96,11 +97,13 @@ def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
     return out
 
 
-def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_steps: int = 30):
+def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_steps: int = 8):
     """L-BFGS to near-convergence, then Newton steps (least squares if H is singular) to polish."""
     fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
-    res = scipy.optimize.minimize(fun, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                                  options=dict(maxiter=5000, gtol=1e-12, ftol=1e-15))
+    # scipy's OpenBLAS would otherwise spread each tiny L-BFGS update over all cores: 14x slower here.
+    with threadpoolctl.threadpool_limits(1):
+        res = scipy.optimize.minimize(fun, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
+                                      options=dict(maxiter=3000, gtol=1e-7, ftol=1e-15))
     theta = res.x
     value, g = fun(theta)
     for _ in range(newton_steps):
@@ -143,13 +146,26 @@ def embed(arch: Arch, theta, layer: int, neuron: int, lam: float) -> tuple[Arch,
     return new_arch, deep.pack(Ws, bs if arch.bias else None)
 
 
-def largest_copy(arch: Arch, theta, layer: int, neuron: int = 0) -> int:
-    """Among the exact copies of ``neuron`` (same incoming weights), the one with the largest outgoing
-    weight: splitting it keeps the copies balanced, so the curvature λ(1−λ)B does not vanish (B7)."""
+def choose_split(arch: Arch, theta, X, Y, layer: int, lam: float = 0.5, lam_outside: float = -1.0,
+                 neuron: int = 0) -> tuple[int, float]:
+    """Which copy of ``neuron`` to split next, and with which λ (B7).
+
+    Prefer copies whose B is positive (semi)definite, split with ``lam`` in (0, 1), taking the one
+    with the largest outgoing weight so the copies stay balanced and the curvature λ(1−λ)B does
+    not vanish. If every copy's B is negative, split once with ``lam_outside`` ∉ [0, 1]: the new
+    copy's outgoing weight has the opposite sign, hence a positive B, and the rest follow from it.
+    """
     Ws, bs = deep.unpack(arch, np.asarray(theta, float))
     rows = Ws[layer - 1] if bs[0] is None else np.column_stack([Ws[layer - 1], bs[layer - 1]])
     copies = np.flatnonzero((rows == rows[neuron]).all(1))
-    return int(copies[np.argmax(np.linalg.norm(Ws[layer][:, copies], axis=0))])
+    badge = {n.neuron: n.badge for n in neuron_bd(arch, theta, X, Y) if n.layer == layer}
+    weight = np.linalg.norm(Ws[layer], axis=0)
+    for sign, lam_used in (("positive", lam), ("negative", lam_outside)):
+        ok = [c for c in copies if badge[c].startswith(sign)]
+        if ok:
+            return int(max(ok, key=lambda c: weight[c])), lam_used
+    raise EngineInputError(f"no copy of neuron {neuron} in layer {layer} has a semidefinite, nonzero B "
+                           f"({badge[neuron]}), so no split gives a region of minima")
 
 
 def set_split_lambda(arch: Arch, theta, split: Split, lam: float) -> np.ndarray:
@@ -259,13 +275,13 @@ class Construction:
         return self.arch.activation
 
 
-def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), lam: float = 0.5, seed: int = 0,
-                       max_restarts: int = 100, init_scale: float = 2.0) -> Job[tuple]:
-    """Restart from random points until a strict minimum whose neuron-0 B in every layer of
-    ``split_layers`` has the definiteness λ needs. Returns (theta, loss, grad_norm, restarts)."""
+def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), seed: int = 0, max_restarts: int = 100,
+                       init_scale: float = 2.0) -> Job[tuple]:
+    """Restart from random points until a strict minimum whose neuron-0 B is definite (either sign;
+    Theorem 9 has an interval for each) in every layer of ``split_layers``.
+    Returns (theta, loss, grad_norm, restarts)."""
     configure_torch_threads()
     X, Y = deep.check_data(arch, X, Y)
-    want = "positive definite" if 0 < lam < 1 else "negative definite"
     rng = np.random.default_rng(seed)
     restarts = []
     for k in range(max_restarts):
@@ -277,7 +293,7 @@ def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), lam: float = 0.5, se
             kind = critical_point_kind(HessianSummary.of(np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))))
             bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
             bad = [f"B({l}) {bd[l, 0].badge} (eigs {np.array2string(bd[l, 0].B_eigs, precision=2)})"
-                   for l in split_layers if bd[l, 0].badge != want]
+                   for l in split_layers if bd[l, 0].badge not in ("positive definite", "negative definite")]
             if kind != "strict minimum":
                 reason = kind
             elif bad:
@@ -287,7 +303,7 @@ def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), lam: float = 0.5, se
                        [replace(r) for r in restarts])
         if not reason:
             return theta, value, gnorm, restarts
-    raise EngineInputError(f"no strict minimum with {want} B in layers {list(split_layers)} after "
+    raise EngineInputError(f"no strict minimum with definite B in layers {list(split_layers)} after "
                            f"{max_restarts} restarts of {arch.widths}; try another seed or more restarts")
 
 
@@ -300,10 +316,10 @@ def _step(description: str, arch: Arch, theta, X, Y, verdict: str | None = None,
 
 
 def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", bias: bool = False,
-                  schedule=((1, 20), (2, 20)), lam: float = 0.5, seed: int = 0, max_restarts: int = 100,
-                  theta0=None) -> Job[Construction]:
-    """Small minimum (searched, or trained from ``theta0``), then ``schedule``: (layer, count) pairs,
-    each split taking the largest copy of neuron 0 in that layer. Every step is verified."""
+                  schedule=((1, 20), (2, 20)), lam: float = 0.5, lam_outside: float = -1.0, seed: int = 0,
+                  max_restarts: int = 100, theta0=None) -> Job[Construction]:
+    """Small minimum (searched, or trained from ``theta0``), then ``schedule``: (layer, count) pairs of
+    splits of neuron 0's copies in that layer (see ``choose_split``). Every step is verified."""
     configure_torch_threads()
     arch = Arch(tuple(small_widths), activation, bias)
     X, Y = deep.check_data(arch, X, Y)
@@ -314,7 +330,7 @@ def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", 
                                    + ("" if arch.n_layers > 1 else " (it has no hidden layer)"))
     if theta0 is None:
         theta, _, _, restarts = yield from _sub(search_minimum_job(arch, X, Y, sorted({l for l, _ in schedule}),
-                                                                  lam, seed, max_restarts), 0.0, 0.3)
+                                                                  seed, max_restarts), 0.0, 0.3)
     else:
         theta, restarts = train_to_critical(arch, X, Y, theta0)[0], []
     small_arch, small_theta = arch, theta
@@ -324,12 +340,12 @@ def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", 
     last_yield = time.perf_counter()
     for layer, count in schedule:
         for _ in range(count):
-            r = largest_copy(arch, theta, layer)
-            arch, theta = embed(arch, theta, layer, r, lam)
-            splits.append(Split(layer, r, arch.widths[layer] - 1, lam))
+            r, lam_used = choose_split(arch, theta, X, Y, layer, lam, lam_outside)
+            arch, theta = embed(arch, theta, layer, r, lam_used)
+            splits.append(Split(layer, r, arch.widths[layer] - 1, lam_used))
             eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
             verification = verify_split(arch, theta, X, Y, splits[-1], eigs)
-            steps.append(_step(f"split neuron {r} of layer {layer} (λ={lam:g})", arch, theta, X, Y,
+            steps.append(_step(f"split neuron {r} of layer {layer} (λ={lam_used:g})", arch, theta, X, Y,
                                verification.verdict, eigs))
             if time.perf_counter() - last_yield > 0.05 or len(splits) == total:
                 last_yield = time.perf_counter()

@@ -30,11 +30,12 @@ def check_activation(name: str) -> str:
 
 def sigma(name: str, z: torch.Tensor, order: int = 0) -> torch.Tensor:
     """The activation (order 0) and its first two derivatives, in closed form."""
+    s = torch.sigmoid(z) if name == "sigmoid" else torch.tanh(z)
+    if order == 0:  # the hot path of every landscape evaluation: no derivative work
+        return s
     if name == "sigmoid":
-        s = torch.sigmoid(z)
-        return (s, s * (1 - s), s * (1 - s) * (1 - 2 * s))[order]
-    t = torch.tanh(z)
-    return (t, 1 - t * t, -2 * t * (1 - t * t))[order]
+        return s * (1 - s) if order == 1 else s * (1 - s) * (1 - 2 * s)
+    return 1 - s * s if order == 1 else -2 * s * (1 - s * s)
 
 
 @dataclass(frozen=True)

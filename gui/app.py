@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -10,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.runtime import configure_torch_threads
 
-STYLESHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
+from .style import apply_theme
 
 
 def create_app(argv=None) -> QApplication:
@@ -21,10 +20,10 @@ def create_app(argv=None) -> QApplication:
         QApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
         app = QApplication(list(argv or sys.argv[:1]))
     configure_torch_threads()
-    pg.setConfigOptions(antialias=True, background="w", foreground="k")
+    pg.setConfigOptions(antialias=True)
     app.setApplicationName("Landscape Lens")
-    if STYLESHEET.exists():
-        app.setStyleSheet(STYLESHEET.read_text())
+    app.setOrganizationName("Landscape Lens")  # where QSettings keeps recent files and theme
+    apply_theme(app, "light")
     return app
 
 

@@ -121,6 +121,16 @@ def sources_of(window) -> dict[str, Callable[[Optional[tuple[int, int]]], FrameS
 
 
 # ---------------------------------------------------------------- encoding
+def check_output(out) -> Path:
+    """Refuse an output the encoders cannot write, before any time is spent rendering."""
+    out = Path(out)
+    if out.suffix and out.suffix.lower() not in (".mp4", ".gif"):
+        raise EngineInputError(f"{out}: record to .mp4, .gif, or a folder (for PNG frames)")
+    if not out.parent.is_dir():
+        raise EngineInputError(f"folder {out.parent} does not exist")
+    return out
+
+
 def _open_writer(out: Path, fps: int):
     """Return (append(frame), close()) for the format the path names."""
     import imageio.v2 as imageio
@@ -135,8 +145,6 @@ def _open_writer(out: Path, fps: int):
     if suffix == ".gif":
         writer = imageio.get_writer(str(out), mode="I", duration=1000 / fps, loop=0)
         return writer.append_data, writer.close
-    if suffix:
-        raise EngineInputError(f"{out}: record to .mp4, .gif, or a folder (for PNG frames)")
     out.mkdir(parents=True, exist_ok=True)
     count = iter(range(10**9))
     return (lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame)), (lambda: None)
@@ -151,9 +159,7 @@ class Encoder(QObject):
 
     def __init__(self, out, fps: int, parent=None):
         super().__init__(parent)
-        self.out = Path(out)
-        if self.out.suffix and not self.out.parent.is_dir():
-            raise EngineInputError(f"folder {self.out.parent} does not exist")
+        self.out = check_output(out)
         self._append, self._close = _open_writer(self.out, fps)
         # Bounded, so a slow encoder slows the grabbing instead of filling memory with 4K frames.
         self._queue: queue.Queue = queue.Queue(maxsize=16)
@@ -241,7 +247,10 @@ class LiveRecorder(QObject):
 
 def render_clip(source: FrameSource, encoder: Encoder, frames: int,
                 before_frame: Callable[[int], None], on_frame: Optional[Callable] = None):
-    """Render ``frames`` frames, calling ``before_frame(k)`` to pose each; then close."""
+    """Render ``frames`` frames, calling ``before_frame(k)`` to pose each; then close.
+
+    A last ``before_frame(frames)`` lets the poser put things back as the user had them.
+    """
     from PySide6.QtWidgets import QApplication
 
     for k in range(frames):
@@ -250,24 +259,25 @@ def render_clip(source: FrameSource, encoder: Encoder, frames: int,
         encoder.add(source.grab())
         if on_frame:
             on_frame(k + 1, frames)
+    before_frame(frames)
     encoder.close()
 
 
 def clip_poser(workspace, frames: int, orbit: bool, replay: bool) -> Callable[[int], None]:
-    """Frame k of n: the replay at k/(n-1) of the timeline and/or the camera turned k/n·360°."""
+    """Frame k of n: the replay at k/(n-1) of the timeline and/or the camera turned k/n·360°.
+
+    Pose n (after the clip) is the end of the run and the camera back where it started.
+    """
     views = workspace.gl_views()
     start = [view.opts["azimuth"] for view in views]
     length = workspace.timeline_length() if replay else 0
 
     def pose(k: int):
         if length > 1:
-            workspace.show_frame(round(k * (length - 1) / max(frames - 1, 1)))
+            workspace.show_frame(min(round(k * (length - 1) / max(frames - 1, 1)), length - 1))
         if orbit:
             for view, azimuth in zip(views, start):
-                view.setCameraPosition(azimuth=azimuth + 360.0 * k / frames)
-        if orbit and k == frames - 1:
-            for view, azimuth in zip(views, start):  # leave the camera where the user had it
-                view.setCameraPosition(azimuth=azimuth)
+                view.setCameraPosition(azimuth=azimuth + 360.0 * (k % frames) / frames)
     return pose
 
 
@@ -283,6 +293,7 @@ def record_preset(preset: str, out: str, size, fps: int, seconds: float, orbit: 
 
     if not (math.isfinite(seconds) and 0 < seconds <= 3600):
         raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
+    check_output(out)
     frames = max(1, round(seconds * fps))
     app, window = open_window(size if source == "window" else (1600, 960))
     settle()

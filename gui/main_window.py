@@ -5,14 +5,18 @@ from typing import Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QProgressBar, QStackedWidget,
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar, QStackedWidget,
                                QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 from pyqtgraph.parametertree import ParameterTree
 
 from engine.errors import EngineInputError
 from engine.progress import Progress
 
+from . import export, session
+from .presentation import Presentation
 from .presets import apply_values, available_presets, preset_named
+from .recording import RecordControl
+from .replay import ReplayDock
 from .widgets import MessageBar
 from .worker import JobRunner
 from .workspace import Workspace
@@ -31,6 +35,7 @@ class MainWindow(QMainWindow):
         self._build_parameter_dock()
         self._build_run_controls()
         self._build_status_bar()
+        self._build_talk_tools()
         self._build_menus()
         self.runner.progressed.connect(self._on_progress)
         self.runner.succeeded.connect(self._on_succeeded)
@@ -102,12 +107,66 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self):
         file_menu = self.menuBar().addMenu("&File")
+        self._add_talk_menus(file_menu)
         file_menu.addAction(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit,
                                     triggered=self.close))
         preset_menu = self.menuBar().addMenu("&Presets")
         for name, preset in available_presets().items():
             preset_menu.addAction(QAction(preset.title, self,
                                           triggered=lambda _=False, n=name: self.load_preset(n)))
+
+    # ------------------------------------------- talks: sessions, export, record, replay
+    def _build_talk_tools(self):
+        self.replay_dock = ReplayDock(self)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.replay_dock)
+        self.recording = RecordControl(self)
+        self.presentation = Presentation(self)
+
+    def _add_talk_menus(self, file_menu):
+        file_menu.addAction(QAction("&Open session…", self, shortcut=QKeySequence.StandardKey.Open,
+                                    triggered=self.open_session))
+        file_menu.addAction(QAction("&Save session…", self, shortcut=QKeySequence.StandardKey.Save,
+                                    triggered=self.save_session))
+        recent = file_menu.addMenu("Recent sessions")
+        recent.aboutToShow.connect(lambda: self._fill_menu(recent, {
+            f: (lambda _=False, f=f: self.open_session(f)) for f in session.recent_files()}))
+        exports = file_menu.addMenu("&Export")
+        exports.aboutToShow.connect(lambda: self._fill_menu(exports, {
+            f"{label}…": (lambda _=False, t=label: export.export_interactively(self, t))
+            for label in export.export_targets(self.workspace)}))
+        file_menu.addSeparator()
+        view_menu = self.menuBar().addMenu("&View")
+        self.presentation.add_to_menu(view_menu)
+        view_menu.addSeparator()
+        view_menu.addAction(self.replay_dock.toggleViewAction())
+        self.menuBar().addMenu("&Record").addAction(self.recording.action)
+
+    def _fill_menu(self, menu, entries: dict):
+        menu.clear()
+        for text, slot in entries.items():
+            menu.addAction(QAction(text, menu, triggered=slot))
+        if not entries:
+            menu.addAction(QAction("(none)", menu, enabled=False))
+
+    def save_session(self, path: Optional[str] = None):
+        if not path:
+            path, _ = QFileDialog.getSaveFileName(self, "Save session", "talk" + session.SUFFIX,
+                                                  f"Sessions (*{session.SUFFIX})")
+        if not path:
+            return
+        try:
+            session.save_session(self, path)
+        except (EngineInputError, OSError) as error:
+            self.message_bar.show_error(f"could not save the session: {error}")
+            return
+        self.status_label.setText(f"Saved session {path}")
+
+    def open_session(self, path: Optional[str] = None):
+        if not path:
+            path, _ = QFileDialog.getOpenFileName(self, "Open session", "",
+                                                  f"Sessions (*{session.SUFFIX});;All files (*)")
+        if path and session.load_session(self, path):
+            self.replay_dock.refresh()
 
     # ------------------------------------------------------------ workspaces
     @property
@@ -218,4 +277,5 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event):
         # Stop the worker before Qt tears the widgets down, so no thread outlives the window.
         self.runner.cancel(wait_ms=5000)
+        self.recording.stop()
         super().closeEvent(event)

@@ -1,10 +1,86 @@
-"""Colours and fonts shared by every view, so neuron k has one colour everywhere."""
-from PySide6.QtGui import QColor
+"""Colours and fonts shared by every view, so neuron k has one colour everywhere.
+
+Two themes, both high contrast for projectors. The stylesheet in resources/style.qss is a
+template whose @tokens take the theme's colours and the font size, so light and dark (and
+presentation's larger type) come from one file rather than drifting copies.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtGui import QAction, QColor, QIcon, QPainter
+from PySide6.QtWidgets import QToolButton
 
 # Okabe–Ito: distinguishable for colour-blind viewers and on projectors.
 NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
                  "#F0E442", "#000000", "#999999"]
 
+STYLESHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
+
+THEMES = {
+    "light": {"bg": "#ffffff", "panel": "#ecece8", "fg": "#111111", "muted": "#a0a0a0",
+              "border": "#c0c0bc", "accent": "#0072B2", "gl": "#f7f7f4",
+              "error_bg": "#fde8e4", "error_fg": "#8a2b00", "info_bg": "#e6f1fa"},
+    "dark": {"bg": "#121417", "panel": "#22262b", "fg": "#f2f2f2", "muted": "#7a7f86",
+             "border": "#3a3f45", "accent": "#56B4E9", "gl": "#181b1f",
+             "error_bg": "#4a1e12", "error_fg": "#ffcbb8", "info_bg": "#13304a"},
+}
+FONT_PT = {False: 10.5, True: 16}  # normal, presentation
+_theme = "light"
+
 
 def neuron_color(k: int) -> QColor:
     return QColor(NEURON_COLORS[k % len(NEURON_COLORS)])
+
+
+def stylesheet(theme: str = "light", presentation: bool = False) -> str:
+    colors = dict(THEMES[theme], font=f"{FONT_PT[presentation]}pt")
+    return re.sub(r"@(\w+)", lambda m: colors.get(m.group(1), m.group(0)), STYLESHEET.read_text())
+
+
+def set_icon(target, icon: QIcon) -> None:
+    """Give an action or tool button ``icon``, repainted in the text colour on dark themes.
+
+    Qt's standard icons are drawn dark and vanish on a dark background; the plain icon is
+    kept as a property so a theme switch can repaint it again.
+    """
+    target.setProperty("plainIcon", icon)
+    if _theme != "dark" or icon.isNull():
+        target.setIcon(icon)
+        return
+    pixmap = icon.pixmap(32, 32)
+    painter = QPainter(pixmap)
+    painter.setCompositionMode(QPainter.CompositionMode.CompositionMode_SourceIn)
+    painter.fillRect(pixmap.rect(), QColor(THEMES[_theme]["fg"]))
+    painter.end()
+    target.setIcon(QIcon(pixmap))
+
+
+def apply_theme(app, theme: str = "light", presentation: bool = False, window=None) -> None:
+    """Restyle the widgets, and the plot and 3D backgrounds Qt stylesheets cannot reach."""
+    global _theme
+    _theme, colors = theme, THEMES[theme]
+    pg.setConfigOptions(background=colors["bg"], foreground=colors["fg"])  # plots made later
+    app.setStyleSheet(stylesheet(theme, presentation))
+    if window is None:
+        return
+    for target in window.findChildren(QAction) + window.findChildren(QToolButton):
+        plain = target.property("plainIcon")
+        if plain is None and isinstance(target, QAction) and not target.icon().isNull():
+            plain = target.icon()
+        if plain is not None:
+            set_icon(target, plain)
+    for workspace in window.workspaces.values():
+        for plot in workspace.plot_widgets().values():
+            plot.setBackground(colors["bg"])
+            item = plot.getPlotItem()
+            for name in ("left", "bottom", "right", "top"):
+                axis = item.getAxis(name)
+                axis.setPen(colors["fg"])
+                axis.setTextPen(colors["fg"])
+            item.titleLabel.setAttr("color", colors["fg"])
+            item.titleLabel.setText(item.titleLabel.text)
+        for view in workspace.gl_views():
+            view.setBackgroundColor(pg.mkColor(colors["gl"]))

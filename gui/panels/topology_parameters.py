@@ -57,6 +57,8 @@ PARAMETERS = [
         {"name": "stride", "title": "record every", "type": "int", "value": 1, "limits": (1, 10**6)},
         {"name": "batch", "title": "SGD batch size", "type": "int", "value": 64, "limits": (1, 10**6)},
         {"name": "weight_decay", "title": "weight decay", "type": "float", "value": 0.0, "step": 0.001},
+        {"name": "rtol", "title": "flow tolerance (rtol)", "type": "float", "value": 1e-8,
+         "limits": (1e-13, 1e-2)},
     ]},
     {"name": "display", "title": "Display", "type": "group", "children": [
         {"name": "layout", "type": "list", "value": "side by side",
@@ -70,8 +72,8 @@ PARAMETERS = [
         {"name": "l_max", "title": "largest l", "type": "int", "value": 9, "limits": (2, 9)},
         {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1},
         {"name": "sign_policy", "title": "pathological output signs", "type": "list",
-         "value": "shared_positive",
-         "limits": {"shared positive (paper)": "shared_positive", "shared negative": "shared_negative",
+         "value": "positive",
+         "limits": {"shared positive (paper)": "positive", "shared negative": "negative",
                     "random common sign": "random_common", "independent random": "independent"}},
         {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01},
         {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
@@ -152,8 +154,9 @@ def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
         raise EngineInputError(f"output signs apply only when e = 1 (here e = {e}); leave the field blank")
     a = p["init", "a"] if p["init", "scheme"] == "uniform" else None
     params = init_params(net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs)
-    o = p["optimizer"]
+    o = p.child("optimizer")
     config = TrainConfig(optimizer=o["name"], lr=o["lr"], steps=steps or o["steps"],
                          stride=o["stride"], batch_size=o["batch"] if o["name"] == "sgd" else None,
-                         weight_decay=o["weight_decay"], seed=seed)
+                         weight_decay=o["weight_decay"], seed=seed,
+                         rtol=o["rtol"], atol=o["rtol"] * 1e-2)  # atol: weights are O(1)
     return TrainingSetup(net, params, X, Y, config)

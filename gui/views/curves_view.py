@@ -6,6 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from ..style import NEURON_COLORS
+from .plot_style import add_legend
 
 STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine}
 
@@ -17,7 +18,7 @@ class CurvesView(pg.PlotWidget):
         self.setLabel("bottom", x_label)
         self.setLabel("left", y_label)
         self.showGrid(x=True, y=True, alpha=0.2)
-        self.legend = self.addLegend(offset=(-10, 10))
+        self.legend = add_legend(self, offset=(-10, 10))
         self._items: list = []
         self._width = 3
 

@@ -5,6 +5,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from .plot_style import add_legend
+
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"
 SHADE = (0, 158, 115, 45)  # the interval I where the points are minima
@@ -14,7 +16,8 @@ VIEW_LIMIT = 1e3           # stands in for ±∞ when shading (−∞, 0) ∪ (1
 class DegeneratePathView(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setTitle("(b) degenerate path: move λ of the last split")
+        self._title = "(b) degenerate path: λ of the last split"
+        self.setTitle(self._title)
         item = self.getPlotItem()
         item.setLabel("bottom", "λ")
         item.setLabel("left", "loss L", color=LOSS_COLOR)
@@ -35,11 +38,10 @@ class DegeneratePathView(pg.PlotWidget):
         self.zero = pg.InfiniteLine(angle=0, pen=pg.mkPen(EIG_COLOR, width=1, style=Qt.PenStyle.DotLine))
         self.eig_box.addItem(self.zero)
         self.regions: list[pg.LinearRegionItem] = []
-        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#444444", width=2, style=Qt.PenStyle.DashLine),
-                                      label="λ = {value:.3g}", labelOpts={"position": 0.92, "color": "#222"})
+        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#444444", width=2, style=Qt.PenStyle.DashLine))
         self.marker.hide()
         item.addItem(self.marker)
-        legend = item.addLegend(offset=(10, 10))
+        legend = add_legend(self, offset=(10, 10))
         legend.addItem(self.loss_curve, "loss (left axis)")
         legend.addItem(self.eig_curve, "λ_min(H) (right axis)")
         legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=SHADE, pen=None), "I: points are minima")
@@ -73,6 +75,7 @@ class DegeneratePathView(pg.PlotWidget):
         else:
             self.marker.setValue(lam)
             self.marker.show()
+            self.setTitle(f"{self._title}<br><span style='font-size:9pt'>dashed: current λ = {lam:.3g}</span>")
 
     def clear_path(self):
         self.show_path([], [], [], [])

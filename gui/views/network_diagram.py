@@ -26,9 +26,10 @@ class NetworkDiagram(pg.PlotWidget):
 
     @staticmethod
     def _positions(widths) -> list[np.ndarray]:
-        span = max(widths)
-        return [np.column_stack([np.full(n, float(l)), (np.arange(n) - (n - 1) / 2) * (span / max(n, 1)) / span * 10
-                                 if n > 1 else np.zeros(1)]) for l, n in enumerate(widths)]
+        # The widest layer spans y ∈ [−5, 5]; narrower layers keep its spacing, centred.
+        gap = 10.0 / max(max(widths) - 1, 1)
+        return [np.column_stack([np.full(n, float(l)), (np.arange(n) - (n - 1) / 2) * gap])
+                for l, n in enumerate(widths)]
 
     def show_network(self, widths, weights, splits=()):
         """``weights[l]`` has shape (n_{l+1}, n_l); ``splits``: (layer, origin, new) triples."""

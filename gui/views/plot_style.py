@@ -5,6 +5,11 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFont
 
 
+def add_legend(plot, **kwargs) -> pg.LegendItem:
+    """A legend on a translucent card, so curves behind it stay visible and it stays legible."""
+    return plot.addLegend(brush=pg.mkBrush(255, 255, 255, 190), pen=pg.mkPen(180, 180, 180), **kwargs)
+
+
 def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False):
     item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
     size = 15 if presentation else 10
@@ -12,6 +17,10 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
     font.setPointSize(size)
     for name in ("left", "bottom", "right"):
         axis = item.getAxis(name)
+        axis.enableAutoSIPrefix(False)  # "(x0.001)" beside λ or t reads as part of the symbol
         axis.setTickFont(font)
         axis.label.setFont(font)
     item.titleLabel.setText(item.titleLabel.text, size=f"{size + 2}pt")
+    widget = plot if isinstance(plot, pg.PlotWidget) else None
+    if widget is not None:
+        widget.setMinimumSize(140, 110)  # let grids and splitters shrink plots instead of overlapping

@@ -21,10 +21,13 @@ from ..style import neuron_color
 MAX_SHOWN_POINTS = 1500  # per neuron; the stored trajectory keeps every row
 # Surfaces are drawn first and do not write depth, so the trajectory lying *on* the surface is
 # never hidden by z-fighting or by the translucent sheet in front of it.
+# The separate alpha factors keep the framebuffer opaque; otherwise the window compositor
+# shows the widget behind through every translucent pixel.
+_BLEND = (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA, GL.GL_ONE, GL.GL_ONE_MINUS_SRC_ALPHA)
 _SURFACE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
-               "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA), "glDepthMask": (False,)}
+               "glBlendFuncSeparate": _BLEND, "glDepthMask": (False,)}
 _LINE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
-            "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA), "glDepthMask": (True,)}
+            "glBlendFuncSeparate": _BLEND, "glDepthMask": (True,)}
 TIME_COLORMAP = pg.colormap.get("viridis")
 
 
@@ -54,7 +57,7 @@ class QuadricView(gl.GLViewWidget):
         self._surface: list[gl.GLMeshItem] = []
         self._ghost: list[gl.GLMeshItem] = []
         self._frame: list = []
-        self.barrier = gl.GLMeshItem(meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.10),
+        self.barrier = gl.GLMeshItem(meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.07),
                                      shader=None, glOptions=_SURFACE_GL)
         self.barrier_edge = gl.GLLinePlotItem(color=(0.35, 0.35, 0.35, 0.6), width=1.5,
                                               mode="line_strip", glOptions=_LINE_GL)

@@ -5,6 +5,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from .plot_style import add_legend
+
 CURVE_COLOR = (0, 114, 178, 28)   # translucent: thousands overlap into a density
 ENVELOPE_COLOR = "#D55E00"
 LSTAR_COLOR = "#000000"
@@ -13,17 +15,19 @@ LSTAR_COLOR = "#000000"
 class SliceView(pg.PlotWidget):
     def __init__(self, title: str, parent=None):
         super().__init__(parent)
+        self._title = title
         self.setTitle(title)
+        self.n_curves = 0
         self.setLabel("bottom", "t  (θ + t·d)")
         self.setLabel("left", "loss L")
         self.showGrid(x=True, y=True, alpha=0.2)
-        self.addLegend(offset=(-10, 10))
+        add_legend(self, offset=(10, 10))
         # ONE item for all K curves: NaN-free, broken between curves by a connect array, so
         # pan/zoom redraws one path instead of K items (K = 5000, P = 101 stays interactive).
         self.curves = pg.PlotCurveItem(pen=pg.mkPen(CURVE_COLOR, width=1), antialias=False,
-                                       skipFiniteCheck=True, name="slices L(θ + t d)")
+                                       skipFiniteCheck=True, name="L(θ + t·d), K curves")
         self.envelope = pg.PlotCurveItem(pen=pg.mkPen(ENVELOPE_COLOR, width=3),
-                                         name="envelope  min_d L(θ + t d)")
+                                         name="envelope min over d")
         self.lstar = pg.InfiniteLine(angle=0, movable=False,
                                      pen=pg.mkPen(LSTAR_COLOR, width=2, style=Qt.PenStyle.DashLine),
                                      label="L*", labelOpts={"position": 0.04, "color": LSTAR_COLOR,
@@ -34,14 +38,11 @@ class SliceView(pg.PlotWidget):
         self.addItem(self.lstar)
         legend = self.getPlotItem().legend
         legend.addItem(pg.PlotDataItem(pen=pg.mkPen(LSTAR_COLOR, width=2, style=Qt.PenStyle.DashLine)), "L*")
-        self.summary = pg.TextItem(anchor=(1, 1), color="#222222", fill=pg.mkBrush(255, 255, 255, 210))
-        self.summary.setParentItem(self.getPlotItem().vb)
-        self.getPlotItem().vb.sigResized.connect(self._place_summary)
         self.n_curves = 0
 
-    def _place_summary(self):
-        rect = self.getPlotItem().vb.boundingRect()
-        self.summary.setPos(rect.right() - 8, rect.bottom() - 8)
+    def set_title(self, title: str):
+        self._title = title
+        self.setTitle(title)
 
     def show_slices(self, t, losses, envelope, lstar: float, gap: float, fraction_below: float):
         """``losses`` (K, P) on the grid ``t`` (P,); the numbers come from the engine."""
@@ -54,12 +55,12 @@ class SliceView(pg.PlotWidget):
         self.lstar.setValue(lstar)
         self.lstar.show()
         self.n_curves = k
-        self.summary.setText(f"K = {k} directions, P = {p} points\n"
-                             f"envelope gap  min(env) − L* = {gap:.3g}\n"
-                             f"curves dipping below L*: {100 * fraction_below:.1f} %")
-        self._place_summary()
+        # The summary sits under the title, where it can never cover a curve.
+        # Short lines: a title wider than the plot widens the plot item past its widget.
+        self.setTitle(f"{self._title}<br><span style='font-size:9pt'>K = {k} · gap min(env) − L* = {gap:.2g}"
+                      f" · {100 * fraction_below:.1f} % dip below L*</span>")
         # Frame the interesting part: the envelope and L*, not the tallest of K curves.
-        top = np.nanpercentile(losses, 90)
+        top = np.nanpercentile(losses, 40)
         low = min(np.nanmin(envelope), lstar)
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)
@@ -69,7 +70,7 @@ class SliceView(pg.PlotWidget):
         self.curves.setData([], [])
         self.envelope.setData([], [])
         self.lstar.hide()
-        self.summary.setText("")
+        self.setTitle(self._title)
         self.n_curves = 0
 
     def set_presentation(self, on: bool):

@@ -43,9 +43,6 @@ class SpectrumView(pg.PlotWidget):
         self.addItem(self.points)
         self.zero_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(ZERO, width=1))
         self.addItem(self.zero_line)
-        self.counts = pg.TextItem(anchor=(0, 0), color="#222", fill=pg.mkBrush(255, 255, 255, 210))
-        self.counts.setParentItem(self.getPlotItem().vb)
-        self.counts.setPos(8, 6)
 
     def show_spectrum(self, eigs, tol: float, caption: str = ""):
         eigs = np.sort(np.asarray(eigs, float))
@@ -57,12 +54,13 @@ class SpectrumView(pg.PlotWidget):
         self.points.setData(np.arange(len(eigs)), y, brush=[pg.mkBrush(c) for c in colors],
                             size=np.where(eigs < -tol, 10, 6))
         n_neg, n_zero = int((eigs < -tol).sum()), int((np.abs(eigs) <= tol).sum())
-        self.counts.setHtml(f"<b>{len(eigs)}</b> eigenvalues: <span style='color:{NEGATIVE}'><b>{n_neg}"
-                            f"</b> negative</span>, <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}), "
-                            f"<span style='color:{POSITIVE}'><b>{len(eigs) - n_neg - n_zero}</b> positive</span>"
-                            + (f"<br>{caption}" if caption else ""))
+        self.setLabel("bottom", "eigenvalue index" + (f" ({caption})" if caption else ""))
+        self.setTitle(f"Hessian spectrum (signed log scale)<br>"
+                      f"<span style='font-size:9pt'><span style='color:{NEGATIVE}'><b>{n_neg}</b> negative</span>"
+                      f" · <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}) · <span style='color:{POSITIVE}'>"
+                      f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span></span>")
         self.autoRange()
 
     def clear_spectrum(self):
         self.points.setData([], [])
-        self.counts.setHtml("")
+        self.setTitle("Hessian spectrum (signed log scale)")

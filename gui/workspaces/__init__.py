@@ -2,5 +2,6 @@
 
 
 def all_workspaces():
+    from .minima import MinimaWorkspace
     from .topology import TopologyWorkspace
-    return [TopologyWorkspace()]
+    return [TopologyWorkspace(), MinimaWorkspace()]

@@ -1,47 +1,69 @@
-"""Invariant hyperquadrics: train a shallow ReLU network and watch each neuron on Q(c_k)."""
+"""Invariant sets: train a shallow ReLU network and watch each neuron stay on Q(c_k).
+
+Three sub-views share the tab, chosen by the "View" parameter: the live training view, the
+paper's Fig. 4 sweep and its Fig. 5 probability maps. The workspace routes engine results to
+the views; every number shown comes from the engine.
+"""
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Optional
 
 import numpy as np
-import pyqtgraph as pg
-from pyqtgraph.parametertree import Parameter
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QVBoxLayout
+from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
-from engine.datasets import toy_dataset
 from engine.errors import EngineInputError
-from engine.shallow import ShallowNet, init_params
-from engine.training import TrainConfig, Trajectory, train
+from engine.invariants import c_of, component_label
+from engine.quadrics import reduced_coordinates
+from engine.shallow import ShallowNet
+from engine.training import Trajectory, train
 
-from ..views.quadric_view import QuadricView
+from ..panels.invariants_panel import InvariantsPanel, summary
+from ..panels.topology_parameters import TrainingSetup, create_parameters, training_setup
+from ..views.fig4_view import Fig4View
+from ..views.fig5_view import Fig5View
+from ..views.function_heatmaps import FunctionHeatmaps
+from ..views.neuron_quadrics import NeuronQuadrics
+from ..views.plot_style import set_plot_fonts
+from ..views.reduced_view import ReducedView
+from ..views.training_curves import TrainingCurves
 from ..workspace import Workspace
 
-PARAMETERS = [
-    {"name": "network", "title": "Network", "type": "group", "children": [
-        {"name": "d", "type": "int", "value": 2, "limits": (1, 64)},
-        {"name": "l", "title": "l (hidden)", "type": "int", "value": 2, "limits": (1, 9)},
-        {"name": "e", "type": "int", "value": 1, "limits": (1, 8)},
-    ]},
-    {"name": "init", "title": "Initialization", "type": "group", "children": [
-        {"name": "c", "title": "target c_k", "type": "str", "value": "-0.1, 0.1"},
-        {"name": "seed", "type": "int", "value": 0},
-    ]},
-    {"name": "optimizer", "title": "Optimizer", "type": "group", "children": [
-        {"name": "name", "title": "method", "type": "list", "value": "gd",
-         "limits": {"gradient descent": "gd", "exact gradient flow": "flow", "SGD": "sgd",
-                    "Adam": "adam", "momentum": "momentum"}},
-        {"name": "lr", "title": "step size h", "type": "float", "value": 0.01, "step": 0.001},
-        {"name": "steps", "type": "int", "value": 500, "limits": (1, 10**7)},
-    ]},
-]
+HEATMAP_INTERVAL_S = 0.25  # the learned-function heatmap is the one costly redraw
 
 
-def parse_floats(text: str, what: str) -> list[float]:
-    try:
-        return [float(part) for part in text.replace("−", "-").split(",") if part.strip()]
-    except ValueError:
-        raise EngineInputError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
+def neuron_coordinates(traj: Trajectory) -> tuple[np.ndarray, list[str]]:
+    """θ_k = (w, b, v) of every neuron as (T, l, n) raw coordinates, with their names."""
+    d, e = traj.W1.shape[2], traj.W2.shape[1]
+    parts = [traj.W1] + ([traj.b1[..., None]] if traj.b1 is not None else []) + \
+        [np.swapaxes(traj.W2, 1, 2)]
+    names = [f"w{chr(0x2080 + i + 1)}" if d > 1 else "w" for i in range(d)]
+    names += ["b"] if traj.b1 is not None else []
+    names += [f"v{chr(0x2080 + i + 1)}" if e > 1 else "v" for i in range(e)]
+    return np.concatenate(parts, axis=2), names
+
+
+def projection_axes(n_in: int, n_out: int) -> Optional[list[int]]:
+    """Which three coordinates a 3D view shows: two input-side, then the output side."""
+    if n_in + n_out < 3:
+        return None
+    take_in = min(n_in, 3 - min(n_out, 1))
+    axes = list(range(min(take_in, 2)))
+    axes += list(range(n_in, n_in + min(n_out, 3 - len(axes))))
+    axes += [i for i in range(n_in) if i not in axes][:3 - len(axes)]
+    return sorted(axes[:3])
+
+
+def sliced(traj: Trajectory, rows: int) -> Trajectory:
+    """The first ``rows`` recorded rows: the run as it was at that moment (for replay)."""
+    cut = lambda a: None if a is None else a[:rows]
+    last = traj.step[rows - 1]
+    return dataclasses.replace(traj, step=traj.step[:rows], W1=traj.W1[:rows], W2=traj.W2[:rows],
+                               b1=cut(traj.b1), b2=cut(traj.b2), loss=traj.loss[:rows],
+                               c=traj.c[:rows], time=cut(traj.time),
+                               sign_flips=[f for f in traj.sign_flips if f[0] <= last])
 
 
 class TopologyWorkspace(Workspace):
@@ -49,39 +71,237 @@ class TopologyWorkspace(Workspace):
     title = "Invariant sets (topological obstruction)"
 
     def __init__(self, parent=None):
-        super().__init__(Parameter.create(name="topology", type="group", children=PARAMETERS), parent)
-        self.view = QuadricView(neuron=0)
-        self.loss_plot = pg.PlotWidget(title="loss")
-        self.loss_plot.setLogMode(y=True)
-        self.loss_curve = self.loss_plot.plot(pen=pg.mkPen("#0072B2", width=2))
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.view)
-        splitter.addWidget(self.loss_plot)
-        splitter.setSizes([900, 500])
+        super().__init__(create_parameters(), parent)
+        self.quadrics = NeuronQuadrics()
+        self.reduced = ReducedView()
+        self.invariants = InvariantsPanel()
+        self.curves = TrainingCurves()
+        self.heatmaps = FunctionHeatmaps()
+        self.fig4 = Fig4View()
+        self.fig5 = Fig5View()
+
+        self.neuron_area = QSplitter(Qt.Orientation.Vertical)
+        self.neuron_area.addWidget(self.reduced)
+        self.neuron_area.addWidget(self.quadrics)
+        side = QSplitter(Qt.Orientation.Vertical)
+        for widget in (self.invariants, self.curves.loss_plot, self.curves.drift_plot, self.heatmaps):
+            side.addWidget(widget)
+        side.setSizes([230, 260, 220, 240])
+        side.setMinimumWidth(440)
+        training = QSplitter(Qt.Orientation.Horizontal)
+        training.addWidget(self.neuron_area)
+        training.addWidget(side)
+        training.setSizes([820, 520])
+        self.pages = QStackedWidget()
+        self.page_of = {"training": training, "fig4": self.fig4, "fig5": self.fig5}
+        for page in self.page_of.values():
+            self.pages.addWidget(page)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(splitter)
+        layout.addWidget(self.pages)
 
+        self._setup: Optional[TrainingSetup] = None   # what the views are configured for
+        self._pending: Optional[TrainingSetup] = None  # built by make_job, shown at reset
+        self._result = None                            # the latest partial or final result
+        self._total_steps = 1
+        self._heatmap_at = 0.0
+        self.parameters.child("mode").sigValueChanged.connect(self._on_mode)
+        self.parameters.child("display").sigTreeStateChanged.connect(self._on_display)
+        self._on_mode()
+        self.reset()
+
+    @property
+    def mode(self) -> str:
+        return self.parameters["mode"]
+
+    # ------------------------------------------------------------------ jobs
     def make_job(self, steps: Optional[int] = None):
-        p = self.parameters
-        net = ShallowNet(d=p["network", "d"], l=p["network", "l"], e=p["network", "e"])
-        c = parse_floats(p["init", "c"], "target c_k")
-        params = init_params(net, "uniform", seed=p["init", "seed"], a=np.sqrt(2.0), c=c,
-                             signs=[1] * net.l if net.e == 1 else None)
-        X, Y = toy_dataset(seed=p["init", "seed"])
-        config = TrainConfig(optimizer=p["optimizer", "name"], lr=p["optimizer", "lr"],
-                             steps=steps or p["optimizer", "steps"])
-        self.view.set_surface(float(c[0]))
-        return train(net, params, X, Y, config)
-
-    def show_partial(self, trajectory: Trajectory):
-        points = np.column_stack([trajectory.W1[:, 0, :2], trajectory.W2[:, 0, 0]])
-        self.view.set_trajectory(points)
-        self.loss_curve.setData(trajectory.step, trajectory.loss)
+        if self.mode == "fig4":
+            return self.fig4.make_job(self.parameters.child("fig4"), steps)
+        if self.mode == "fig5":
+            return self.fig5.make_job(self.parameters.child("fig5"))
+        setup = training_setup(self.parameters, steps)
+        self._pending = setup
+        return train(setup.net, setup.params, setup.X, setup.Y, setup.config)
 
     def reset(self):
-        self.view.clear_trajectory()
-        self.loss_curve.setData([], [])
+        self._result = None
+        if self.mode != "training":
+            self.page_of[self.mode].reset()
+            return
+        setup, self._pending = self._pending, None
+        if setup is None:
+            try:
+                setup = training_setup(self.parameters)
+            except EngineInputError as error:
+                self.invariants.show_nothing(f"Cannot preview: {error}")
+                return
+        self._configure(setup)
+
+    def _configure(self, setup: TrainingSetup):
+        """Lay the training views out for this network, and preview Q(c) at the start."""
+        self._setup = setup
+        net = setup.net
+        self._total_steps = max(setup.config.steps, 1)
+        start = Trajectory(np.zeros(1, dtype=np.int64), setup.params.W1[None], setup.params.W2[None],
+                           None if setup.params.b1 is None else setup.params.b1[None], None,
+                           np.zeros(1), np.zeros((1, net.l)))
+        coords, names = neuron_coordinates(start)
+        self._exact = net.d == 2 and net.e == 1 and not net.bias
+        self._axes = projection_axes(net.d + net.bias, net.e)
+        extent = float(np.ceil(2 * max(1.0, 1.5 * np.abs(coords).max())) / 2)
+        labels = tuple(names[i] for i in self._axes) if self._axes else ("", "", "")
+        self.quadrics.configure(net.l, self._exact, labels, extent)
+        self.quadrics.setVisible(self._axes is not None)
+        self.reduced.setVisible(not self._exact)
+        if not self._exact and self._axes is not None:
+            self.neuron_area.setSizes([600, 300])  # the exact picture first, the projection below
+        signed_w = net.d == 1 and not net.bias
+        w_name = "w" if signed_w else ("‖(w, b)‖" if net.bias else "‖w‖")
+        self.reduced.configure(signed_w, net.e == 1, w_name, "v" if net.e == 1 else "‖v‖", extent)
+        self.curves.configure(net.l, self.parameters["display", "log_drift"])
+        self.heatmaps.setVisible(net.d == 2)
+        if net.d == 2:
+            self.heatmaps.set_data(setup.X, setup.Y)
+        self._on_display()
+        c = c_of(setup.params)
+        self.quadrics.preview(c)
+        self.reduced.preview(c)
+        label = component_label(setup.params.W1, setup.params.W2, setup.params.b1)
+        self.invariants.show_values(summary(net.d, net.e, net.bias, c, label), None, 0)
+
+    # ------------------------------------------------------------------ results
+    def show_partial(self, partial):
+        self._result = partial
+        if self.mode == "training":
+            self._show_trajectory(partial, final=False)
+        else:
+            self.page_of[self.mode].show_partial(partial)
+
+    def show_result(self, result):
+        self._result = result
+        if self.mode == "training":
+            self._show_trajectory(result, final=True)
+        else:
+            self.page_of[self.mode].show_result(result)
+
+    def _show_trajectory(self, traj: Trajectory, final: bool):
+        if self._setup is None or len(traj.step) == 0:
+            return
+        net: ShallowNet = self._setup.net
+        frac = traj.step / self._total_steps
+        c_now, c_start = traj.c[-1], traj.c[0]
+        flips = [(s, k) for s, k in traj.sign_flips]
+        flip_rows = [[] for _ in range(net.l)]
+        for s, k in flips:
+            flip_rows[k].append(min(int(np.searchsorted(traj.step, s)), len(traj.step) - 1))
+        if self._axes is not None:
+            coords = neuron_coordinates(traj)[0][:, :, self._axes]
+            self.quadrics.show_neurons(coords, frac, c_now, c_start, c_now < 0, flip_rows)
+        if not self._exact:
+            r, v = reduced_coordinates(traj.W1, traj.W2, traj.b1)
+            if net.d == 1 and not net.bias:
+                r = traj.W1[:, :, 0]  # signed: the label of a c > 0 neuron is sign(w)
+            self.reduced.show_neurons(r, v, frac, c_now, c_start, flip_rows)
+        label = component_label(traj.W1[-1], traj.W2[-1], None if traj.b1 is None else traj.b1[-1])
+        self.invariants.show_values(summary(net.d, net.e, net.bias, c_now, label), c_start,
+                                    int(traj.step[-1]))
+        self.curves.show(traj.step, traj.loss, traj.c, flips)
+        now = time.monotonic()
+        if net.d == 2 and (final or now - self._heatmap_at > HEATMAP_INTERVAL_S):
+            self._heatmap_at = now
+            self.heatmaps.show_function(net, traj.final_params())
+
+    # ------------------------------------------------------------------ display
+    def _on_mode(self, *_):
+        mode = self.mode
+        self.pages.setCurrentWidget(self.page_of[mode])
+        training = mode == "training"
+        for name in ("network", "data", "init", "optimizer", "display"):
+            self.parameters.child(name).setOpts(visible=training)
+        self.parameters.child("fig4").setOpts(visible=mode == "fig4")
+        self.parameters.child("fig5").setOpts(visible=mode == "fig5")
+
+    def _on_display(self, *_):
+        d = self.parameters.child("display")
+        self.quadrics.set_focus(d["neuron"] - 1 if d["layout"] == "one neuron enlarged" else None)
+        self.curves.set_log_drift(d["log_drift"])
+        if self.mode == "training" and isinstance(self._result, Trajectory):
+            self._show_trajectory(self._result, final=True)
 
     def gl_views(self):
-        return [self.view]
+        return self.quadrics.views() if self.mode == "training" and self._axes is not None else []
+
+    def plot_widgets(self):
+        if self.mode == "fig4":
+            return self.fig4.plot_widgets()
+        if self.mode == "fig5":
+            return self.fig5.plot_widgets()
+        plots = {"loss": self.curves.loss_plot, "invariant drift": self.curves.drift_plot}
+        if not self._exact:
+            plots["reduced view"] = self.reduced
+        if self.heatmaps.isVisibleTo(self):
+            plots["target function"] = self.heatmaps.target_widget
+            plots["learned function"] = self.heatmaps.learned_widget
+        return plots
+
+    def set_presentation(self, on: bool):
+        width = 4.0 if on else 2.0
+        self.quadrics.set_line_width(2 * width - 1)
+        self.curves.set_line_width(width)
+        for plot in (self.curves.loss_plot, self.curves.drift_plot, self.reduced,
+                     self.heatmaps.target_widget, self.heatmaps.learned_widget):
+            set_plot_fonts(plot, on)
+        self.fig4.set_presentation(on)
+        self.fig5.set_presentation(on)
+        self.invariants.setStyleSheet(f"QLabel {{ font-size: {14 if on else 10.5}pt; }}")
+
+    # ------------------------------------------------------------------ replay and sessions
+    def timeline_length(self) -> int:
+        if self.mode == "training" and isinstance(self._result, Trajectory):
+            return len(self._result.step)
+        return 0
+
+    def show_frame(self, index: int):
+        if self.timeline_length():
+            full = self._result
+            rows = int(np.clip(index, 0, len(full.step) - 1)) + 1
+            self._show_trajectory(sliced(full, rows), final=True)
+            self._result = full
+
+    def session_state(self) -> dict:
+        if self._result is None:
+            return {}
+        if self.mode != "training":
+            return {"mode": self.mode, "result": self.page_of[self.mode].result_state(self._result)}
+        fields = {f.name: getattr(self._result, f.name) for f in dataclasses.fields(Trajectory)}
+        fields["sign_flips"] = np.asarray(fields["sign_flips"], dtype=np.int64).reshape(-1, 2)
+        return {"mode": "training", "trajectory": {k: v for k, v in fields.items() if v is not None},
+                "parameters": self.parameters.saveState(filter="user")}
+
+    def restore_session_state(self, state: dict):
+        mode = state.get("mode")
+        if mode not in self.page_of:
+            raise EngineInputError(f"saved state has unknown view {mode!r}")
+        self.parameters["mode"] = mode
+        if mode != "training":
+            page = self.page_of[mode]
+            result = page.result_from_state(state.get("result", {}))
+            self._result = result
+            page.show_result(result)
+            return
+        try:
+            if "parameters" in state:
+                self.parameters.restoreState(state["parameters"], removeChildren=False,
+                                             addChildren=False)
+            t = dict(state["trajectory"])
+            t["sign_flips"] = [tuple(int(x) for x in row) for row in np.asarray(t.get("sign_flips", []))]
+            t.setdefault("b1", None), t.setdefault("b2", None)
+            traj = Trajectory(**{k: t.get(k) for k in (f.name for f in dataclasses.fields(Trajectory))})
+        except (KeyError, TypeError, ValueError) as error:
+            raise EngineInputError(f"saved training state does not fit: {error}") from None
+        self.reset()
+        if self._setup is None or traj.W1.shape[1:] != self._setup.params.W1.shape:
+            raise EngineInputError("saved trajectory does not match its network parameters")
+        self._result = traj
+        self._show_trajectory(traj, final=True)

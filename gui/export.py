@@ -1,0 +1,78 @@
+"""Export what is on screen: 2-D plots as PNG, SVG or their data as CSV (pyqtgraph's
+exporters), and a 3D view as PNG at any resolution (rendered off-window, not a screen grab).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import imageio.v3 as iio
+import pyqtgraph.exporters as exporters
+from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+from engine.errors import EngineInputError
+
+from .capture import STANDARD_SIZES, render_gl
+
+PLOT_FORMATS = {".png": exporters.ImageExporter, ".svg": exporters.SVGExporter,
+                ".csv": exporters.CSVExporter}
+
+
+def export_plot(plot, path, width: Optional[int] = None) -> Path:
+    """Write ``plot`` (a PlotWidget) as PNG, SVG or CSV, chosen by the file's suffix."""
+    path = Path(path)
+    kind = PLOT_FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise EngineInputError(f"{path.name}: export a plot as .png, .svg or .csv")
+    exporter = kind(plot.getPlotItem())
+    if width and kind is exporters.ImageExporter:
+        exporter.parameters()["width"] = int(width)  # the height follows the plot's aspect
+    exporter.export(str(path))
+    if not path.exists():
+        raise EngineInputError(f"could not write {path}")
+    return path
+
+
+def export_gl(view, path, size: tuple[int, int]) -> Path:
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise EngineInputError(f"{path.name}: export a 3D view as .png")
+    iio.imwrite(path, render_gl(view, size))
+    return path
+
+
+def export_targets(workspace) -> dict:
+    """What the Export menu offers for a tab: label -> (kind, widget)."""
+    targets = {}
+    for i, view in enumerate(workspace.gl_views()):
+        targets[f"3D view {i + 1}" if i else "3D view"] = ("3d", view)
+    for title, plot in workspace.plot_widgets().items():
+        targets[f"Plot: {title}"] = ("plot", plot)
+    return targets
+
+
+def export_interactively(window, label: str) -> None:
+    """Ask for a file (and a size for 3D), export, and report in the message bar."""
+    kind, widget = export_targets(window.workspace)[label]
+    stem = label.split(": ")[-1].replace(" ", "_").lower()
+    try:
+        if kind == "plot":
+            path, _ = QFileDialog.getSaveFileName(window, f"Export {label}", f"{stem}.png",
+                                                  "PNG image (*.png);;SVG vector (*.svg);;CSV data (*.csv)")
+            if path:
+                export_plot(widget, path)
+        else:
+            own = f"view size ({widget.width()}×{widget.height()})"
+            choice, ok = QInputDialog.getItem(window, "3D export size", "Resolution",
+                                              list(STANDARD_SIZES) + [own], 0, False)
+            if not ok:
+                return
+            path, _ = QFileDialog.getSaveFileName(window, f"Export {label}", f"{stem}.png",
+                                                  "PNG image (*.png)")
+            if path:
+                export_gl(widget, path, STANDARD_SIZES.get(choice, (widget.width(), widget.height())))
+    except (EngineInputError, OSError) as error:
+        window.message_bar.show_error(str(error))
+        return
+    if path:
+        window.message_bar.show_info(f"Exported {label} to {path}")

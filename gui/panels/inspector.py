@@ -1,0 +1,204 @@
+"""The construction inspector: steps, per-neuron B and D, the λ slider, load and export.
+
+It only displays engine results and emits what the user asked for; the workspace turns the
+requests into engine jobs.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
+SLIDER_STEPS = 300
+VERDICT_COLORS = {"minimum": "#009E73", "saddle": "#D62728", "other": "#8a6d00"}
+BADGE_COLORS = {"definite": "#d9f2e6", "indefinite": "#fde0dc", "other": "#f3f0d8"}
+
+
+def verdict_kind(verdict: str) -> str:
+    if verdict.startswith("saddle"):
+        return "saddle"
+    return "minimum" if "minim" in verdict and "not met" not in verdict else "other"
+
+
+def short_verdict(verdict: str) -> str:
+    """Table cells get a word or two; the full verdict is the cell's tooltip."""
+    for start, short in (("saddle", "saddle"), ("strict minimum", "strict min"),
+                         ("non-attracting", "non-attracting min"), ("degenerate", "degenerate"),
+                         ("conditions not met", "not met")):
+        if verdict.startswith(start):
+            return short
+    return verdict
+
+
+def _table(headers) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.setWordWrap(True)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setAlternatingRowColors(True)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(len(headers) - 1, QHeaderView.ResizeMode.Stretch)
+    return table
+
+
+def _fill(table: QTableWidget, rows: list[list], backgrounds: list | None = None):
+    table.setRowCount(len(rows))
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            item = QTableWidgetItem(value if isinstance(value, str) else f"{value:.3g}")
+            item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter
+                                  | (Qt.AlignmentFlag.AlignLeft if isinstance(value, str) else Qt.AlignmentFlag.AlignRight))
+            if backgrounds and backgrounds[i] and backgrounds[i][j]:
+                item.setBackground(QBrush(QColor(backgrounds[i][j])))
+            table.setItem(i, j, item)
+    table.resizeRowsToContents()
+
+
+class LambdaBox(QGroupBox):
+    """The slider that moves λ of the last split, with the live loss, λ_min(H) and verdict."""
+    moved = Signal(float)     # while dragging: cheap readouts only
+    released = Signal(float)  # on release: recompute the slices
+
+    def __init__(self, parent=None):
+        super().__init__("λ of the last split", parent)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.slider.setEnabled(False)
+        self.value_label = QLabel("λ = –")
+        self.value_label.setMinimumWidth(90)
+        self.loss_label = QLabel("loss –")
+        self.hmin_label = QLabel("λ_min(H) –")
+        self.verdict_label = QLabel("no construction yet")
+        self.verdict_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        font = QFont()
+        font.setPointSize(12)
+        font.setBold(True)
+        self.verdict_label.setFont(font)
+        self.verdict_label.setWordWrap(True)
+        grid = QGridLayout(self)
+        grid.addWidget(QLabel(f"{SLIDER_RANGE[0]:g}"), 0, 0)
+        grid.addWidget(self.slider, 0, 1)
+        grid.addWidget(QLabel(f"{SLIDER_RANGE[1]:g}"), 0, 2)
+        grid.addWidget(self.value_label, 0, 3)
+        readouts = QHBoxLayout()
+        readouts.addWidget(self.loss_label)
+        readouts.addWidget(self.hmin_label)
+        grid.addLayout(readouts, 1, 0, 1, 4)
+        grid.addWidget(self.verdict_label, 2, 0, 1, 4)
+        self.slider.valueChanged.connect(lambda _: self._on_value())
+        self.slider.sliderReleased.connect(lambda: self.released.emit(self.value()))
+
+    def value(self) -> float:
+        lo, hi = SLIDER_RANGE
+        return lo + (hi - lo) * self.slider.value() / SLIDER_STEPS
+
+    def set_value(self, lam: float, emit: bool = False):
+        lo, hi = SLIDER_RANGE
+        self.slider.blockSignals(not emit)
+        self.slider.setValue(round((lam - lo) / (hi - lo) * SLIDER_STEPS))
+        self.slider.blockSignals(False)
+        self.value_label.setText(f"λ = {lam:.3g}")
+
+    def _on_value(self):
+        self.value_label.setText(f"λ = {self.value():.3g}")
+        self.moved.emit(self.value())
+        if not self.slider.isSliderDown():  # keyboard and clicks have no "release"
+            self.released.emit(self.value())
+
+    def set_split(self, description: str | None):
+        self.slider.setEnabled(description is not None)
+        self.setTitle("λ of the last split" + (f": {description}" if description else " (no split)"))
+
+    def show_probe(self, lam: float, loss: float, hessian_min: float, verdict: str):
+        self.loss_label.setText(f"loss L = {loss:.10g}")
+        self.hmin_label.setText(f"λ_min(H) = {hessian_min:.3e}  at λ = {lam:.3g}")
+        color = VERDICT_COLORS[verdict_kind(verdict)]
+        self.verdict_label.setText(verdict)
+        self.verdict_label.setStyleSheet(f"color: white; background: {color}; border-radius: 4px; padding: 4px;")
+
+    def show_pending(self):
+        self.hmin_label.setText("λ_min(H) … computing")
+
+    @property
+    def verdict(self) -> str:
+        return self.verdict_label.text()
+
+
+class InspectorPanel(QWidget):
+    load_requested = Signal(str)
+    export_requested = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.lam = LambdaBox()
+        self.steps = _table(["layers", "verdict", "loss", "‖∇L‖", "min e", "max e", "#0", "#<0"])
+        self.neurons = _table(["layer", "neuron", "B is", "‖D‖", "eigenvalues of B"])
+        self.restarts_label = QLabel("")
+        self.restarts_label.setWordWrap(True)
+        load, export = QPushButton("Load network (.npz)…"), QPushButton("Export network (.npz)…")
+        load.clicked.connect(self._ask_load)
+        export.clicked.connect(self._ask_export)
+        self.export_button = export
+        export.setEnabled(False)
+        files = QHBoxLayout()
+        files.addWidget(load)
+        files.addWidget(export)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(files)
+        layout.addWidget(self.lam)
+        steps_box = QGroupBox("Construction steps")
+        QVBoxLayout(steps_box).addWidget(self.steps)
+        steps_box.layout().addWidget(self.restarts_label)
+        neurons_box = QGroupBox("Per-neuron B and D (small network)")
+        QVBoxLayout(neurons_box).addWidget(self.neurons)
+        layout.addWidget(steps_box, 3)
+        layout.addWidget(neurons_box, 2)
+
+    def _ask_load(self):
+        path, _ = QFileDialog.getOpenFileName(self, "Load network", "", "Networks (*.npz)")
+        if path:
+            self.load_requested.emit(path)
+
+    def _ask_export(self):
+        path, _ = QFileDialog.getSaveFileName(self, "Export network", "network.npz", "Networks (*.npz)")
+        if path:
+            self.export_requested.emit(path if path.endswith(".npz") else path + ".npz")
+
+    def show_steps(self, steps, restarts_note: str = ""):
+        rows, colors = [], []
+        for s in steps:
+            h = s.hessian
+            rows.append(["—".join(map(str, s.widths)), short_verdict(s.verdict), s.loss, s.grad_norm,
+                         h.min, h.max, str(h.n_zero), str(h.n_negative)])
+            tint = {"saddle": "#fde0dc", "minimum": "#e3f4ec"}.get(verdict_kind(s.verdict))
+            colors.append([None, tint] + [None] * 6)
+        _fill(self.steps, rows, colors)
+        for row, s in enumerate(steps):
+            self.steps.item(row, 1).setToolTip(f"{s.description}: {s.verdict}")
+        self.steps.scrollToBottom()
+        self.restarts_label.setText(restarts_note)
+
+    def show_neurons(self, neurons):
+        rows, colors = [], []
+        for n in neurons:
+            eigs = ", ".join(f"{e:.3g}" for e in np.asarray(n.B_eigs))
+            rows.append([str(n.layer), str(n.neuron), n.badge, n.D_norm, eigs])
+            kind = "indefinite" if n.badge == "indefinite" else ("definite" if n.badge.endswith(" definite") else "other")
+            colors.append([None, None, BADGE_COLORS[kind], None, None])
+        _fill(self.neurons, rows, colors)
+
+    def clear(self):
+        self.steps.setRowCount(0)
+        self.neurons.setRowCount(0)
+        self.restarts_label.setText("")
+        self.lam.set_split(None)
+        self.lam.verdict_label.setText("no construction yet")
+        self.lam.verdict_label.setStyleSheet("")
+        self.export_button.setEnabled(False)

@@ -1,0 +1,92 @@
+"""Live invariants: c_k per neuron, l₊/l₋/l₀, the Poincaré polynomial, β₀, s(θ) and components.
+
+Every number comes from engine.invariants; this panel only formats them.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QScrollArea
+
+from engine import invariants as inv
+
+from ..style import neuron_color
+from ..views.neuron_quadrics import sub
+
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def polynomial_text(coefficients: list[int]) -> str:
+    """[2, 2, 0, 1] → '2 + 2x + x³'."""
+    terms = []
+    for i, a in enumerate(coefficients):
+        if a == 0:
+            continue
+        power = "" if i == 0 else ("x" if i == 1 else "x" + str(i).translate(SUPERSCRIPT))
+        number = str(a) if (a != 1 or i == 0) else ""
+        terms.append(number + power)
+    return " + ".join(terms) or "0"
+
+
+def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dict:
+    """The panel's numbers, straight from the engine (also what tests compare against)."""
+    lp, lm, l0 = inv.counts(c)
+    eff = inv.effective_components(d, e, c)
+    index = None
+    if eff is not None:  # components with the same label sum are effectively one (Thm. 2)
+        index = int(np.sum(label == 1))
+    return {"c": [float(x) for x in c], "l_plus": lp, "l_minus": lm, "l_zero": l0,
+            "poincare": inv.poincare(d, e, c, bias), "beta0": inv.beta0(d, e, c, bias),
+            "label": [int(s) for s in label], "effective_components": eff,
+            "effective_index": index}
+
+
+def _chip(k: int, s: int) -> str:
+    color = neuron_color(k).name()
+    text = {1: "+1", -1: "−1"}.get(s, "free")
+    style = (f"background-color:{color}; color:white;" if s else
+             f"color:{color}; border:1px solid {color};")
+    return f"<span style='{style} font-weight:600;'>&nbsp;{text}&nbsp;</span>"
+
+
+class InvariantsPanel(QScrollArea):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setWordWrap(True)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.label.setStyleSheet("padding: 6px; font-size: 10.5pt; background: white;")
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setWidget(self.label)
+        self.setWidgetResizable(True)
+        self.shown: Optional[dict] = None
+        self.show_nothing()
+
+    def show_nothing(self, note: str = "Run to see the invariants of the trajectory."):
+        self.shown = None
+        self.label.setText(f"<b>Invariants</b><br><i>{note}</i>")
+
+    def show_values(self, values: dict, c_start: Optional[np.ndarray] = None, step: int = 0):
+        self.shown = values
+        rows = []
+        for k, ck in enumerate(values["c"]):
+            color = neuron_color(k).name()
+            start = "" if c_start is None else f"<td align=right>{c_start[k]:+.5f}</td>"
+            rows.append(f"<tr><td><span style='color:{color}'>■</span> c{sub(k + 1)}</td>{start}"
+                        f"<td align=right><b>{ck:+.5f}</b></td>"
+                        f"<td>&nbsp;{_chip(k, values['label'][k])}</td></tr>")
+        head = ("<tr><th></th>" + ("<th align=right>start</th>" if c_start is not None else "")
+                + f"<th align=right>step {step}</th><th>&nbsp;s(θ)</th></tr>")
+        eff = values["effective_components"]
+        eff_text = ("effective components: not defined for these d, e" if eff is None else
+                    f"effective component <b>{values['effective_index'] + 1}</b> of <b>{eff}</b>"
+                    f" &nbsp;(1 + l₋, Theorem 2)")
+        self.label.setText(
+            "<b>Invariants</b> (engine, live)<table cellspacing=3>" + head + "".join(rows) + "</table>"
+            f"l₊ = <b>{values['l_plus']}</b>, &nbsp;l₋ = <b>{values['l_minus']}</b>, "
+            f"&nbsp;l₀ = <b>{values['l_zero']}</b><br>"
+            f"Poincaré polynomial P(x) = <b>{polynomial_text(values['poincare'])}</b><br>"
+            f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}")

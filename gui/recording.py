@@ -1,0 +1,167 @@
+"""The Record menu's dialog and the status-bar feedback (REC indicator, encoding bar).
+
+The mechanics live in capture.py; this file only asks what to record and shows that it is.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
+                               QFormLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
+                               QPushButton, QSpinBox, QWidget)
+
+from engine.errors import EngineInputError
+
+from .capture import STANDARD_SIZES, Encoder, LiveRecorder, clip_poser, render_clip, sources_of
+
+WHEN = {"live": "Live, until stopped (runs, replays, camera moves)",
+        "replay": "Replay the finished run over N seconds",
+        "orbit": "Camera orbit: 360° over N seconds"}
+
+
+class RecordDialog(QDialog):
+    def __init__(self, window, last: dict):
+        super().__init__(window)
+        self.setWindowTitle("Record")
+        self.source = QComboBox()
+        self.source.addItems(list(sources_of(window)))
+        self.size = QComboBox()
+        self.size.addItems(["Source's own size"] + list(STANDARD_SIZES))
+        self.fps = QSpinBox(minimum=1, maximum=120, value=30, suffix=" fps")
+        self.when = QComboBox()
+        for key, text in WHEN.items():
+            self.when.addItem(text, key)
+        self.seconds = QDoubleSpinBox(minimum=0.5, maximum=600, value=8.0, suffix=" s")
+        self.out = QLineEdit(str(Path.home() / "landscape-lens.mp4"))
+        self.out.setToolTip(".mp4 (H.264), .gif, or a folder name without suffix for PNG frames")
+        browse = QPushButton("…", clicked=self._browse)
+        row = QWidget()
+        QHBoxLayout(row).setContentsMargins(0, 0, 0, 0)
+        row.layout().addWidget(self.out, 1)
+        row.layout().addWidget(browse)
+        for combo, key in ((self.source, "source"), (self.size, "size"), (self.when, "when")):
+            if last.get(key) and combo.findText(last[key]) >= 0:
+                combo.setCurrentText(last[key])
+        self.fps.setValue(last.get("fps", 30))
+        self.seconds.setValue(last.get("seconds", 8.0))
+        self.out.setText(last.get("out", self.out.text()))
+        form = QFormLayout(self)
+        for label, widget in (("Source", self.source), ("Resolution", self.size),
+                              ("Frame rate", self.fps), ("When", self.when),
+                              ("Length (replay, orbit)", self.seconds), ("Save to", row)):
+            form.addRow(label, widget)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Record")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def _browse(self):
+        path, _ = QFileDialog.getSaveFileName(self, "Record to", self.out.text(),
+                                              "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)")
+        if path:
+            self.out.setText(path)
+
+    def settings(self) -> dict:
+        return {"source": self.source.currentText(), "size": self.size.currentText(),
+                "fps": self.fps.value(), "when": self.when.currentData(),
+                "seconds": self.seconds.value(), "out": self.out.text().strip()}
+
+
+class RecordControl(QObject):
+    """Owns the Record action, the live recorder while it runs and the encoders' feedback."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.recorder = None
+        self.last: dict = {}
+        self.action = QAction("&Record…", window, shortcut=QKeySequence("Ctrl+Shift+R"),
+                              triggered=self.toggle)
+        self.indicator = QLabel("● REC")
+        self.indicator.setObjectName("recIndicator")
+        self.indicator.hide()
+        self.encoding = QProgressBar()
+        self.encoding.setFixedWidth(200)
+        self.encoding.setFormat("encoding %v/%m")
+        self.encoding.hide()
+        window.statusBar().addPermanentWidget(self.indicator)
+        window.statusBar().addPermanentWidget(self.encoding)
+
+    def toggle(self):
+        if self.recording:
+            self.stop()
+            return
+        dialog = RecordDialog(self.window, self.last)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.last = dialog.settings()
+            self.start(**self.last)
+
+    @property
+    def recording(self) -> bool:
+        return self.recorder is not None and self.recorder.active
+
+    def stop(self):
+        if self.recording:
+            self.recorder.stop()
+        self._show_recording(False)
+        self.action.setText("&Record…")
+
+    def start(self, source: str, size: str, fps: int, when: str, seconds: float, out: str):
+        """Start recording; also the entry point tests use (no dialog)."""
+        window = self.window
+        try:
+            film = sources_of(window)[source](STANDARD_SIZES.get(size))
+            if when == "replay" and window.workspace.timeline_length() < 2:
+                raise EngineInputError("nothing to replay yet: run something first")
+            if when == "orbit" and not window.workspace.gl_views():
+                raise EngineInputError("this tab has no 3D view to orbit")
+            encoder = Encoder(out, fps, self)
+        except (EngineInputError, OSError) as error:
+            window.message_bar.show_error(str(error))
+            return None
+        encoder.progress.connect(self._on_progress)
+        encoder.finished.connect(self._on_finished)
+        encoder.failed.connect(self._on_failed)
+        self._show_recording(True)
+        if when == "live":
+            self.recorder = LiveRecorder(film, encoder, fps, parent=self)
+            self.recorder.ticked.connect(self._on_ticked)
+            self.action.setText("Stop &recording")
+            self.recorder.start()
+        else:
+            frames = max(1, round(seconds * fps))
+            pose = clip_poser(window.workspace, frames, when == "orbit", when == "replay")
+            render_clip(film, encoder, frames, pose,
+                        lambda k, n: self.indicator.setText(f"● REC {k}/{n}"))
+            self._show_recording(False)
+        return encoder
+
+    def _show_recording(self, on: bool):
+        # Steady, not blinking: a whole-window recording films the status bar too.
+        self.indicator.setText("● REC")
+        self.indicator.setVisible(on)
+        title = self.window.windowTitle().removeprefix("● REC — ")
+        self.window.setWindowTitle(f"● REC — {title}" if on else title)
+        if on:
+            self.encoding.setRange(0, 0)
+            self.encoding.show()
+
+    def _on_ticked(self, seconds: float):
+        self.indicator.setText(f"● REC {int(seconds) // 60}:{int(seconds) % 60:02d}")
+
+    def _on_progress(self, done: int, total: int):
+        self.encoding.setRange(0, max(total, 1))
+        self.encoding.setValue(done)
+
+    def _on_finished(self, path: str):
+        self.encoding.hide()
+        self.window.message_bar.show_info(f"Recording saved to {path}")
+
+    def _on_failed(self, message: str):
+        self.encoding.hide()
+        self._show_recording(False)
+        self.window.message_bar.show_error(message)

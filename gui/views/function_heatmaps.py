@@ -1,0 +1,66 @@
+"""For d = 2: the learned function beside the target, as two heatmaps over the input box.
+
+The target is shown as the data itself (mean label per cell), so any 2-D data set works, not
+only the toy one; the learned function is the engine's forward pass on a grid.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+from engine.shallow import ShallowNet, ShallowParams, forward
+
+CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
+
+
+class FunctionHeatmaps(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.target_widget = pg.PlotWidget(title="target F (data)")
+        self.learned_widget = pg.PlotWidget(title="learned f(x; θ)")
+        self.target_image, self.learned_image = pg.ImageItem(), pg.ImageItem()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        for widget, image in ((self.target_widget, self.target_image),
+                              (self.learned_widget, self.learned_image)):
+            plot = widget.getPlotItem()
+            plot.addItem(image)
+            plot.setAspectLocked(True)
+            plot.setLabel("bottom", "x₁")
+            plot.setLabel("left", "x₂")
+            layout.addWidget(widget)
+        self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("CET-D1"), width=10, interactive=False)
+        self.colorbar.setImageItem([self.target_image, self.learned_image],
+                                   insert_in=self.learned_widget.getPlotItem())
+        self._grid = None
+
+    def set_data(self, X: np.ndarray, Y: np.ndarray):
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        self._box = (lo, hi)
+        xs, ys = np.linspace(lo[0], hi[0], CELLS), np.linspace(lo[1], hi[1], CELLS)
+        gx, gy = np.meshgrid(xs, ys, indexing="ij")
+        self._grid = np.column_stack([gx.ravel(), gy.ravel()])
+        edges = [np.linspace(lo[i], hi[i], CELLS + 1) for i in range(2)]
+        total, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges, weights=Y[:, 0])
+        count, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            target = total / count
+        rect = pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
+        self.target_image.setImage(target, rect=rect)
+        span = np.nanmax(np.abs(target)) if np.isfinite(target).any() else 1.0
+        self.colorbar.setLevels((-span, span))  # diverging map centred on 0: sign is the story
+        self.learned_image.clear()
+
+    def show_function(self, net: ShallowNet, params: ShallowParams):
+        if self._grid is None:
+            return
+        values = forward(net, params, self._grid)[:, 0].reshape(CELLS, CELLS)
+        lo, hi = self._box
+        self.learned_image.setImage(values, rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0],
+                                                                  hi[1] - lo[1]))
+        self.learned_image.setLevels(self.colorbar.levels())
+
+    def clear(self):
+        self.learned_image.clear()

@@ -1,0 +1,77 @@
+"""A 2-D slice L(θ + a·d1 + b·d2): heatmap with contours beside a 3-D surface (OpenGL)."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.opengl as gl
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+COLORMAP = "viridis"
+SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units
+
+
+class PlaneView(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.heatmap = pg.PlotWidget(title="2-D slice: loss")
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.heatmap.addItem(self.image)
+        self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get(COLORMAP), interactive=False, label="loss L")
+        self.colorbar.setImageItem(self.image, insert_in=self.heatmap.getPlotItem())
+        self.point = pg.ScatterPlotItem(size=16, symbol="star", brush=pg.mkBrush("#D62728"),
+                                        pen=pg.mkPen("w", width=1.5))
+        self.heatmap.addItem(self.point)
+        self.heatmap.setAspectLocked(False)
+        self.surface_view = gl.GLViewWidget()
+        self.surface_view.setBackgroundColor("w")
+        self.surface_view.setCameraPosition(distance=20, elevation=28, azimuth=-60)
+        self.surface_view.setMinimumSize(120, 120)
+        # Created with a flat placeholder: an empty surface item fails in paint().
+        self.surface = gl.GLSurfacePlotItem(z=np.zeros((2, 2)), shader="shaded", smooth=False, computeNormals=True)
+        self.surface_view.addItem(self.surface)
+        self.grid = gl.GLGridItem()
+        self.grid.setSize(SURFACE_SIZE, SURFACE_SIZE)
+        self.grid.setSpacing(1, 1)
+        self.grid.setColor((0, 0, 0, 60))
+        self.grid.translate(0, 0, -0.05)  # just under the surface minimum, never through it
+        self.surface_view.addItem(self.grid)
+        self.marker = gl.GLScatterPlotItem(size=14, color=(0.84, 0.15, 0.16, 1.0), pxMode=True)
+        self.marker.setGLOptions("translucent")
+        self.surface_view.addItem(self.marker)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.heatmap, 1)
+        layout.addWidget(self.surface_view, 1)
+
+    def show_plane(self, a, b, loss, labels=("d1", "d2"), center=(0.0, 0.0)):
+        """``loss[i, j]`` at (a[j], b[i]); ``center`` is the construction point in (a, b)."""
+        a, b, loss = np.asarray(a, float), np.asarray(b, float), np.asarray(loss, float)
+        self.image.setImage(loss, autoLevels=False)
+        self.image.setRect(a[0], b[0], a[-1] - a[0], b[-1] - b[0])
+        low, high = float(np.nanmin(loss)), float(np.nanpercentile(loss, 98))
+        self.colorbar.setLevels((low, max(high, low + 1e-12)))
+        self.point.setData([center[0]], [center[1]])
+        self.heatmap.setLabel("bottom", labels[0])
+        self.heatmap.setLabel("left", labels[1])
+        self.heatmap.autoRange()
+        # Scale to a fixed box so the camera framing does not depend on the data's units.
+        sx = SURFACE_SIZE / max(a[-1] - a[0], 1e-12)
+        sy = SURFACE_SIZE / max(b[-1] - b[0], 1e-12)
+        z = np.clip(loss, low, high)
+        sz = 5.0 / max(high - low, 1e-12)
+        xs, ys = (a - a.mean()) * sx, (b - b.mean()) * sy
+        zs = (z.T - low) * sz
+        # Flat (len(x)·len(y), 4): MeshData indexes vertex colours by flat vertex number.
+        colors = pg.colormap.get(COLORMAP).map((zs / 5.0).ravel(), mode="float")
+        self.surface.setData(x=xs, y=ys, z=zs, colors=colors)
+        ci = np.clip(np.searchsorted(a, center[0]), 0, len(a) - 1)
+        cj = np.clip(np.searchsorted(b, center[1]), 0, len(b) - 1)
+        self.marker.setData(pos=np.array([[(center[0] - a.mean()) * sx, (center[1] - b.mean()) * sy,
+                                           zs[ci, cj] + 0.15]]))
+
+    def clear_plane(self):
+        self.image.clear()
+        self.point.setData([], [])
+        self.surface.setData(z=np.zeros((2, 2)))
+        self.marker.setData(pos=np.zeros((0, 3)))

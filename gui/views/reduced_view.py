@@ -1,0 +1,85 @@
+"""The exact reduced picture for any d, e: each neuron on the hyperbola ‖w‖² − v² = c_k.
+
+For e = 1 the vertical axis is the signed output weight v, so the two sheets of a pathological
+neuron stay apart; for e > 1 it is ‖v‖. For d = 1 without biases the horizontal axis is the
+signed input weight w, since its sign is then what the component label records.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from engine.quadrics import hyperbola
+
+from ..style import neuron_color
+from .neuron_quadrics import sub
+from .quadric_view import TIME_COLORMAP, decimate
+
+
+class ReducedView(pg.PlotWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.showGrid(x=True, y=True, alpha=0.25)
+        self.addLegend(offset=(8, 8))
+        self.setAspectLocked(True)
+        self.curves: list[pg.PlotDataItem] = []  # everything drawn, to clear between runs
+        self.trajectories: list[pg.PlotDataItem] = []
+        self.extent = 2.0
+
+    def configure(self, signed_w: bool, signed_v: bool, horizontal: str, vertical: str,
+                  extent: float):
+        self.signed_w, self.signed_v, self.extent = signed_w, signed_v, extent
+        self.setLabel("bottom", horizontal)
+        self.setLabel("left", vertical)
+        self.setTitle(f"exact reduced view: {horizontal}² − {vertical}² = c<sub>k</sub>"
+                      if not signed_w else f"exact view: {horizontal}² − {vertical}² = c<sub>k</sub>")
+        self.clear_all()
+
+    def clear_all(self):
+        self.clear()
+        if self.plotItem.legend is not None:
+            self.plotItem.legend.clear()
+        self.curves, self.trajectories = [], []
+
+    def _branches(self, c: float):
+        for r, v in hyperbola(c, extent=self.extent, n=160):
+            if not self.signed_v:
+                keep = v >= 0
+                r, v = r[keep], v[keep]
+            yield r, v
+            if self.signed_w:
+                yield -r, v
+
+    def show_neurons(self, r: np.ndarray, v: np.ndarray, time_fraction: np.ndarray,
+                     c_now: np.ndarray, c_start: np.ndarray, flip_rows: list[list[int]]):
+        """r, v: (T, l) reduced coordinates from the engine."""
+        self.clear_all()
+        rows = decimate(len(r))
+        for k in range(r.shape[1]):
+            color = neuron_color(k)
+            name = f"neuron {k + 1}: c{sub(k + 1)} = {c_now[k]:+.3g}"
+            for i, (x, y) in enumerate(self._branches(float(c_now[k]))):
+                self.plot(x, y, pen=pg.mkPen(color, width=2.5), name=name if i == 0 else None)
+            if abs(c_now[k] - c_start[k]) > 2e-3 * self.extent ** 2:
+                for x, y in self._branches(float(c_start[k])):
+                    self.plot(x, y, pen=pg.mkPen(color, width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine))
+            brushes = [pg.mkBrush(c) for c in TIME_COLORMAP.map(time_fraction[rows], mode="qcolor")]
+            line = self.plot(r[rows, k], v[rows, k], pen=pg.mkPen(color, width=1.2),
+                             symbol="o", symbolSize=4, symbolPen=None, symbolBrush=brushes)
+            self.trajectories.append(line)
+            self.plot(r[:1, k], v[:1, k], pen=None, symbol="o", symbolSize=11, symbolBrush="k")
+            self.plot(r[-1:, k], v[-1:, k], pen=None, symbol="o", symbolSize=13,
+                      symbolBrush=(220, 30, 30))
+            if flip_rows[k]:
+                self.plot(r[flip_rows[k], k], v[flip_rows[k], k], pen=None, symbol="star",
+                          symbolSize=18, symbolBrush=(255, 200, 0), symbolPen="k")
+
+    def preview(self, c: np.ndarray):
+        self.clear_all()
+        for k, ck in enumerate(c):
+            for i, (x, y) in enumerate(self._branches(float(ck))):
+                self.plot(x, y, pen=pg.mkPen(neuron_color(k), width=2.5),
+                          name=f"neuron {k + 1}: c{sub(k + 1)} = {ck:+.3g}" if i == 0 else None)
+
+    def shown_points(self) -> int:
+        return sum(len(t.xData) for t in self.trajectories if t.xData is not None)

@@ -1,0 +1,94 @@
+"""Loss against step with sign-flip events, and the drift c_k(t) − c_k(0) of each neuron."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from ..style import neuron_color
+from .neuron_quadrics import sub
+
+
+def _plot(title: str, left: str) -> pg.PlotWidget:
+    plot = pg.PlotWidget(title=title)
+    plot.setLabel("bottom", "step")
+    plot.setLabel("left", left)
+    plot.showGrid(x=True, y=True, alpha=0.25)
+    plot.getAxis("left").enableAutoSIPrefix(False)  # "(x0.001)" on a loss axis reads as a typo
+    return plot
+
+
+class TrainingCurves:
+    """Two plots the workspace lays out; kept together because they share events and width."""
+
+    def __init__(self):
+        self.loss_plot = _plot("loss", "L(θ)")
+        self.loss_curve = self.loss_plot.plot(pen=pg.mkPen("#222222", width=2))
+        self.drift_plot = _plot("drift of the invariants", "c<sub>k</sub>(t) − c<sub>k</sub>(0)")
+        self.drift_plot.addLegend(offset=(-8, 8))
+        self.drift_curves: list[pg.PlotDataItem] = []
+        for curve in [self.loss_curve]:
+            curve.setDownsampling(auto=True, method="peak")
+            curve.setClipToView(True)
+        self._events: list[pg.InfiniteLine] = []
+        self._log_drift = False
+        self._width = 2.0
+
+    def configure(self, l: int, log_drift: bool):
+        self.drift_plot.clear()
+        if self.drift_plot.plotItem.legend is not None:
+            self.drift_plot.plotItem.legend.clear()
+        self.drift_curves = []
+        for k in range(l):
+            curve = self.drift_plot.plot(pen=pg.mkPen(neuron_color(k), width=self._width),
+                                         name=f"c{sub(k + 1)}")
+            curve.setDownsampling(auto=True, method="peak")
+            curve.setClipToView(True)
+            self.drift_curves.append(curve)
+        self.set_log_drift(log_drift)
+        self.clear()
+
+    def set_log_drift(self, on: bool):
+        self._log_drift = on
+        self.drift_plot.setLogMode(y=on)
+        self.drift_plot.setLabel("left", "|c<sub>k</sub>(t) − c<sub>k</sub>(0)|" if on
+                                 else "c<sub>k</sub>(t) − c<sub>k</sub>(0)")
+
+    def clear(self):
+        self.loss_curve.setData([], [])
+        for curve in self.drift_curves:
+            curve.setData([], [])
+        self._set_events([])
+
+    def show(self, step: np.ndarray, loss: np.ndarray, c: np.ndarray, flips: list[tuple[int, int]]):
+        positive = loss[loss > 0]
+        # Log scale only once the loss spans a decade: below that its axis would show no ticks.
+        self.loss_plot.setLogMode(y=bool(positive.size and positive.max() > 10 * positive.min()))
+        self.loss_curve.setData(step, loss)
+        drift = c - c[:1]  # a difference to the first recorded row; display only
+        if self._log_drift:
+            drift = np.abs(drift)
+            drift[drift == 0] = np.nan  # log scale: exact conservation has no point to draw
+        for k, curve in enumerate(self.drift_curves):
+            curve.setData(step, drift[:, k], connect="finite")
+        self._set_events(flips)
+
+    def _set_events(self, flips: list[tuple[int, int]]):
+        if len(flips) == len(self._events):
+            return
+        for line in self._events:
+            self.loss_plot.removeItem(line)
+        self._events = []
+        for step, k in flips:
+            line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(neuron_color(k), width=2,
+                                                                     style=pg.QtCore.Qt.PenStyle.DashLine),
+                                   label=f"v{sub(k + 1)} flips sign",
+                                   labelOpts={"position": 0.85, "color": neuron_color(k),
+                                              "fill": (255, 255, 255, 200)})
+            self.loss_plot.addItem(line)
+            self._events.append(line)
+
+    def set_line_width(self, width: float):
+        self._width = width
+        self.loss_curve.setPen(pg.mkPen("#222222", width=width))
+        for k, curve in enumerate(self.drift_curves):
+            curve.setPen(pg.mkPen(neuron_color(k), width=width))

@@ -1,0 +1,328 @@
+"""Non-attracting regions of local minima (paper Fig. 3): build one, inspect it, walk off it.
+
+The workspace only orders engine jobs and draws their plain results; every number on screen
+comes from engine.construction, engine.landscape and engine.nonattracting.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import pyqtgraph as pg
+from pyqtgraph.parametertree import Parameter
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QFrame, QGridLayout, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
+                               QWidget)
+
+from engine.errors import EngineInputError
+
+from ..panels.inspector import InspectorPanel
+from ..views.curves_view import CurvesView
+from ..views.degenerate_path_view import DegeneratePathView
+from ..views.network_diagram import NetworkDiagram
+from ..views.plane_view import PlaneView
+from ..views.plot_style import set_plot_fonts
+from ..views.slice_view import SliceView
+from ..views.spectrum_view import SpectrumView
+from ..worker import JobRunner
+from ..workspace import Workspace
+from . import minima_jobs as jobs
+
+PARAMETERS = [
+    {"name": "experiment", "title": "Experiment", "type": "group", "children": [
+        {"name": "kind", "title": "show", "type": "list", "value": "deep", "limits": {
+            "deep construction (Fig. 3)": "deep", "shallow Fukumizu–Amari": "shallow",
+            "minima at infinity": "infinity", "non-increasing path": "path"}},
+        {"name": "seed", "title": "data seed", "type": "int", "value": 0},
+        {"name": "samples", "title": "samples N", "type": "int", "value": 20, "limits": (1, 10000)},
+    ]},
+    {"name": "construction", "title": "Construction", "type": "group", "children": [
+        {"name": "widths", "title": "small network", "type": "str", "value": "2, 1, 1, 1"},
+        {"name": "activation", "type": "list", "value": "sigmoid", "limits": ["sigmoid", "tanh"]},
+        {"name": "bias", "title": "biases", "type": "bool", "value": False},
+        {"name": "schedule", "title": "splits layer:count", "type": "str", "value": "1:20, 2:20"},
+        {"name": "lam", "title": "λ of each split", "type": "float", "value": 0.5, "step": 0.05},
+        {"name": "restarts", "title": "max restarts", "type": "int", "value": 100, "limits": (1, 10000)},
+        {"name": "saddle_lam", "title": "λ at the saddle (c, d)", "type": "float", "value": 2.0, "step": 0.1},
+    ]},
+    {"name": "slices", "title": "Slices (a, c)", "type": "group", "children": [
+        {"name": "K", "title": "K directions", "type": "int", "value": 500, "limits": (1, 100000)},
+        {"name": "P", "title": "P points", "type": "int", "value": 101, "limits": (3, 2001)},
+        {"name": "T", "title": "t range ±T", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
+        {"name": "normalize", "title": "directions", "type": "list", "value": "unit", "limits": {
+            "unit norm": "unit", "per neuron (Li et al.)": "neuron"}},
+        {"name": "seed", "title": "direction seed", "type": "int", "value": 0},
+    ]},
+    {"name": "path", "title": "Degenerate path (b)", "type": "group", "children": [
+        {"name": "lam_from", "title": "λ from", "type": "float", "value": -0.5, "step": 0.1},
+        {"name": "lam_to", "title": "λ to", "type": "float", "value": 2.0, "step": 0.1},
+        {"name": "points", "type": "int", "value": 26, "limits": (2, 1000)},
+    ]},
+    {"name": "plane", "title": "2-D slice", "type": "group", "children": [
+        {"name": "points", "title": "grid points", "type": "int", "value": 41, "limits": (5, 401)},
+        {"name": "extent", "title": "extent ±", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
+    ]},
+]
+
+
+class MinimaWorkspace(Workspace):
+    key = "minima"
+    title = "Local minima (non-attracting regions)"
+
+    def __init__(self, parent=None):
+        super().__init__(Parameter.create(name="minima", type="group", children=PARAMETERS), parent)
+        self.slice_min = SliceView("(a) slices at the embedded minimum")
+        self.path_view = DegeneratePathView()
+        self.slice_saddle = SliceView("(c) slices at the saddle (λ outside I)")
+        self.descent_view = CurvesView("(d) descent direction at the saddle", "t", "loss L")
+        self.plane = PlaneView()
+        self.bias_view = CurvesView("loss against the shared last-layer bias b", "bias b", "L(b) − L∞")
+        self.gd_view = CurvesView("gradient descent from large b", "step", "value")
+        self.descend_view = CurvesView("non-increasing path vs straight segment", "path parameter t", "loss L")
+        self.spectrum = SpectrumView()
+        self.network = NetworkDiagram()
+        self.inspector = InspectorPanel()
+        self._build_layout()
+        self.result: dict = {}
+        self.construction = None
+        self._request: Optional[tuple] = None  # a partial recompute asked for by the slider
+        # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on their own
+        # worker so the slider never blocks and the main runner stays free for the slices.
+        self.probe_runner = JobRunner(self)
+        self.probe_runner.succeeded.connect(self._on_probe)
+        self.probe_runner.failed.connect(self._on_probe_failed)
+        self._probe_wanted: Optional[float] = None
+        self.inspector.lam.moved.connect(self._on_lambda_moved)
+        self.inspector.lam.released.connect(self._on_lambda_released)
+        self.inspector.load_requested.connect(self.load_network)
+        self.inspector.export_requested.connect(self.export_network)
+        for plot in self.plot_widgets().values():
+            set_plot_fonts(plot)
+
+    def _build_layout(self):
+        fig3 = QWidget()
+        grid = QGridLayout(fig3)
+        grid.setContentsMargins(0, 0, 0, 0)
+        for k, view in enumerate((self.slice_min, self.path_view, self.slice_saddle, self.descent_view)):
+            grid.addWidget(view, k // 2, k % 2)
+        infinity = QSplitter(Qt.Orientation.Vertical)
+        infinity.addWidget(self.bias_view)
+        infinity.addWidget(self.gd_view)
+        self.figures = QTabWidget()
+        self.figures.addTab(fig3, "Fig. 3 (a)–(d)")
+        self.figures.addTab(self.plane, "2-D slice")
+        self.figures.addTab(infinity, "Minima at infinity")
+        self.figures.addTab(self.descend_view, "Non-increasing path")
+        details = QTabWidget()
+        details.addTab(self.spectrum, "Hessian spectrum")
+        details.addTab(self.network, "Network")
+        # Scrollable, so the inspector never sets the window's minimum width (small recordings).
+        inspector = QScrollArea()
+        inspector.setWidgetResizable(True)
+        inspector.setFrameShape(QFrame.Shape.NoFrame)
+        inspector.setWidget(self.inspector)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(inspector)
+        right.addWidget(details)
+        right.setSizes([560, 340])
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.figures)
+        splitter.addWidget(right)
+        splitter.setSizes([880, 400])
+        splitter.setStretchFactor(0, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+
+    # ------------------------------------------------------------------ jobs
+    def make_job(self, steps: Optional[int] = None):
+        request, self._request = self._request, None
+        p = self.parameters
+        slices = jobs.SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"],
+                                    p["slices", "normalize"], p["slices", "seed"])
+        if request is not None:  # the slider was released: re-slice at the new λ only
+            self._keep_results = True
+            return jobs.reslice_job(self.construction, request[1], slices)
+        kind = p["experiment", "kind"]
+        if kind == "infinity":
+            self.figures.setCurrentIndex(2)
+            return jobs.infinity_job(p["experiment", "seed"], steps)
+        config = jobs.ConstructionSettings(
+            kind="shallow" if kind == "shallow" else "deep", seed=p["experiment", "seed"],
+            widths=jobs.parse_widths(p["construction", "widths"]), activation=p["construction", "activation"],
+            bias=p["construction", "bias"], schedule=jobs.parse_schedule(p["construction", "schedule"]),
+            lam=p["construction", "lam"], max_restarts=p["construction", "restarts"],
+            n_samples=p["experiment", "samples"], saddle_lam=p["construction", "saddle_lam"],
+            path=(p["path", "lam_from"], p["path", "lam_to"], p["path", "points"]),
+            plane=(p["plane", "points"], p["plane", "extent"]))
+        if kind == "path":
+            self.figures.setCurrentIndex(3)
+            return jobs.descending_path_job(config)
+        self.figures.setCurrentIndex(0)
+        return jobs.figure3_job(config, slices)
+
+    def show_partial(self, partial):
+        if isinstance(partial, tuple) and len(partial) == 2 and isinstance(partial[0], str):
+            self._draw(*partial)
+
+    def show_result(self, result):
+        if isinstance(result, dict):
+            for stage, data in result.items():
+                self._draw(stage, data)
+
+    def _draw(self, stage: str, data):
+        """One handler per kind of result, so partials and final results draw the same way."""
+        self.result[stage] = data
+        if stage == "steps":
+            self.inspector.show_steps(data["steps"], data.get("note", ""))
+        elif stage == "construction":
+            self._show_construction(data)
+        elif stage == "slices_min":
+            self.slice_min.show_slices(**data)
+        elif stage == "slices_saddle":
+            self.slice_saddle.set_title(data.get("title", "(c) slices at the saddle"))
+            self.slice_saddle.show_slices(**{k: v for k, v in data.items() if k != "title"})
+        elif stage == "path":
+            self.path_view.show_path(data["lam"], data["loss"], data["hessian_min"], data["intervals"])
+        elif stage == "descent":
+            self.descent_view.show_curves(data["curves"], note=data.get("note", ""))
+        elif stage == "plane":
+            self.plane.show_plane(**data)
+        elif stage == "probe":
+            self.inspector.lam.show_probe(**data)
+            self.inspector.lam.set_value(data["lam"])
+            self.path_view.set_current(data["lam"])
+        elif stage == "infinity_bias":
+            self.bias_view.show_curves(data["curves"], log_y=True, note=data.get("note", ""))
+        elif stage == "infinity_gd":
+            self.gd_view.show_curves(data["curves"], note=data.get("note", ""))
+        elif stage == "descending_path":
+            self.descend_view.show_curves(data["curves"], note=data.get("note", ""))
+
+    def _show_construction(self, data):
+        self.construction = data.get("construction")
+        self.inspector.show_neurons(data["neurons"])
+        self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
+        self.network.show_network(data["widths"], data["weights"], data["splits"])
+        self.inspector.lam.set_split(data.get("split_label"))
+        if data.get("lam") is not None:
+            self.inspector.lam.set_value(data["lam"])
+        self.inspector.export_button.setEnabled(self.construction is not None)
+
+    def reset(self):
+        if getattr(self, "_keep_results", False):  # a slider re-slice keeps everything else
+            self._keep_results = False
+            return
+        self.result = {}
+        self.construction = None
+        for view in (self.slice_min, self.slice_saddle):
+            view.clear_slices()
+        self.path_view.clear_path()
+        for view in (self.descent_view, self.bias_view, self.gd_view, self.descend_view):
+            view.clear_curves()
+        self.plane.clear_plane()
+        self.spectrum.clear_spectrum()
+        self.network.clear_network()
+        self.inspector.clear()
+
+    # ------------------------------------------------------------- λ slider
+    def _on_lambda_moved(self, lam: float):
+        if self.construction is None:
+            return
+        self._probe_wanted = lam
+        self.inspector.lam.show_pending()
+        if not self.probe_runner.busy:
+            self._start_probe()
+
+    def _start_probe(self):
+        lam, self._probe_wanted = self._probe_wanted, None
+        self.probe_runner.start(jobs.probe_job(self.construction, lam))
+
+    def _on_probe(self, probe):
+        self._draw("probe", probe)
+        if self._probe_wanted is not None:  # the slider moved on while we computed: drop stale
+            self.probe_runner.cancel(wait_ms=1000)
+            self._start_probe()
+
+    def _on_probe_failed(self, message: str):
+        self._message(message)
+
+    def _on_lambda_released(self, lam: float):
+        window = self.window()
+        if self.construction is None or not hasattr(window, "runner"):
+            return
+        if window.runner.busy:
+            window.runner.cancel(wait_ms=2000)
+        self._request = ("reslice", lam)
+        window.run()
+
+    # ------------------------------------------------------------- files
+    def load_network(self, path: str):
+        window = self.window()
+        try:
+            job = jobs.load_job(path, self._slice_settings())
+        except EngineInputError as error:
+            self._message(str(error))
+            return
+        if hasattr(window, "runner"):
+            if window.runner.busy:
+                window.runner.cancel(wait_ms=2000)
+            self.reset()
+            window._running_workspace = self
+            window.runner.start(job)
+
+    def export_network(self, path: str):
+        try:
+            jobs.export_network(self.construction, path)
+        except EngineInputError as error:
+            self._message(str(error))
+            return
+        if hasattr(self.window(), "message_bar"):
+            self.window().message_bar.show_info(f"wrote {path}")
+
+    def _slice_settings(self):
+        p = self.parameters
+        return jobs.SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"],
+                                  p["slices", "normalize"], p["slices", "seed"])
+
+    def _message(self, text: str):
+        bar = getattr(self.window(), "message_bar", None)
+        if bar is not None:
+            bar.show_error(text)
+
+    # ------------------------------------------------------------- interface
+    def plot_widgets(self) -> dict[str, pg.PlotWidget]:
+        return {"slices at the minimum": self.slice_min, "degenerate path": self.path_view,
+                "slices at the saddle": self.slice_saddle, "descent at the saddle": self.descent_view,
+                "2-D slice heatmap": self.plane.heatmap, "loss against bias": self.bias_view,
+                "gradient descent from large bias": self.gd_view, "non-increasing path": self.descend_view,
+                "Hessian spectrum": self.spectrum, "network diagram": self.network}
+
+    def gl_views(self):
+        return [self.plane.surface_view]
+
+    def timeline_length(self) -> int:
+        # Replay walks along the degenerate path: every λ sample is a frame.
+        return len(self.result.get("path", {}).get("lam", []))
+
+    def show_frame(self, index: int):
+        path = self.result.get("path")
+        if not path:
+            return
+        lam = path["lam"][index]
+        self.path_view.set_current(lam)
+        self.inspector.lam.set_value(lam)
+        self.inspector.lam.show_probe(lam, path["loss"][index], path["hessian_min"][index],
+                                      path["verdicts"][index])
+
+    def session_state(self) -> dict:
+        return jobs.plain_state(self.result)
+
+    def restore_session_state(self, state: dict):
+        self.reset()
+        self.show_result(jobs.from_plain_state(state))
+
+    def set_presentation(self, on: bool):
+        for plot in self.plot_widgets().values():
+            set_plot_fonts(plot, on)
+            if hasattr(plot, "set_presentation"):
+                plot.set_presentation(on)

@@ -1,0 +1,114 @@
+"""construction: B and D against finite differences, the embedding, Theorem 9's verdict, B6 descent."""
+import numpy as np
+import pytest
+
+from engine import construction as C
+from engine import deep
+from engine.errors import EngineInputError
+from engine.nonattracting import teacher_data
+from engine.progress import run_to_completion
+
+
+def second_difference(f, h=1e-4):
+    return (f(h) - 2 * f(0) + f(-h)) / h**2
+
+
+def test_B_and_D_match_finite_differences_in_B4_coordinates():
+    rng = np.random.default_rng(1)
+    arch = deep.Arch((2, 3, 2, 1), "tanh", True)
+    X, Y = rng.normal(size=(7, 2)), rng.normal(size=7)
+    theta = deep.init_params(arch, rng, 1.5)
+    bd = {(n.layer, n.neuron): n for n in C.neuron_bd(arch, theta, X, Y)}
+    lam, r = 0.3, 1
+    big, t2 = C.embed(arch, theta, 1, r, lam)
+    L = lambda p: deep.loss(big, p, X, Y)
+
+    def pair_direction(e):  # ε_d = e, ε̄ = 0
+        d = np.zeros(big.n_params)
+        W = d[big.block("W1").slice].reshape(4, 2)
+        b = d[big.block("b1").slice]
+        W[3], W[r], b[3], b[r] = (1 - lam) * e[:2], -lam * e[:2], (1 - lam) * e[2], -lam * e[2]
+        return d
+
+    e = rng.normal(size=3)
+    d = pair_direction(e)
+    assert second_difference(lambda h: L(t2 + h * d)) == pytest.approx(lam * (1 - lam) * e @ bd[1, r].B @ e, rel=1e-5)
+    for s in range(2):  # Δ_s on the outgoing weights pairs with ε_d,i through D^{r,s}_i
+        dv = np.zeros(big.n_params)
+        V = dv[big.block("W2").slice].reshape(2, 4)
+        V[s, 3], V[s, r] = 1, -1
+        for i in range(3):
+            di = pair_direction(np.eye(3)[i])
+            h = 1e-4
+            mixed = (L(t2 + h * dv + h * di) - L(t2 + h * dv - h * di) - L(t2 - h * dv + h * di)
+                     + L(t2 - h * dv - h * di)) / (4 * h * h)
+            assert mixed == pytest.approx(bd[1, r].D[i, s], rel=1e-5, abs=1e-8)
+
+
+def test_embedding_preserves_function_and_rejects_bad_splits():
+    rng = np.random.default_rng(2)
+    arch = deep.Arch((2, 3, 2, 1), "sigmoid", True)
+    theta = rng.normal(size=arch.n_params)
+    X = rng.normal(size=(11, 2))
+    for layer, lam in ((1, 0.3), (2, 2.5), (2, -1.0)):
+        big, t2 = C.embed(arch, theta, layer, 1, lam)
+        assert big.widths[layer] == arch.widths[layer] + 1
+        assert np.abs(deep.predict(big, t2, X) - deep.predict(arch, theta, X)).max() < 1e-12
+    with pytest.raises(EngineInputError, match="no hidden layer"):
+        C.embed(deep.Arch((2, 1)), np.zeros(2), 1, 0, 0.5)
+    with pytest.raises(EngineInputError, match="not a hidden layer"):
+        C.embed(arch, theta, 3, 0, 0.5)
+    with pytest.raises(EngineInputError, match="no hidden layer"):
+        run_to_completion(C.construct_job(X, rng.normal(size=11), (2, 1), schedule=((1, 1),)))
+
+
+@pytest.fixture(scope="module")
+def built():
+    X, Y = teacher_data((2, 5, 5, 1), 20, seed=0)
+    updates = []
+    c = run_to_completion(C.construct_job(X, Y, (2, 1, 1, 1), schedule=((1, 3), (2, 3)), max_restarts=30),
+                          updates.append)
+    return c, updates
+
+
+def test_constructed_minimum_is_psd_and_turns_saddle_outside_I(built):
+    c, updates = built
+    assert updates and all(0 <= u.fraction <= 1 for u in updates)
+    assert c.arch.widths == (2, 4, 4, 1) and len(c.steps) == 7 and len(c.restarts) >= 1
+    small_eigs = np.linalg.eigvalsh(deep.hessian(c.small_arch, c.small_params, c.X, c.Y))
+    assert small_eigs.min() > 0 and c.steps[0].grad_norm < 1e-8
+    # same loss, critical, PSD Hessian with a kernel (the degenerate directions)
+    assert abs(c.steps[-1].loss - c.steps[0].loss) < 1e-12
+    assert c.steps[-1].grad_norm < 1e-8
+    eigs = np.linalg.eigvalsh(deep.hessian(c.arch, c.params, c.X, c.Y))
+    assert eigs.min() > -1e-10 and (np.abs(eigs) < 1e-9).sum() > 0
+    assert c.verification.verdict == "non-attracting region of local minima"
+    # D vanishes in the B5 cases: every neuron of the constructed net
+    assert max(n.D_norm for n in c.neurons) < 1e-9
+    for lam, saddle in ((0.9, False), (1.0, False), (1.3, True), (-0.5, True)):
+        probe = C.move_last_lambda(c, lam)
+        assert abs(probe.loss - c.steps[-1].loss) < 1e-12
+        independent_min = np.linalg.eigvalsh(deep.hessian(c.arch, probe.params, c.X, c.Y)).min()
+        assert (independent_min < -1e-7) == saddle
+        assert (probe.verdict == "saddle") == saddle
+
+
+def test_descent_direction_lowers_loss_as_B6_predicts(built):
+    c, _ = built
+    probe = C.move_last_lambda(c, 2.0)
+    ts = np.array([-1e-2, 1e-2, 0.3])
+    curve = C.descent_curve(c, probe, ts)
+    assert all(value < probe.loss for value in curve["loss"])
+    d = curve["direction"]
+    H = deep.hessian(c.arch, probe.params, c.X, c.Y)
+    # the change is quadratic in t to leading order: ½ dᵀHd t² (higher orders ~1% at t = 0.01)
+    assert (curve["loss"][1] - probe.loss) / (0.5 * d @ H @ d * 1e-4) == pytest.approx(1, abs=0.03)
+    # B4 with ε_d = e (B's top eigenvector), normalised: ‖d_raw‖² = (1−λ)² + λ²
+    lam, B_top = 2.0, C.verify_split(c.arch, probe.params, c.X, c.Y, c.splits[-1]).B_eigs.max()
+    assert d @ H @ d == pytest.approx(lam * (1 - lam) * B_top / ((1 - lam) ** 2 + lam**2), rel=1e-8)
+
+
+def test_search_reports_rejected_restarts():
+    X, Y = teacher_data((2, 5, 5, 1), 20, seed=1)
+    with pytest.raises(EngineInputError, match="restarts"):
+        run_to_completion(C.search_minimum_job(deep.Arch((2, 1, 1, 1)), X, Y, [1, 2], seed=0, max_restarts=2))

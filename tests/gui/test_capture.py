@@ -1,0 +1,77 @@
+"""Recording: a live run to MP4, the headless `record` command at 1080p, GIF and PNG frames."""
+import json
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+
+from engine.errors import EngineInputError
+from gui import capture, presets
+
+from .conftest import wait_until_idle
+
+
+def _frame_changes(frames: np.ndarray) -> np.ndarray:
+    return np.array([np.abs(a.astype(int) - b.astype(int)).mean() for a, b in zip(frames, frames[1:])])
+
+
+def test_live_recording_of_a_running_preset(qtbot, window, tmp_path):
+    out = tmp_path / "live.mp4"
+    window.resize(800, 480)  # small (down to the minimum): the encoder shares two cores with the run
+    window.load_preset("fig3-free", run=False)
+    encoder = window.recording.start(source="Whole window", size="Source's own size", fps=5,
+                                     when="live", seconds=0, out=str(out))
+    assert window.recording.indicator.isVisible()
+    window.run_finished.connect(window.recording.stop)  # stop with the run: every frame moves
+    window.run(steps=60)
+    wait_until_idle(qtbot, window, 120000)
+    with qtbot.waitSignal(encoder.finished, timeout=60000):
+        pass
+    frames = iio.imread(out)
+    assert len(frames) == window.recording.recorder.frames >= 3
+    width, height = window.recording.recorder.source.size
+    assert frames.shape[1:] == (height, width, 3)
+    assert all(f.std() > 4 for f in frames), "a recorded frame is blank"
+    changes = _frame_changes(frames)
+    assert (changes > 0).mean() >= 0.6, f"too many frozen frames: {changes}"
+    assert not window.recording.indicator.isVisible()
+
+
+def test_record_command_writes_1080p(qapp, tmp_path, monkeypatch):
+    # A short copy of the preset keeps the run (which precedes the filming) brief.
+    preset = json.loads((presets.PRESET_DIR / "fig3-free.json").read_text())
+    preset["parameters"]["optimizer"]["steps"] = 40
+    (tmp_path / "short.json").write_text(json.dumps(preset))
+    monkeypatch.setattr(presets, "PRESET_DIR", tmp_path)
+    out = tmp_path / "clip.mp4"
+    assert capture.record_preset("short", str(out), (1920, 1080), 10, 0.6, True, "3d") == 0
+    frames = iio.imread(out)
+    assert frames.shape == (6, 1080, 1920, 3)
+    assert frames.std() > 4 and (_frame_changes(frames) > 0.05).all()  # the camera orbits
+
+
+@pytest.mark.parametrize("name", ["orbit.gif", "frames"])
+def test_orbit_to_gif_and_png_frames(qtbot, window, tmp_path, name):
+    view = window.workspace.gl_views()[0]
+    azimuth = view.opts["azimuth"]
+    encoder = capture.Encoder(tmp_path / name, fps=8)
+    source = capture.FrameSource(view, (160, 120), gl=True)
+    # 60° steps: Q(c) is round and the grid square, so 90° turns could look alike.
+    capture.render_clip(source, encoder, 6, capture.clip_poser(window.workspace, 6, True, False))
+    encoder.close(wait=True)
+    assert encoder.error is None
+    if name == "frames":
+        files = sorted((tmp_path / name).glob("frame_*.png"))
+        frames = np.stack([iio.imread(f) for f in files])
+    else:
+        frames = iio.imread(tmp_path / name)[..., :3]
+    assert frames.shape == (6, 120, 160, 3)
+    assert (_frame_changes(frames) > 0.05).all()
+    assert view.opts["azimuth"] == pytest.approx(azimuth)  # the camera ends where it began
+
+
+def test_bad_output_is_refused_before_any_work(tmp_path):
+    with pytest.raises(EngineInputError, match="mp4"):
+        capture.record_preset("fig3-free", str(tmp_path / "x.avi"), (64, 64), 5, 1, False, "3d")
+    with pytest.raises(EngineInputError, match="does not exist"):
+        capture.check_output(tmp_path / "missing" / "x.mp4")

@@ -1,0 +1,39 @@
+"""Presentation mode: full screen, no parameter panel, large type, themes; state survives."""
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+
+from gui import session
+
+from .conftest import save_screenshot, wait_until_idle
+from .test_session import assert_same
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path):
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path / "cfg"))
+    QSettings().clear()
+
+
+def test_presentation_toggles_without_losing_state(qtbot, window):
+    window.load_preset("fig3-free", steps=25)
+    wait_until_idle(qtbot, window)
+    before = session.capture_state(window)
+    for theme in ("dark", "light"):
+        _round_trip(qtbot, window, theme)
+        assert_same(before, session.capture_state(window))
+        assert QSettings().value("view/theme") == theme
+
+
+def _round_trip(qtbot, window, theme):
+    window.presentation.set_theme(theme)
+    window.presentation.toggle_action.trigger()
+    qtbot.waitUntil(window.isFullScreen, timeout=3000)
+    assert not window.parameter_dock.isVisible()
+    assert "16pt" in QApplication.instance().styleSheet()
+    qtbot.wait(300)
+    save_screenshot(window, f"presentation-{theme}")
+    window.presentation.toggle_action.trigger()
+    qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=3000)
+    assert window.parameter_dock.isVisible()
+    assert "16pt" not in QApplication.instance().styleSheet()

@@ -1,0 +1,112 @@
+"""The invariant-sets tab as a speaker uses it: presets open and draw, the trajectory grows
+live, the invariants panel shows the engine's numbers, and bad input starts nothing."""
+import numpy as np
+import pytest
+
+from engine import invariants as inv
+from engine.shallow import ShallowNet, init_params
+
+from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
+
+TRAINING_PRESETS = ["fig3-obstructed", "fig3-free", "fig3-obstructed-flow", "fig3-free-flow",
+                    "adam-drift", "biases"]
+
+
+def topology(window):
+    return window.workspaces["topology"]
+
+
+@pytest.mark.parametrize("preset", TRAINING_PRESETS)
+def test_training_preset_runs_and_draws_3d(window, qtbot, preset):
+    window.load_preset(preset, steps=10)
+    assert not window.message_bar.text, window.message_bar.text
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    assert ws.timeline_length() > 1
+    views = ws.gl_views()
+    assert views
+    assert views[0].shown_points() > 1
+    assert_not_blank(gl_pixels(views[0]))
+    save_screenshot(window, f"topology_{preset}")
+
+
+def test_d1_preset_shows_the_exact_plane(window, qtbot):
+    window.load_preset("d1-input-signs", steps=10)
+    assert not window.message_bar.text, window.message_bar.text
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    # θ_k = (w, v) is a plane: the exact 2-D view replaces the 3D one.
+    assert ws.reduced.isVisible() and ws.reduced.shown_points() > 2
+    assert ws.gl_views() == []
+    save_screenshot(window, "topology_d1-input-signs")
+
+
+def test_trajectory_grows_while_training(window, qtbot):
+    window.load_preset("fig3-free", run=False)
+    ws = topology(window)
+    ws.parameters["optimizer", "steps"] = 3000
+    ws.parameters["optimizer", "stride"] = 5  # 601 rows: below the display decimation
+    window.run()
+    view = ws.gl_views()[1]
+    qtbot.waitUntil(lambda: view.shown_points() > 5, timeout=20000)
+    first = view.shown_points()
+    qtbot.waitUntil(lambda: view.shown_points() > first, timeout=20000)
+    window.cancel()
+    wait_until_idle(qtbot, window)
+
+
+def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
+    window.load_preset("fig3-obstructed", steps=5)
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    traj = ws._result
+    shown = ws.invariants.shown
+    c = traj.c[-1]
+    assert np.allclose(shown["c"], c)
+    assert (shown["l_plus"], shown["l_minus"], shown["l_zero"]) == inv.counts(c)
+    assert shown["poincare"] == inv.poincare(2, 1, c) == [4]
+    assert shown["beta0"] == inv.beta0(2, 1, c) == 4
+    assert shown["effective_components"] == inv.effective_components(2, 1, c) == 3
+    # The preset starts both neurons in the s = (+1, +1) component (MATH A8).
+    net = ShallowNet(2, 2, 1)
+    start = init_params(net, "uniform", seed=3, a=1.41421356, c=[-0.1, -0.1], signs=[1, 1])
+    assert shown["label"] == list(inv.component_label(start.W1, start.W2)) == [1, 1]
+    text = ws.invariants.label.text()
+    assert "β₀" in text and "4" in text and "−0.1" in text.replace("-", "−")
+
+
+INVALID = [(("init", "c"), "-0.1, 0.1, 0.3", "c has 3 value"),
+           (("init", "c"), "minus one", "not a comma-separated list"),
+           (("network", "d"), 3, "set Network d and e"),
+           (("init", "signs"), "+, ?", "output signs")]
+
+
+def test_invalid_input_shows_a_message_and_starts_nothing(window):
+    ws = topology(window)
+    for field, value, reason in INVALID:
+        window.load_preset("fig3-free", run=False)
+        ws.parameters[field] = value
+        window.run()
+        assert reason in window.message_bar.text
+        assert not window.runner.busy
+        assert "Traceback" not in window.message_bar.text
+
+
+def test_layout_replay_and_session(window, qtbot):
+    window.load_preset("fig3-free", steps=20)
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    assert len(ws.gl_views()) == 2
+    ws.parameters["display", "layout"] = "one neuron enlarged"
+    ws.parameters["display", "neuron"] = 2
+    assert [v.neuron for v in ws.gl_views()] == [1]
+    ws.parameters["display", "layout"] = "side by side"
+    assert len(ws.gl_views()) == 2
+    # Replay shows the run as it was at a frame; a session restores it without recomputing.
+    n = ws.timeline_length()
+    ws.show_frame(3)
+    assert ws.invariants.shown is not None and ws.gl_views()[0].shown_points() == 4
+    state = ws.session_state()
+    ws.reset()
+    ws.restore_session_state(state)
+    assert ws.timeline_length() == n
