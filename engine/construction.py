@@ -42,6 +42,12 @@ class HessianSummary:
                               int((eigs < -tol).sum()), tol)
 
 
+def hessian_spectrum(arch: Arch, theta, X, Y) -> tuple[np.ndarray, HessianSummary]:
+    """Sorted eigenvalues of the full Hessian and their summary (``tol`` is what counts as zero)."""
+    eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
+    return eigs, HessianSummary.of(eigs)
+
+
 def critical_point_kind(h: HessianSummary) -> str:
     if h.n_negative:
         return "saddle"
@@ -199,11 +205,9 @@ def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None 
     D_norm = bd[split.layer, split.origin].D_norm
     kind = definiteness(B_eigs)
     interval = {"positive": "(0, 1)", "negative": "(-inf, 0) ∪ (1, inf)"}.get(kind.split()[0], "none")
-    lam = _pair_lambda(arch, theta, split)
+    lam = split_lambda(arch, theta, split)
     inside = (0 < lam < 1) if interval == "(0, 1)" else (interval != "none" and (lam < 0 or lam > 1))
-    if eigs is None:
-        eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
-    h = HessianSummary.of(eigs)
+    h = hessian_spectrum(arch, theta, X, Y)[1] if eigs is None else HessianSummary.of(eigs)
     unmet = [msg for ok, msg in [(interval != "none", f"B is {kind}"), (D_norm <= D_TOL, f"D ≠ 0 (norm {D_norm:.2e})"),
                                  (inside, f"λ = {lam:g} outside I = {interval}")] if not ok]
     verdict = "saddle" if h.n_negative else ("non-attracting region of local minima" if not unmet
@@ -211,17 +215,32 @@ def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None 
     return Verification(lam, interval, B_eigs, D_norm, deep.loss(arch, theta, X, Y), h, verdict, B)
 
 
-def _pair_lambda(arch: Arch, theta, split: Split) -> float:
+def split_lambda(arch: Arch, theta, split: Split) -> float:
+    """The pair's current λ (later splits of the same neuron change it from ``split.lam``)."""
     W = np.asarray(theta)[arch.block(f"W{split.layer + 1}").slice].reshape(arch.block(f"W{split.layer + 1}").shape)
     total = W[:, split.new] + W[:, split.origin]
     k = int(np.argmax(np.abs(total)))
     return float(W[k, split.new] / total[k])
 
 
+def degenerate_direction(arch: Arch, theta, split: Split) -> np.ndarray:
+    """B9: the unit vector that moves λ of ``split`` and nothing else, so the function (and the
+    loss) is constant along it: θ + s·d = set_split_lambda(θ, λ + s / (√2 ‖v̄‖)), v̄ the pair's
+    total outgoing weight."""
+    d = np.zeros(arch.n_params)
+    blk = arch.block(f"W{split.layer + 1}")
+    W, V = d[blk.slice].reshape(blk.shape), np.asarray(theta, float)[blk.slice].reshape(blk.shape)
+    total = V[:, split.new] + V[:, split.origin]
+    if not np.any(total):
+        raise EngineInputError(f"split {split} has zero outgoing weight: λ is not defined")
+    W[:, split.new], W[:, split.origin] = total, -total
+    return d / np.linalg.norm(d)
+
+
 def descent_direction(arch: Arch, theta, split: Split, B: np.ndarray) -> np.ndarray:
     """B6: ε_d = e, ε̄ = 0 for the pair, with e the eigenvector of B whose curvature λ(1−λ)e·Be is
     most negative; unit norm, flat in the documented layout."""
-    lam = _pair_lambda(arch, theta, split)
+    lam = split_lambda(arch, theta, split)
     vals, vecs = np.linalg.eigh(lam * (1 - lam) * B)
     e = vecs[:, 0]
     d = np.zeros(arch.n_params)
@@ -290,7 +309,7 @@ def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), seed: int = 0, max_r
         if gnorm >= GRAD_TOL:
             reason = f"not converged (grad norm {gnorm:.1e})"
         else:
-            kind = critical_point_kind(HessianSummary.of(np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))))
+            kind = critical_point_kind(hessian_spectrum(arch, theta, X, Y)[1])
             bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
             bad = [f"B({l}) {bd[l, 0].badge} (eigs {np.array2string(bd[l, 0].B_eigs, precision=2)})"
                    for l in split_layers if bd[l, 0].badge not in ("positive definite", "negative definite")]
@@ -307,11 +326,10 @@ def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), seed: int = 0, max_r
                            f"{max_restarts} restarts of {arch.widths}; try another seed or more restarts")
 
 
-def _step(description: str, arch: Arch, theta, X, Y, verdict: str | None = None, eigs=None) -> Step:
+def step_of(description: str, arch: Arch, theta, X, Y, verdict: str | None = None, eigs=None) -> Step:
+    """One row of the steps table; ``eigs`` (the Hessian's eigenvalues) when already computed."""
     value, g = deep.loss_and_grad(arch, theta, X, Y)
-    if eigs is None:
-        eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
-    h = HessianSummary.of(eigs)
+    h = hessian_spectrum(arch, theta, X, Y)[1] if eigs is None else HessianSummary.of(eigs)
     return Step(description, arch.widths, value, float(np.linalg.norm(g)), h, verdict or critical_point_kind(h))
 
 
@@ -334,7 +352,7 @@ def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", 
     else:
         theta, restarts = train_to_critical(arch, X, Y, theta0)[0], []
     small_arch, small_theta = arch, theta
-    steps = [_step(f"trained {'—'.join(map(str, arch.widths))}", arch, theta, X, Y)]
+    steps = [step_of(f"trained {'—'.join(map(str, arch.widths))}", arch, theta, X, Y)]
     splits, verification = [], None
     total = sum(c for _, c in schedule)
     last_yield = time.perf_counter()
@@ -343,9 +361,9 @@ def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", 
             r, lam_used = choose_split(arch, theta, X, Y, layer, lam, lam_outside)
             arch, theta = embed(arch, theta, layer, r, lam_used)
             splits.append(Split(layer, r, arch.widths[layer] - 1, lam_used))
-            eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
+            eigs = hessian_spectrum(arch, theta, X, Y)[0]
             verification = verify_split(arch, theta, X, Y, splits[-1], eigs)
-            steps.append(_step(f"split neuron {r} of layer {layer} (λ={lam_used:g})", arch, theta, X, Y,
+            steps.append(step_of(f"split neuron {r} of layer {layer} (λ={lam_used:g})", arch, theta, X, Y,
                                verification.verdict, eigs))
             if time.perf_counter() - last_yield > 0.05 or len(splits) == total:
                 last_yield = time.perf_counter()
@@ -367,39 +385,55 @@ class LambdaProbe:
     loss: float
     hessian_min: float
     verdict: str
+    split: int = -1  # index into Construction.splits of the split whose λ moved
+
+
+def _split_at(c: Construction, split: int) -> Split:
+    if not c.splits:
+        raise EngineInputError("this construction has no split whose λ could be moved")
+    if not -len(c.splits) <= split < len(c.splits):
+        raise EngineInputError(f"split {split} does not exist; this construction has {len(c.splits)}")
+    return c.splits[split]
+
+
+def move_lambda(c: Construction, lam: float, split: int = -1) -> LambdaProbe:
+    """The GUI's λ slider: re-divide one split (default the last) as λ : 1−λ and verify
+    (one Hessian, ~50 ms at 504 params)."""
+    s = _split_at(c, split)
+    if not np.isfinite(lam):
+        raise EngineInputError(f"λ = {lam!r} is not a finite number")
+    theta = set_split_lambda(c.arch, c.params, s, lam)
+    v = verify_split(c.arch, theta, c.X, c.Y, s)
+    return LambdaProbe(float(lam), theta, v.loss, v.hessian.min, v.verdict, split)
 
 
 def move_last_lambda(c: Construction, lam: float) -> LambdaProbe:
-    """The GUI's λ slider: re-divide the last split as λ : 1−λ and verify (one Hessian, ~50 ms at 504 params)."""
-    if not c.splits:
-        raise EngineInputError("this construction has no split whose λ could be moved")
-    if not np.isfinite(lam):
-        raise EngineInputError(f"λ = {lam!r} is not a finite number")
-    theta = set_split_lambda(c.arch, c.params, c.splits[-1], lam)
-    v = verify_split(c.arch, theta, c.X, c.Y, c.splits[-1])
-    return LambdaProbe(float(lam), theta, v.loss, v.hessian.min, v.verdict)
+    return move_lambda(c, lam, -1)
 
 
-def degenerate_path_job(c: Construction, lams) -> Job[dict]:
-    """B9: loss and smallest Hessian eigenvalue along the last split's λ."""
+def degenerate_path_job(c: Construction, lams, split: int = -1) -> Job[dict]:
+    """B9: loss, smallest Hessian eigenvalue and Theorem 9 verdict along one split's λ."""
     lams = np.asarray(lams, float)
-    loss, hmin = [], []
+    out = {"lam": [], "loss": [], "hessian_min": [], "verdicts": []}
     for k, lam in enumerate(lams):
-        probe = move_last_lambda(c, lam)
-        loss.append(probe.loss)
-        hmin.append(probe.hessian_min)
-        yield Progress((k + 1) / len(lams), f"λ = {lam:.3g}", {"lam": lams[:k + 1].tolist(), "loss": list(loss),
-                                                               "hessian_min": list(hmin)})
-    return {"lam": lams.tolist(), "loss": loss, "hessian_min": hmin}
+        probe = move_lambda(c, lam, split)
+        for key, value in zip(out, (float(lam), probe.loss, probe.hessian_min, probe.verdict)):
+            out[key].append(value)
+        yield Progress((k + 1) / len(lams), f"λ = {lam:.3g}", {key: list(v) for key, v in out.items()})
+    return out
 
 
 def descent_curve(c: Construction, probe: LambdaProbe, ts) -> dict:
     """B6 at a saddle ``probe``: the direction (flat, unit norm) and the loss along θ + t d."""
-    split = c.splits[-1]
+    split = _split_at(c, probe.split)
     B = verify_split(c.arch, probe.params, c.X, c.Y, split).pair_B
-    d = descent_direction(c.arch, probe.params, split, B)
+    return line_losses(c, probe.params, descent_direction(c.arch, probe.params, split, B), ts)
+
+
+def line_losses(c: Construction, theta, d, ts) -> dict:
+    """L(θ + t d) for every t, in one batch."""
     import torch
     Xt, yt = deep.tensors(c.X, c.Y)
-    thetas = torch.as_tensor(probe.params + np.outer(np.asarray(ts, float), d))
-    values = deep.loss_batch(c.arch, thetas, Xt, yt).numpy()
-    return {"direction": d, "t": np.asarray(ts, float).tolist(), "loss": values.tolist()}
+    ts = np.asarray(ts, float)
+    values = deep.loss_batch(c.arch, torch.as_tensor(np.asarray(theta, float) + np.outer(ts, d)), Xt, yt).numpy()
+    return {"direction": np.asarray(d), "t": ts.tolist(), "loss": values.tolist()}

@@ -14,8 +14,7 @@ def inspect_network_file(path) -> dict:
     net = load_network(path)
     arch, theta, X, Y = net.arch, net.params, net.X, net.Y
     value, g = deep.loss_and_grad(arch, theta, X, Y)
-    eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
-    h = C.HessianSummary.of(eigs)
+    h = C.hessian_spectrum(arch, theta, X, Y)[1]
     critical = float(np.linalg.norm(g)) < C.GRAD_TOL
     neurons = [{"layer": n.layer, "neuron": n.neuron, "B_eigs": n.B_eigs.tolist(), "B": n.badge,
                 "D_norm": n.D_norm,

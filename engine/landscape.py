@@ -106,6 +106,7 @@ class Slices:
     L_star: float         # L(θ), float64
     envelope_gap: float   # min over t ≠ 0 of envelope − L*: ≥ 0 up to noise at a minimum, < 0 at a saddle
     frac_below: float     # fraction of curves that dip below L* anywhere
+    n_below: int          # how many curves dip below L* (of K = len(curves))
 
 
 def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 1.0,
@@ -129,8 +130,9 @@ def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 
     L_star = deep.loss(arch, theta, X, Y)
     envelope = curves.min(0)
     off_zero = t != 0  # at t = 0 every curve equals L*, which would pin the gap to 0
+    below = (curves < L_star).any(1)
     return Slices(t, curves, envelope, L_star, float(envelope[off_zero].min() - L_star),
-                  float((curves < L_star).any(1).mean()))
+                  float(below.mean()), int(below.sum()))
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,13 @@ def run_shallow(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
 
 # ---------------------------------------------------------------- B10: minima at infinity
 
+def infinity_data(seed: int, n_samples: int = 20):
+    """B10's data: a noisy sine on 20 1-D inputs, which no constant fits well (so L∞ is suboptimal)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n_samples, 1))
+    return X, np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(n_samples)
+
+
 def infinity_point(X, Y, width: int = 2):
     """B10 recipe for one hidden layer with biases: incoming weights W (width, n0) and output weights
     v (width,) (output bias 0, Σv = mean y) such that L(b) > L∞ for all large shared biases b."""
@@ -274,9 +281,7 @@ def lbfgs_from(X, Y, W, b, v) -> float:
 @register("nonattr-infinity", "B10: a suboptimal minimum at infinity (biases → ∞), GD drift and escape")
 def run_infinity(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     configure_torch_threads()
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((20, 1))
-    Y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(20)
+    X, Y = infinity_data(seed)
     W, v = infinity_point(X, Y, 2)
     curve = loss_vs_bias(X, Y, W, v, np.linspace(0, 40, 81))
     b0 = 15.0

@@ -118,7 +118,8 @@ def loss_and_grads(net: ShallowNet, X: torch.Tensor, Y: torch.Tensor, W1, W2, b1
         loss = (torch.nn.functional.softplus(F) - Y * F).sum((-1, -2)) / n
         G = (torch.sigmoid(F) - Y) / n
     gW2 = G.transpose(-1, -2) @ A
-    dZ = (G @ W2) * torch.where(Z > 0, 1.0, g)
+    # σ'(Z) = 1 or γ; built from a float mask, since torch.where on Python scalars is float32.
+    dZ = (G @ W2) * (g + (1.0 - g) * (Z > 0).to(Z.dtype))
     gW1 = dZ.transpose(-1, -2) @ X
     gb1 = dZ.sum(-2) if b1 is not None else None
     gb2 = G.sum(-2) if b2 is not None else None

@@ -31,9 +31,9 @@ def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
 
     One multisampled framebuffer of exactly the requested size instead of renderToArray's
     1024² tiles: a single pass is several times faster at 1080p and gives antialiased edges.
-    pyqtgraph's field of view is horizontal, so a frame wider than the on-screen view would
-    crop its top and bottom; widen the fov for the render so the frame shows at least what
-    the user framed.
+    pyqtgraph's field of view is horizontal, so a 16:9 frame of a tall on-screen view would
+    crop its top and bottom. The render's fov is chosen so that the central square of what
+    the user framed (side = the view's shorter edge) is always in the frame, whatever its shape.
     """
     from OpenGL import GL
     from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
@@ -41,10 +41,9 @@ def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     w, h = int(size[0]), int(size[1])
     view.makeCurrent()
     fov = view.opts["fov"]
-    on_screen = max(view.width(), 1) / max(view.height(), 1)
-    if w / h > on_screen:
-        half = math.atan(math.tan(math.radians(fov) / 2) * (w / h) / on_screen)
-        view.opts["fov"] = math.degrees(2 * half)
+    square = min(1.0, max(view.height(), 1) / max(view.width(), 1))  # its tan vs. the width's
+    half = math.atan(math.tan(math.radians(fov) / 2) * square * max(w / h, 1.0))
+    view.opts["fov"] = math.degrees(2 * half)
     fmt = QOpenGLFramebufferObjectFormat()
     fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
     fmt.setSamples(samples)
@@ -172,6 +171,10 @@ class Encoder(QObject):
         if self.error is None:
             self.submitted += 1
             self._queue.put(frame)
+
+    @property
+    def writing(self) -> bool:
+        return self._thread.is_alive()
 
     def close(self, wait: bool = False):
         """No more frames; with ``wait``, block until the file is complete."""

@@ -27,10 +27,31 @@ def export_plot(plot, path, width: Optional[int] = None) -> Path:
     exporter = kind(plot.getPlotItem())
     if width and kind is exporters.ImageExporter:
         exporter.parameters()["width"] = int(width)  # the height follows the plot's aspect
-    exporter.export(str(path))
+    try:
+        exporter.export(str(path))
+    except ValueError:
+        if kind is not exporters.SVGExporter:
+            raise
+        _qt_svg(plot, path)  # pyqtgraph 0.14 fails on some paths (e.g. log-scale curves)
     if not path.exists():
         raise EngineInputError(f"could not write {path}")
     return path
+
+
+def _qt_svg(plot, path: Path) -> None:
+    from PySide6.QtCore import QRectF, QSize
+    from PySide6.QtGui import QPainter
+    from PySide6.QtSvg import QSvgGenerator
+
+    item = plot.getPlotItem()
+    rect = item.sceneBoundingRect()
+    generator = QSvgGenerator()
+    generator.setFileName(str(path))
+    generator.setSize(QSize(int(rect.width()), int(rect.height())))
+    generator.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
+    painter = QPainter(generator)
+    plot.scene().render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
+    painter.end()
 
 
 def export_gl(view, path, size: tuple[int, int]) -> Path:

@@ -61,7 +61,8 @@ def _fill(table: QTableWidget, rows: list[list], backgrounds: list | None = None
 
 
 class LambdaBox(QGroupBox):
-    """The slider that moves λ of the last split, with the live loss, λ_min(H) and verdict."""
+    """The slider that moves λ of one split (the last, or the steps table's selected row), with
+    the live loss, λ_min(H) and verdict."""
     moved = Signal(float)     # while dragging: cheap readouts only
     released = Signal(float)  # on release: recompute the slices
 
@@ -113,7 +114,8 @@ class LambdaBox(QGroupBox):
 
     def set_split(self, description: str | None):
         self.slider.setEnabled(description is not None)
-        self.setTitle("λ of the last split" + (f": {description}" if description else " (no split)"))
+        self.setTitle(f"λ of split {description}" if description else "λ (no split)")
+        self.setToolTip("select a row of the construction steps to move that split's λ")
 
     def show_probe(self, lam: float, loss: float, hessian_min: float, verdict: str):
         self.loss_label.setText(f"loss L = {loss:.10g}")

@@ -46,8 +46,10 @@ class DegeneratePathView(pg.PlotWidget):
         legend.addItem(self.eig_curve, "λ_min(H) (right axis)")
         legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=SHADE, pen=None), "I: points are minima")
 
-    def show_path(self, lam, loss, hessian_min, intervals):
+    def show_path(self, lam, loss, hessian_min, intervals, split_label: str | None = None):
         """``intervals``: list of (a, b) with ±inf allowed, where the points are minima."""
+        self._title = f"(b) degenerate path: λ of {split_label or 'the last split'}"
+        self.setTitle(self._title)
         lam = np.asarray(lam, float)
         self.loss_curve.setData(lam, np.asarray(loss, float))
         self.eig_curve.setData(lam, np.asarray(hessian_min, float))

@@ -64,7 +64,7 @@ class Fig4View(QWidget):
     def reset(self):
         self.result = None
         self._started = time.monotonic()
-        self.heat.clear()
+        self.heat.clear_grid()
         self.lines.clear()
         self.caption.setText("Breast cancer, two-layer ReLU, BCE: each cell averages the test loss "
                              "over random inits with l₊ neurons at c = +c₀ and the rest at −c₀.")

@@ -77,7 +77,7 @@ class Fig5View(QWidget):
     def reset(self):
         self.result = None
         for scheme in SCHEMES:
-            self.maps[scheme].clear()
+            self.maps[scheme].clear_grid()
             self.dots[scheme].setData([])
 
     def show_partial(self, result):

@@ -51,7 +51,7 @@ class HeatmapPlot(pg.PlotWidget):
         else:
             self.colorbar.setLevels(self._fixed_levels or (0, 1))
 
-    def clear(self):
+    def clear_grid(self):  # not clear(): PlotWidget binds PlotItem.clear over it, removing items
         self.set_grid(np.zeros(0), np.zeros(0), np.zeros((0, 0)))
         self.hover.hide()
 

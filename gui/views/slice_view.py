@@ -10,6 +10,7 @@ from .plot_style import add_legend
 CURVE_COLOR = (0, 114, 178, 28)   # translucent: thousands overlap into a density
 ENVELOPE_COLOR = "#D55E00"
 LSTAR_COLOR = "#000000"
+DESCENT_COLOR = "#CC79A7"  # distinct from the blue curves and the orange envelope
 
 
 class SliceView(pg.PlotWidget):
@@ -32,7 +33,9 @@ class SliceView(pg.PlotWidget):
                                      pen=pg.mkPen(LSTAR_COLOR, width=2, style=Qt.PenStyle.DashLine),
                                      label="L*", labelOpts={"position": 0.04, "color": LSTAR_COLOR,
                                                             "anchors": [(0, 1), (0, 1)]})
-        for item in (self.curves, self.envelope):
+        self.descent = pg.PlotCurveItem(pen=pg.mkPen(DESCENT_COLOR, width=3, style=Qt.PenStyle.DashLine),
+                                        name="B6 descent direction (unit norm)")
+        for item in (self.curves, self.envelope, self.descent):
             self.addItem(item)
         self.lstar.hide()
         self.addItem(self.lstar)
@@ -44,8 +47,9 @@ class SliceView(pg.PlotWidget):
         self._title = title
         self.setTitle(title)
 
-    def show_slices(self, t, losses, envelope, lstar: float, gap: float, fraction_below: float):
-        """``losses`` (K, P) on the grid ``t`` (P,); the numbers come from the engine."""
+    def show_slices(self, t, losses, envelope, lstar: float, gap: float, n_below: int, descent=None):
+        """``losses`` (K, P) on the grid ``t`` (P,); ``descent`` an optional (t, loss) line along the
+        analytic descent direction, drawn over the random ones. The numbers come from the engine."""
         t, losses = np.asarray(t, float), np.asarray(losses, float)
         k, p = losses.shape
         connect = np.ones((k, p), dtype=bool)
@@ -55,13 +59,20 @@ class SliceView(pg.PlotWidget):
         self.lstar.setValue(lstar)
         self.lstar.show()
         self.n_curves = k
+        lines = [f"{n_below} of {k} random directions dip below L*", f"min(envelope) − L* = {gap:.2g}"]
+        if descent is None:
+            self.descent.setData([], [])
+            low = min(np.nanmin(envelope), lstar)
+        else:
+            self.descent.setData(np.asarray(descent[0], float), np.asarray(descent[1], float))
+            dip = float(np.min(descent[1])) - lstar
+            lines[1] += f" · B6 direction: {dip:.2g}"
+            low = min(np.nanmin(envelope), lstar, lstar + dip)
         # The summary sits under the title, where it can never cover a curve.
         # Short lines: a title wider than the plot widens the plot item past its widget.
-        self.setTitle(f"{self._title}<br><span style='font-size:9pt'>K = {k} · gap min(env) − L* = {gap:.2g}"
-                      f" · {100 * fraction_below:.1f} % dip below L*</span>")
+        self.setTitle(f"{self._title}<br><span style='font-size:9pt'>{'<br>'.join(lines)}</span>")
         # Frame the interesting part: the envelope and L*, not the tallest of K curves.
         top = np.nanpercentile(losses, 40)
-        low = min(np.nanmin(envelope), lstar)
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)
         self.setYRange(low - pad, top + pad, padding=0)
@@ -69,10 +80,12 @@ class SliceView(pg.PlotWidget):
     def clear_slices(self):
         self.curves.setData([], [])
         self.envelope.setData([], [])
+        self.descent.setData([], [])
         self.lstar.hide()
         self.setTitle(self._title)
         self.n_curves = 0
 
     def set_presentation(self, on: bool):
         self.envelope.setPen(pg.mkPen(ENVELOPE_COLOR, width=5 if on else 3))
+        self.descent.setPen(pg.mkPen(DESCENT_COLOR, width=5 if on else 3, style=Qt.PenStyle.DashLine))
         self.lstar.setPen(pg.mkPen(LSTAR_COLOR, width=3 if on else 2, style=Qt.PenStyle.DashLine))

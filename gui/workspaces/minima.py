@@ -40,7 +40,8 @@ PARAMETERS = [
         {"name": "activation", "type": "list", "value": "sigmoid", "limits": ["sigmoid", "tanh"]},
         {"name": "bias", "title": "biases", "type": "bool", "value": False},
         {"name": "schedule", "title": "splits layer:count", "type": "str", "value": "1:20, 2:20"},
-        {"name": "lam", "title": "λ of each split", "type": "float", "value": 0.5, "step": 0.05},
+        {"name": "lam", "title": "λ of each split (B > 0)", "type": "float", "value": 0.5, "step": 0.05},
+        {"name": "lam_outside", "title": "λ of each split (B < 0)", "type": "float", "value": -1.0, "step": 0.05},
         {"name": "restarts", "title": "max restarts", "type": "int", "value": 100, "limits": (1, 10000)},
         {"name": "saddle_lam", "title": "λ at the saddle (c, d)", "type": "float", "value": 2.0, "step": 0.1},
     ]},
@@ -85,6 +86,7 @@ class MinimaWorkspace(Workspace):
         self.result: dict = {}
         self.construction = None
         self._request: Optional[tuple] = None  # a partial recompute asked for by the slider
+        self._split = -1  # which split the slider moves: the steps table's selected row
         # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on their own
         # worker so the slider never blocks and the main runner stays free for the slices.
         self.probe_runner = JobRunner(self)
@@ -95,6 +97,7 @@ class MinimaWorkspace(Workspace):
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
         self.inspector.export_requested.connect(self.export_network)
+        self.inspector.steps.itemSelectionChanged.connect(self._on_step_selected)
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
 
@@ -141,7 +144,8 @@ class MinimaWorkspace(Workspace):
                                     p["slices", "normalize"], p["slices", "seed"])
         if request is not None:  # the slider was released: re-slice at the new λ only
             self._keep_results = True
-            return jobs.reslice_job(self.construction, request[1], slices)
+            path = None if self.result.get("path", {}).get("split") == self._split_index() else self._path_range()
+            return jobs.reslice_job(self.construction, request[1], slices, self._split, path)
         kind = p["experiment", "kind"]
         if kind == "infinity":
             self.figures.setCurrentIndex(2)
@@ -150,9 +154,9 @@ class MinimaWorkspace(Workspace):
             kind="shallow" if kind == "shallow" else "deep", seed=p["experiment", "seed"],
             widths=jobs.parse_widths(p["construction", "widths"]), activation=p["construction", "activation"],
             bias=p["construction", "bias"], schedule=jobs.parse_schedule(p["construction", "schedule"]),
-            lam=p["construction", "lam"], max_restarts=p["construction", "restarts"],
+            lam=p["construction", "lam"], lam_outside=p["construction", "lam_outside"], max_restarts=p["construction", "restarts"],
             n_samples=p["experiment", "samples"], saddle_lam=p["construction", "saddle_lam"],
-            path=(p["path", "lam_from"], p["path", "lam_to"], p["path", "points"]),
+            path=self._path_range(),
             plane=(p["plane", "points"], p["plane", "extent"]))
         if kind == "path":
             self.figures.setCurrentIndex(3)
@@ -182,7 +186,8 @@ class MinimaWorkspace(Workspace):
             self.slice_saddle.set_title(data.get("title", "(c) slices at the saddle"))
             self.slice_saddle.show_slices(**{k: v for k, v in data.items() if k != "title"})
         elif stage == "path":
-            self.path_view.show_path(data["lam"], data["loss"], data["hessian_min"], data["intervals"])
+            self.path_view.show_path(data["lam"], data["loss"], data["hessian_min"], data["intervals"],
+                                     data.get("label"))
         elif stage == "descent":
             self.descent_view.show_curves(data["curves"], note=data.get("note", ""))
         elif stage == "plane":
@@ -200,6 +205,7 @@ class MinimaWorkspace(Workspace):
 
     def _show_construction(self, data):
         self.construction = data.get("construction")
+        self._split = -1
         self.inspector.show_neurons(data["neurons"])
         self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
         self.network.show_network(data["widths"], data["weights"], data["splits"])
@@ -235,7 +241,7 @@ class MinimaWorkspace(Workspace):
 
     def _start_probe(self):
         lam, self._probe_wanted = self._probe_wanted, None
-        self.probe_runner.start(jobs.probe_job(self.construction, lam))
+        self.probe_runner.start(jobs.probe_job(self.construction, lam, self._split))
 
     def _on_probe(self, probe):
         self._draw("probe", probe)
@@ -254,6 +260,24 @@ class MinimaWorkspace(Workspace):
             window.runner.cancel(wait_ms=2000)
         self._request = ("reslice", lam)
         window.run()
+
+    def _on_step_selected(self):
+        """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
+        data = self.result.get("construction", {})
+        labels, row = data.get("split_labels") or [], self.inspector.steps.currentRow()
+        if self.construction is None or not 1 <= row <= len(labels):
+            return
+        self._split = row - 1
+        self.inspector.lam.set_split(labels[self._split])
+        self.inspector.lam.set_value(data["split_lams"][self._split])
+
+    def _split_index(self) -> int:
+        n = len(self.construction.splits) if self.construction is not None else 0
+        return self._split % n if n else -1
+
+    def _path_range(self) -> tuple:
+        p = self.parameters
+        return (p["path", "lam_from"], p["path", "lam_to"], p["path", "points"])
 
     # ------------------------------------------------------------- files
     def load_network(self, path: str):

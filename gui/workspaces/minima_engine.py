@@ -1,6 +1,6 @@
 """The engine entry points the minima workspace calls, in one place, renamed to what the views draw.
 
-Lines marked STOPGAP do small things the engine does not offer yet (see the helper's report).
+Nothing here computes: each function calls the engine and renames its results.
 """
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from engine import construction as cons
-from engine import deep, landscape, netio
+from engine import landscape, netio
 from engine import nonattracting as NA
 from engine.progress import Progress, subjob
 
 
 # ----------------------------------------------------------------- data
-def construction_job(kind: str, seed: int, widths, activation, bias, schedule, lam, max_restarts, n_samples):
+def construction_job(kind: str, seed: int, widths, activation, bias, schedule, lam, lam_outside, max_restarts,
+                     n_samples):
     """Job -> Construction: the paper's deep recipe (new data draws if one has no suitable minimum),
     or the shallow Fukumizu–Amari case on 1—2—1 teacher data."""
     if kind == "deep":
@@ -24,14 +25,8 @@ def construction_job(kind: str, seed: int, widths, activation, bias, schedule, l
                                                    restarts=max_restarts)
         return c
     X, Y = NA.teacher_data((widths[0], 2, 1), n_samples, seed, input_scale=2.0)
-    return (yield from cons.construct_job(X, Y, widths, activation, bias, schedule, lam, seed, max_restarts))
-
-
-# ------------------------------------------------------------- spectrum
-def spectrum(arch, theta, X, Y):
-    # STOPGAP: an engine function returning (eigenvalues, zero tolerance) would own this.
-    eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
-    return SimpleNamespace(eigs=eigs, tol=cons.HessianSummary.of(eigs).tol)
+    return (yield from cons.construct_job(X, Y, widths, activation, bias, schedule, lam=lam, lam_outside=lam_outside,
+                                          seed=seed, max_restarts=max_restarts))
 
 
 # --------------------------------------------------------------- slices
@@ -39,18 +34,16 @@ def slices_job(arch, theta, X, Y, K, P, T, normalize, seed):
     """Job: engine.landscape slices, renamed to what the SliceView draws."""
     res = yield from landscape.slices_job(arch, theta, X, Y, K=K, P=P, T=T, normalization=normalize, seed=seed)
     return {"t": res.t, "losses": res.curves, "envelope": res.envelope, "lstar": res.L_star,
-            "gap": res.envelope_gap, "fraction_below": res.frac_below}
+            "gap": res.envelope_gap, "n_below": res.n_below}
 
 
 # ---------------------------------------------------------------- plane
 def plane_job(c, probe, points: int, extent: float):
     """Job: the loss on the plane of the degenerate direction and the B6 descent direction."""
-    split = c.splits[-1]
+    split = c.splits[probe.split]
     B = cons.verify_split(c.arch, probe.params, c.X, c.Y, split).pair_B
+    d1 = cons.degenerate_direction(c.arch, probe.params, split)
     d2 = cons.descent_direction(c.arch, probe.params, split, B)
-    # STOPGAP: the degenerate direction (moving λ) belongs in the engine (see the report).
-    d1 = cons.set_split_lambda(c.arch, probe.params, split, probe.lam + 1.0) - probe.params
-    d1 = d1 / np.linalg.norm(d1)
     res = yield from landscape.plane_job(c.arch, probe.params, c.X, c.Y, d1, d2, n=points, T=extent)
     # The engine indexes losses[i, j] by (d1_i, d2_j); the heatmap wants rows along d2.
     return {"a": res.s, "b": res.t, "loss": res.losses.T, "center": (0.0, 0.0),
@@ -60,10 +53,7 @@ def plane_job(c, probe, points: int, extent: float):
 # ------------------------------------------------- other experiments
 def infinity_job(seed: int, steps: int | None):
     """Job: B10 — the loss against the shared bias, GD from b0 = 15, and L-BFGS's lower loss."""
-    # STOPGAP: these two lines repeat run_infinity's data; an engine infinity_data(seed) would own them.
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((20, 1))
-    Y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(20)
+    X, Y = NA.infinity_data(seed)
     W, v = NA.infinity_point(X, Y, 2)
     curve = NA.loss_vs_bias(X, Y, W, v, np.linspace(0, 40, 81))
     yield Progress(0.05, "loss against bias", ("infinity_bias", _bias_stage(curve)))
@@ -104,10 +94,14 @@ def save_network(c, path: str):
     netio.save_network(path, c.arch, c.params, c.X, c.Y)
 
 
-def load_network(path: str):
-    """A Construction-like record of a saved network (no split history), or EngineInputError."""
-    net = netio.load_network(path)
-    step = cons._step("loaded", net.arch, net.params, net.X, net.Y)
+def read_network(path: str):
+    """The saved network (cheap: reading only), or EngineInputError naming what is wrong."""
+    return netio.load_network(path)
+
+
+def inspect_loaded(net):
+    """A Construction-like record of a read network (no split history); costs one Hessian."""
+    step = cons.step_of("loaded", net.arch, net.params, net.X, net.Y)
     return SimpleNamespace(arch=net.arch, params=net.params, X=net.X, Y=net.Y, steps=[step], splits=[],
                            restarts=[], small_neurons=cons.neuron_bd(net.arch, net.params, net.X, net.Y),
                            verification=None)

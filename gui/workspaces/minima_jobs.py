@@ -36,6 +36,7 @@ class ConstructionSettings:
     bias: bool
     schedule: tuple
     lam: float
+    lam_outside: float   # λ for splits whose B is negative definite (I = (−∞, 0) ∪ (1, ∞))
     max_restarts: int
     n_samples: int
     saddle_lam: float
@@ -68,21 +69,20 @@ def interval_bounds(interval: str) -> list[tuple]:
             "(-inf, 0) ∪ (1, inf)": [(-np.inf, 0.0), (1.0, np.inf)]}.get(interval, [])
 
 
-def _split_label(c) -> str | None:
-    if not c.splits:
-        return None
-    s = c.splits[-1]
+def split_label(s) -> str:
     return f"layer {s.layer}, neuron {s.origin} → copy {s.new}"
 
 
 def construction_stage(c) -> dict:
-    spectrum = eng.spectrum(c.arch, c.params, c.X, c.Y)
+    eigs, h = cons.hessian_spectrum(c.arch, c.params, c.X, c.Y)
     Ws, _ = deep.unpack(c.arch, c.params)
-    return {"construction": c, "neurons": c.small_neurons, "eigs": spectrum.eigs, "tol": spectrum.tol,
+    lams = [cons.split_lambda(c.arch, c.params, s) for s in c.splits]
+    return {"construction": c, "neurons": c.small_neurons, "eigs": eigs, "tol": h.tol,
             "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params",
             "widths": c.arch.widths, "weights": [np.asarray(W) for W in Ws],
             "splits": [(s.layer, s.origin, s.new) for s in c.splits],
-            "split_label": _split_label(c), "lam": c.splits[-1].lam if c.splits else None}
+            "split_labels": [split_label(s) for s in c.splits], "split_lams": lams,
+            "split_label": split_label(c.splits[-1]) if c.splits else None, "lam": lams[-1] if lams else None}
 
 
 def slices_stage(arch, theta, X, Y, s: SliceSettings, seed_offset: int = 0):
@@ -90,17 +90,25 @@ def slices_stage(arch, theta, X, Y, s: SliceSettings, seed_offset: int = 0):
     return (yield from eng.slices_job(arch, theta, X, Y, s.K, s.P, s.T, s.normalize, s.seed + seed_offset))
 
 
-def _saddle(c, lam: float, s: SliceSettings):
-    """Job: the saddle at ``lam`` — its slices (c) and the B6 descent curve (d)."""
-    probe = cons.move_last_lambda(c, lam)
+def _saddle(c, lam: float, s: SliceSettings, split: int = -1):
+    """Job: the saddle at ``lam`` — its slices (c), with the B6 descent line over them, and (d)."""
+    probe = cons.move_lambda(c, lam, split)
     yield _yield(float("nan"), f"saddle at λ = {lam:g}: {probe.verdict}", "probe", probe_stage(probe))
     data = yield from slices_stage(c.arch, probe.params, c.X, c.Y, s)
-    data_c = dict(data, title=f"(c) slices at λ = {lam:g}: {probe.verdict}")
-    descent = cons.descent_curve(c, probe, np.linspace(-s.T, s.T, s.P))
+    descent = cons.descent_curve(c, probe, data["t"])
+    # Random directions in P dimensions almost never see the one negative eigenvalue (B8); the
+    # analytic direction, at the same unit norm, shows the saddle is there.
+    data_c = dict(data, title=f"(c) slices at λ = {lam:g}: {short(probe.verdict)}",
+                  descent=(descent["t"], descent["loss"]))
     d = {"curves": [{"name": "L(θ + t·e)", "x": descent["t"], "y": descent["loss"]},
                     {"name": "L*", "hline": probe.loss, "color": "#000000", "style": "dash"}],
          "note": f"λ = {lam:g}; λ_min(H) = {probe.hessian_min:.2e}"}
     return probe, data_c, d
+
+
+def short(verdict: str) -> str:
+    """Plot titles keep the verdict's first clause; the inspector shows it whole."""
+    return verdict.split(":")[0]
 
 
 def probe_stage(probe) -> dict:
@@ -117,9 +125,7 @@ def figure3_job(config: ConstructionSettings, s: SliceSettings):
     yield _yield(0.65, "slices at the minimum", "slices_min", out["slices_min"])
     if not c.splits:
         return out
-    lams = np.linspace(*config.path[:2], int(config.path[2]))
-    path = yield from _mapped(subjob(cons.degenerate_path_job(c, lams), 0.65, 0.8))
-    out["path"] = path_stage(c, path)
+    out["path"] = yield from _mapped(subjob(path_job(c, config.path), 0.65, 0.8))
     yield _yield(0.8, "degenerate path", "path", out["path"])
     probe, out["slices_saddle"], out["descent"] = yield from _mapped(
         subjob(_saddle(c, config.saddle_lam, s), 0.8, 0.92))
@@ -139,14 +145,18 @@ def _steps_partial(update: Progress) -> Progress:
 
 def _construct(config: ConstructionSettings, stop: float):
     inner = eng.construction_job(config.kind, config.seed, config.widths, config.activation, config.bias,
-                                 config.schedule, config.lam, config.max_restarts, config.n_samples)
+                                 config.schedule, config.lam, config.lam_outside, config.max_restarts,
+                                 config.n_samples)
     return (yield from _mapped(subjob(inner, 0.0, stop), _steps_partial))
 
 
-def path_stage(c, path: dict) -> dict:
-    verdicts = path.get("verdicts") or [""] * len(path["lam"])
-    return {"lam": path["lam"], "loss": path["loss"], "hessian_min": path["hessian_min"],
-            "intervals": interval_bounds(c.verification.interval), "verdicts": verdicts}
+def path_job(c, path: tuple, split: int = -1):
+    """Job: (b), the degenerate path of one split; ``path`` is (λ from, λ to, points)."""
+    lams = np.linspace(*path[:2], int(path[2]))
+    res = yield from cons.degenerate_path_job(c, lams, split)
+    interval = cons.verify_split(c.arch, c.params, c.X, c.Y, c.splits[split]).interval
+    return dict(res, intervals=interval_bounds(interval), split=split % len(c.splits),
+                label=split_label(c.splits[split]))
 
 
 def _restarts_note(c) -> str:
@@ -170,18 +180,24 @@ def _mapped(job, fn=None):
         yield update
 
 
-def reslice_job(c, lam: float, s: SliceSettings):
-    """After the λ slider is released: the saddle (or minimum) views at the new λ."""
+def reslice_job(c, lam: float, s: SliceSettings, split: int = -1, path: tuple | None = None):
+    """After the λ slider is released: the saddle (or minimum) views at the new λ, and (b) again
+    when ``path`` is given (another split was chosen)."""
     if c is None:
         raise EngineInputError("build or load a construction before moving λ")
-    probe, data_c, d = yield from _saddle(c, lam, s)
-    return {"probe": probe_stage(probe), "slices_saddle": data_c, "descent": d}
+    out = {}
+    if path is not None:
+        out["path"] = yield from _mapped(subjob(path_job(c, path, split), 0.0, 0.4))
+        yield _yield(0.4, "degenerate path", "path", out["path"])
+    probe, out["slices_saddle"], out["descent"] = yield from _mapped(subjob(_saddle(c, lam, s, split), 0.4, 1.0))
+    out["probe"] = probe_stage(probe)
+    return out
 
 
-def probe_job(c, lam: float):
+def probe_job(c, lam: float, split: int = -1):
     """The slider's live readout (one Hessian) as a job, so it never blocks the window."""
     yield Progress(float("nan"), f"λ = {lam:.3g}")
-    return probe_stage(cons.move_last_lambda(c, lam))
+    return probe_stage(cons.move_lambda(c, lam, split))
 
 
 def infinity_job(seed: int, steps: int | None):
@@ -198,12 +214,14 @@ def descending_path_job(config: ConstructionSettings):
 
 
 def load_job(path: str, s: SliceSettings):
-    """Open a saved network: inspect it (steps row, B/D, spectrum, diagram) and slice it."""
-    c = eng.load_network(path)  # raises EngineInputError naming what is wrong
-    return _inspect_loaded(c, s)
+    """Open a saved network: inspect it (steps row, B/D, spectrum, diagram) and slice it. Reading
+    happens now (a bad file raises EngineInputError at once); the Hessians run in the job."""
+    return _inspect_loaded(eng.read_network(path), s)
 
 
-def _inspect_loaded(c, s: SliceSettings):
+def _inspect_loaded(net, s: SliceSettings):
+    yield Progress(float("nan"), "Hessian of the loaded network")
+    c = eng.inspect_loaded(net)
     out = {"steps": {"steps": c.steps, "note": f"loaded {'—'.join(map(str, c.arch.widths))}"}}
     yield _yield(0.1, "loaded", "steps", out["steps"])
     out["construction"] = construction_stage(c)

@@ -112,3 +112,46 @@ def test_search_reports_rejected_restarts():
     X, Y = teacher_data((2, 5, 5, 1), 20, seed=1)
     with pytest.raises(EngineInputError, match="restarts"):
         run_to_completion(C.search_minimum_job(deep.Arch((2, 1, 1, 1)), X, Y, [1, 2], seed=0, max_restarts=2))
+
+
+def test_degenerate_direction_moves_lambda_and_keeps_the_loss(built):
+    c, _ = built
+    for split in c.splits[:1] + c.splits[-1:]:
+        d = C.degenerate_direction(c.arch, c.params, split)
+        assert np.linalg.norm(d) == pytest.approx(1, abs=1e-14)
+        W = c.params[c.arch.block(f"W{split.layer + 1}").slice].reshape(c.arch.block(f"W{split.layer + 1}").shape)
+        per_unit = 1 / (np.sqrt(2) * np.linalg.norm(W[:, split.new] + W[:, split.origin]))
+        lam0 = C.split_lambda(c.arch, c.params, split)
+        for s in (-0.7, 0.3, 2.0):
+            moved = C.set_split_lambda(c.arch, c.params, split, lam0 + s * per_unit)
+            assert np.abs(c.params + s * d - moved).max() < 1e-12
+        line = C.line_losses(c, c.params, d, np.linspace(-2, 2, 9))
+        assert np.ptp(line["loss"]) < 1e-12
+
+
+def test_any_split_can_be_moved_and_the_path_carries_verdicts(built):
+    c, _ = built
+    # the first layer-1 split, not the last; which side of 1 is a saddle depends on the sign of its B
+    path = run_to_completion(C.degenerate_path_job(c, [0.5, 2.0], split=0))
+    assert sorted(path["verdicts"]) == ["non-attracting region of local minima", "saddle"]
+    probe = C.move_lambda(c, [0.5, 2.0][path["verdicts"].index("saddle")], split=0)
+    assert probe.split == 0 and abs(probe.loss - c.steps[-1].loss) < 1e-12 and probe.hessian_min < -1e-7
+    assert C.descent_curve(c, probe, [0.1])["loss"][0] < probe.loss
+    with pytest.raises(EngineInputError, match="does not exist"):
+        C.move_lambda(c, 0.5, split=len(c.splits))
+
+
+def test_hessian_spectrum_and_step_of_agree(built):
+    c, _ = built
+    eigs, h = C.hessian_spectrum(c.arch, c.params, c.X, c.Y)
+    assert np.all(np.diff(eigs) >= 0) and h == C.HessianSummary.of(eigs)
+    assert C.step_of("final", c.arch, c.params, c.X, c.Y).hessian == h
+
+
+def test_shallow_split_outside_0_1_with_negative_B_is_a_minimum():
+    """B5: in the last hidden layer D = 0 by itself; B < 0 makes λ = 1.5 a minimum, λ = 0.5 a saddle."""
+    X, Y = teacher_data((1, 2, 1), 10, 0, input_scale=2.0)
+    c = run_to_completion(C.construct_job(X, Y, (1, 1, 1), schedule=((1, 1),), lam=0.5, lam_outside=1.5))
+    assert c.small_neurons[0].badge == "negative definite" and c.splits[0].lam == 1.5
+    assert c.verification.verdict == "non-attracting region of local minima"
+    assert C.move_lambda(c, 0.5).verdict == "saddle"

@@ -53,7 +53,7 @@ def test_envelope_stays_above_minimum_of_a_convex_problem():
     d = np.zeros((20, arch.n_params))
     d[:, 3:] = rng.normal(size=(20, 3))
     s = run_to_completion(landscape.slices_job(arch, theta, Xs, Ys, P=11, directions=d))
-    assert s.envelope_gap > 0 and s.frac_below == 0
+    assert s.envelope_gap > 0 and s.frac_below == 0 and s.n_below == 0
 
 
 def test_bad_arguments():

@@ -58,6 +58,8 @@ def test_infinity_loss_is_above_the_limit_and_accurate(out):
     m = json.loads((out / "nonattr-infinity" / "metrics.json").read_text())
     assert m["excess_positive_for_all_b"] and m["gd"]["bias_end"] > m["gd"]["bias_start"]
     assert m["lbfgs_below_L_inf"]
+    X, Y = NA.infinity_data(0)  # the data run_infinity and the GUI share
+    assert X.shape == (20, 1) and np.array_equal(NA.infinity_data(0)[1], Y)
     # the accurate excess agrees with plain subtraction where that still has digits (small b)
     rng = np.random.default_rng(3)
     X, Y = rng.normal(size=(12, 1)), rng.normal(size=12)

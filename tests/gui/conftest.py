@@ -39,8 +39,9 @@ def gl_pixels(view, size=(480, 320)) -> np.ndarray:
     """Render a GLViewWidget off-screen and return RGBA pixels (H, W, 4)."""
     from OpenGL.GL import GL_RGBA
     view.makeCurrent()
-    rgba = view.renderToArray(size, format=GL_RGBA)
-    return np.asarray(rgba).transpose(1, 0, 2)
+    rgba = np.asarray(view.renderToArray(size, format=GL_RGBA))
+    assert rgba.shape == (size[1], size[0], 4)
+    return rgba
 
 
 def assert_not_blank(pixels: np.ndarray, min_std: float = 4.0):

@@ -22,9 +22,9 @@ def open_quick(window, qtbot, preset, extra=None, steps=None):
 
 def test_shallow_preset_draws_and_lambda_flips_verdict(window, qtbot):
     ws = open_quick(window, qtbot, "nonattr-shallow")
-    # K curves are ONE item (plus the envelope), not K items.
+    # K curves are ONE item (plus the envelope and the descent line), not K items.
     curves = [i for i in ws.slice_min.getPlotItem().items if isinstance(i, pg.PlotCurveItem)]
-    assert len(curves) == 2 and ws.slice_min.n_curves == 300
+    assert len(curves) == 3 and ws.slice_min.n_curves == 300
     assert len(ws.slice_min.curves.getData()[0]) == 300 * 41
     assert ws.inspector.steps.rowCount() >= 2
     assert ws.path_view.loss_curve.getData()[0] is not None

@@ -1,0 +1,100 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from engine.errors import EngineInputError
+from engine.invariants import (balances, beta0, component_label, counts, effective_components,
+                               invariant_set_summary, poincare, rescale_to, same_component,
+                               same_effective_component)
+from engine.shallow import ShallowNet, ShallowParams, forward, init_params
+
+
+def _kunneth(d, e, c, bias):
+    """Direct product of the per-neuron Poincaré polynomials, by repeated multiplication."""
+    poly = np.array([1], dtype=object)
+    for ck in c:
+        n = (d if bias else d - 1) if ck > 0 else (e - 1 if ck < 0 else None)
+        if n is None:
+            continue  # contractible cone
+        factor = np.zeros(n + 1, dtype=object)
+        factor[0] += 1
+        factor[n] += 1  # 1 + x^n (= 2 when n = 0)
+        poly = np.convolve(poly, factor)
+    return [int(x) for x in poly]
+
+
+@pytest.mark.parametrize("d, e, bias", list(itertools.product([1, 2, 4], [1, 3], [False, True])))
+def test_poincare_matches_kunneth(d, e, bias):
+    rng = np.random.default_rng(d * 10 + e)
+    for _ in range(5):
+        c = rng.choice([-1.0, 0.0, 2.0], size=rng.integers(1, 7))
+        P = poincare(d, e, c, bias)
+        assert P == _kunneth(d, e, c, bias)
+        assert beta0(d, e, c, bias) == P[0]
+
+
+def test_beta0_closed_forms_and_summary():
+    c = [0.3, -0.2, -1.0, 0.0]
+    assert beta0(3, 1, c) == 4 and beta0(1, 1, c) == 8 and beta0(1, 1, c, bias=True) == 4 and beta0(3, 2, c) == 1
+    assert effective_components(3, 1, c) == 3
+    assert effective_components(1, 1, c) is None and effective_components(3, 2, c) is None
+    s = invariant_set_summary(2, 1, c, False)
+    assert set(s) == {"l_plus", "l_minus", "l_zero", "poincare", "beta0", "effective_components"}
+    assert (s["l_plus"], s["l_minus"], s["l_zero"]) == (1, 2, 1) == counts(c)
+    assert s["poincare"] == [4, 4] and s["beta0"] == 4 and s["effective_components"] == 3
+
+
+@pytest.mark.parametrize("bias, e", [(False, 1), (True, 1), (False, 3), (True, 2)])
+def test_rescale_hits_target_and_keeps_function(bias, e):
+    rng = np.random.default_rng(5)
+    net = ShallowNet(d=3, l=5, e=e, bias=bias)
+    p = init_params(net, "kaiming_normal", rng)
+    if bias:
+        p.b1 = rng.normal(size=5)
+        p.b2 = rng.normal(size=e)
+    target = [2.0, -1.5, 0.0, 1e-3, -40.0]
+    q = rescale_to(p, target)
+    np.testing.assert_allclose(balances(q.W1, q.W2, q.b1), target, rtol=1e-12, atol=1e-12)
+    X = rng.normal(size=(50, 3))
+    np.testing.assert_allclose(forward(net, q, X), forward(net, p, X), rtol=1e-12, atol=1e-12)
+    assert np.all(np.sign(q.W2) == np.sign(p.W2))  # α > 0 keeps the component
+
+
+def test_rescale_degenerate_cases():
+    p = ShallowParams(np.array([[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]), np.array([[3.0, 0.0, 0.0]]))
+    q = rescale_to(p, [-2.0, 0.5, 0.0])
+    np.testing.assert_allclose(balances(q.W1, q.W2), [-2.0, 0.5, 0.0], atol=1e-14)
+    for c, msg in (([1.0, 0.5, 0.0], "neuron 0: its input weights are zero"),
+                   ([-1.0, -0.5, 0.0], "neuron 1: its output weights are zero"),
+                   ([-1.0, 0.5, 0.1], "neuron 2: all its weights are zero"),
+                   ([-1.0, 0.5], "c has 2 value"),
+                   ([-1.0, 0.5, float("nan")], "finite")):
+        with pytest.raises(EngineInputError, match=msg):
+            rescale_to(p, c)
+
+
+def test_component_labels_and_same_component():
+    net = ShallowNet(d=2, l=3, e=1)
+    base = init_params(net, "kaiming_normal", 0, signs=[1, -1, 1], c=[-0.5, -0.5, 0.5])
+    assert component_label(base.W1, base.W2).tolist() == [1, -1, 0]
+    flipped_free = base.copy()
+    flipped_free.W2[0, 2] *= -1  # free neuron: same component
+    assert same_component(base, flipped_free)
+    flipped_path = base.copy()
+    flipped_path.W2[0, 0] *= -1
+    assert not same_component(base, flipped_path)
+    swapped = base.copy()
+    swapped.W2[0, :2] *= -1  # labels (-1, +1): same sum, so same effective component
+    assert not same_component(base, swapped) and same_effective_component(base, swapped)
+    assert not same_effective_component(base, flipped_path)
+    d1 = ShallowParams(np.array([[2.0]]), np.array([[1.0]]))  # d = 1, c > 0: input sign is the label
+    assert component_label(d1.W1, d1.W2).tolist() == [1]
+    assert same_effective_component(d1, d1) is None
+
+
+def test_bad_dimensions():
+    with pytest.raises(EngineInputError, match="d = 0"):
+        invariant_set_summary(0, 1, [1.0], False)
+    with pytest.raises(EngineInputError, match="empty"):
+        invariant_set_summary(2, 1, [], False)

@@ -1,0 +1,86 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from engine import datasets
+from engine.errors import EngineInputError
+from engine.experiments import run_experiment
+from engine.obstruction import (breast_cancer_sweep, obstruction_probability, obstruction_probability_mc,
+                                probability_grid, sweep_init, held_out_bce, train_run_bce)
+from engine.progress import run_to_completion
+
+
+@pytest.mark.parametrize("scheme", ["kaiming_normal", "xavier_normal"])
+@pytest.mark.parametrize("d, l", [(1, 1), (3, 4), (30, 1), (10, 10)])
+def test_monte_carlo_agrees_with_closed_form(scheme, d, l):
+    est, se = obstruction_probability_mc(d, l, scheme, 20000, seed=d * 31 + l)
+    assert abs(est - obstruction_probability(d, l, scheme)) < 4 * se
+
+
+def test_closed_form_known_values():
+    assert obstruction_probability(1, 1, "xavier_normal") == pytest.approx(0.5)  # σ1 = σ2, d = 1
+    # Kaiming, l = 1: P[χ²_d / d < χ²_1], integrated numerically over the χ²_1 density
+    from scipy import integrate, stats
+    d = 5
+    p = integrate.quad(lambda t: stats.chi2(d).cdf(d * t) * stats.chi2(1).pdf(t), 0, np.inf)[0]
+    assert obstruction_probability(d, 1, "kaiming_normal") == pytest.approx(p, abs=1e-8)
+    g = probability_grid([1, 5], [1, 2, 3], "kaiming_normal")
+    assert g.shape == (2, 3) and g[1, 0] == pytest.approx(p, abs=1e-8)
+    with pytest.raises(EngineInputError, match="closed form"):
+        obstruction_probability(3, 3, "pytorch")
+
+
+def test_pytorch_default_init_monte_carlo():
+    for l in (1, 4):
+        est, se = obstruction_probability_mc(1, l, "pytorch", 20000, seed=l)
+        assert abs(est - (1 - (1 - 1 / (2 * math.sqrt(l))) ** l)) < 4 * se
+    est, se = obstruction_probability_mc(30, 1, "pytorch", 20000, seed=3)
+    assert est == pytest.approx(0.42, abs=0.02)  # MATH A8: more obstructed than Kaiming's 0.33
+    with pytest.raises(EngineInputError, match="d = 0"):
+        obstruction_probability_mc(0, 1, "pytorch")
+
+
+def test_batched_sweep_equals_per_run_training():
+    res = run_to_completion(breast_cancer_sweep([2, 4], n_inits=2, steps=40, chunk=5, sign_policy="independent"))
+    split = datasets.breast_cancer(seed=0)
+    assert len(res["runs"]) == 2 * (3 + 5)
+    for (l, lp, i), bce in zip(res["runs"], res["test_bce"]):
+        p = sweep_init(30, l, lp, i, 0, sign_policy="independent")
+        assert np.sum(p.W1 ** 2, 1) - p.W2[0] ** 2 == pytest.approx([1.0] * lp + [-1.0] * (l - lp))
+        q = train_run_bce(split.X_train, split.Y_train, p, 0.1, 40)
+        assert held_out_bce(q) == pytest.approx(bce, abs=1e-12)
+    assert np.isnan(res["mean"][0, 3]) and np.isfinite(res["mean"][1, 4])
+
+
+def test_sweep_bad_input():
+    with pytest.raises(EngineInputError, match="sign policy"):
+        next(breast_cancer_sweep(sign_policy="mixed"))
+    with pytest.raises(EngineInputError, match="lr"):
+        next(breast_cancer_sweep(lr=-1.0))
+
+
+def test_topo_toy_quick_shows_the_effect(tmp_path):
+    m = run_to_completion(run_experiment("topo-toy", tmp_path, quick=True, seed=0))
+    assert json.loads((tmp_path / "metrics.json").read_text()) == m
+    runs = {r["name"]: r for r in m["runs"]}
+    assert set(runs) == {"obstructed_gd", "free_gd", "obstructed_flow", "free_flow"}
+    for opt in ("gd", "flow"):
+        assert runs[f"obstructed_{opt}"]["final_loss"] > 0.9 * m["mean_Y2"]
+        assert runs[f"obstructed_{opt}"]["s_final"] == [1, 1] and not runs[f"obstructed_{opt}"]["sign_flips"]
+        assert runs[f"free_{opt}"]["final_loss"] < 1e-2 and runs[f"free_{opt}"]["s_final"] == [1, -1]
+    assert runs["free_flow"]["max_rel_c_drift"] < 1e-6 < runs["free_gd"]["max_rel_c_drift"]
+    assert m["effect_shown"] and "alive" in m["dead_neuron_policy"]
+    with np.load(tmp_path / "traj_free_gd.npz") as z:
+        assert z["W1"].shape == (501, 2, 2) and z["W2"].shape == (501, 1, 2) and z["loss"].shape == (501,)
+        assert z["X"].shape[1] == 2
+    assert (tmp_path / "toy.png").stat().st_size > 0
+
+
+def test_topo_breast_cancer_quick_writes_files(tmp_path):
+    m = run_to_completion(run_experiment("topo-breast-cancer", tmp_path, quick=True, seed=0))
+    assert m["ls"] == list(range(2, 10))
+    mean = np.array(m["mean_test_bce"], dtype=float)
+    assert mean.shape == (8, 10) and np.isnan(mean[0, 3]) and np.all(np.isfinite(mean[7]))
+    assert (tmp_path / "breast_cancer.png").exists() and (tmp_path / "metrics.json").exists()
