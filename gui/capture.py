@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import QObject, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QPoint, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtOpenGLWidgets import QOpenGLWidget
 
 from engine.errors import EngineInputError
 
@@ -91,6 +92,22 @@ def even_size(size: tuple[int, int]) -> tuple[int, int]:
     return max(8, size[0] // 8 * 8), max(8, size[1] // 8 * 8)
 
 
+def grab_widget(widget) -> QImage:
+    """``widget.grab()``, with every visible GL view painted from its own framebuffer.
+
+    A plain grab leaves out what a GL view paints with QPainter (its text labels), while
+    ``grabFramebuffer`` has the whole picture.
+    """
+    image = widget.grab().toImage()
+    painter = QPainter(image)
+    for view in widget.findChildren(QOpenGLWidget):
+        if view.isVisible() and view.width() > 0 and view.height() > 0:
+            painter.drawImage(QRect(view.mapTo(widget, QPoint(0, 0)), view.size()),
+                              view.grabFramebuffer())
+    painter.end()
+    return image
+
+
 class FrameSource:
     """Something to film: ``grab()`` returns (H, W, 3) uint8 at ``size`` (None: own size)."""
 
@@ -102,7 +119,7 @@ class FrameSource:
     def grab(self) -> np.ndarray:
         if self.gl:
             return render_gl(self.widget, self.size)
-        image = self.widget.grab().toImage()
+        image = grab_widget(self.widget)
         background = self.widget.palette().window().color()
         return image_to_array(letterbox(image, self.size, background))
 

@@ -49,7 +49,8 @@ def screenshot(preset: str, out: str, size: tuple[int, int], steps: Optional[int
     wait_until_idle(window)
     settle()
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    image = window.grab()
+    from .capture import grab_widget
+    image = grab_widget(window)
     if image.width() != size[0] or image.height() != size[1]:
         image = image.scaled(*size)
     if not image.save(str(out_path)):

@@ -6,7 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from ..style import NEURON_COLORS
-from .plot_style import add_legend
+from .plot_style import add_legend, set_title
 
 STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine}
 
@@ -14,7 +14,7 @@ STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Q
 class CurvesView(pg.PlotWidget):
     def __init__(self, title: str, x_label: str, y_label: str, parent=None):
         super().__init__(parent)
-        self.setTitle(title)
+        set_title(self, title)
         self.setLabel("bottom", x_label)
         self.setLabel("left", y_label)
         self.showGrid(x=True, y=True, alpha=0.2)
@@ -37,7 +37,7 @@ class CurvesView(pg.PlotWidget):
             else:
                 item = self.plot(np.asarray(c["x"], float), np.asarray(c["y"], float), pen=pen, name=c["name"])
             self._items.append(item)
-        self.getPlotItem().setTitle(self.getPlotItem().titleLabel.text.split("<br>")[0]
+        set_title(self, self.getPlotItem().titleLabel.text.split("<br>")[0]
                                     + (f"<br><span style='font-size:9pt'>{note}</span>" if note else ""))
         self.autoRange()
 

@@ -5,7 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import add_legend
+from .plot_style import add_legend, set_title
 
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"
@@ -16,8 +16,8 @@ VIEW_LIMIT = 1e3           # stands in for ±∞ when shading (−∞, 0) ∪ (1
 class DegeneratePathView(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self._title = "(b) degenerate path: λ of the last split"
-        self.setTitle(self._title)
+        self._title, self._which = "(b) degenerate path", "λ of the last split"
+        set_title(self, self._title)
         item = self.getPlotItem()
         item.setLabel("bottom", "λ")
         item.setLabel("left", "loss L", color=LOSS_COLOR)
@@ -48,8 +48,8 @@ class DegeneratePathView(pg.PlotWidget):
 
     def show_path(self, lam, loss, hessian_min, intervals, split_label: str | None = None):
         """``intervals``: list of (a, b) with ±inf allowed, where the points are minima."""
-        self._title = f"(b) degenerate path: λ of {split_label or 'the last split'}"
-        self.setTitle(self._title)
+        self._which = f"λ of {split_label or 'the last split'}"
+        self.set_current(None)
         lam = np.asarray(lam, float)
         self.loss_curve.setData(lam, np.asarray(loss, float))
         self.eig_curve.setData(lam, np.asarray(hessian_min, float))
@@ -72,12 +72,12 @@ class DegeneratePathView(pg.PlotWidget):
             self.eig_box.enableAutoRange()
 
     def set_current(self, lam: float | None):
-        if lam is None:
-            self.marker.hide()
-        else:
+        """Short subtitle lines: which split, and the dashed marker's λ."""
+        lines = [self._which] + ([] if lam is None else [f"dashed: current λ = {lam:.3g}"])
+        self.marker.setVisible(lam is not None)
+        if lam is not None:
             self.marker.setValue(lam)
-            self.marker.show()
-            self.setTitle(f"{self._title}<br><span style='font-size:9pt'>dashed: current λ = {lam:.3g}</span>")
+        set_title(self, f"{self._title}<br><span style='font-size:9pt'>{'<br>'.join(lines)}</span>")
 
     def clear_path(self):
         self.show_path([], [], [], [])

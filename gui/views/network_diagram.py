@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
+from .plot_style import set_title
+
 NODE, ORIGIN, COPY = "#BBBBBB", "#0072B2", "#E69F00"
 EDGE_BINS = 4  # edges are drawn as a few items by weight class, not one item per edge
 
@@ -12,7 +14,7 @@ EDGE_BINS = 4  # edges are drawn as a few items by weight class, not one item pe
 class NetworkDiagram(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setTitle("network: edges ∝ |w|; origin ● and split copies ●")
+        set_title(self, "network: edges ∝ |w|; origin ● and split copies ●")
         self.hideAxis("left")
         self.hideAxis("bottom")
         self.setMouseEnabled(x=False, y=False)

@@ -33,6 +33,7 @@ class _NeuronCell(QWidget):
         super().__init__()
         self.caption = QLabel()
         self.caption.setTextFormat(Qt.TextFormat.RichText)
+        self.caption.setWordWrap(True)  # a long caption must not widen the window
         self.caption.setStyleSheet(f"border-top: 4px solid {neuron_color(k).name()};"
                                    "padding: 3px 6px; font-size: 11pt; background: #fbfbf8;")
         self.view = QuadricView(neuron=k)

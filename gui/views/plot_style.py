@@ -2,7 +2,27 @@
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
+
+
+def fit_title(item: pg.PlotItem):
+    """pyqtgraph fixes the title row at 30 px (a second or third line overflows into the plot) and
+    makes the title's text width the plot's minimum width (a long title pushes the right axis off
+    the widget). Size the row to the text, and let the title clip instead of the axes."""
+    label = item.titleLabel
+    height = label.itemRect().height()
+    label.setMaximumHeight(height)
+    item.layout.setRowFixedHeight(0, height)
+    label.setMinimumWidth(0)
+    label._sizeHint[Qt.SizeHint.MinimumSize] = (0, height)
+    label.updateGeometry()
+
+
+def set_title(plot, text: str):
+    item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
+    item.setTitle(text)
+    fit_title(item)
 
 
 def add_legend(plot, **kwargs) -> pg.LegendItem:
@@ -21,6 +41,8 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
         axis.setTickFont(font)
         axis.label.setFont(font)
     item.titleLabel.setText(item.titleLabel.text, size=f"{size + 2}pt")
+    if item.titleLabel.isVisible():
+        fit_title(item)
     widget = plot if isinstance(plot, pg.PlotWidget) else None
     if widget is not None:
         widget.setMinimumSize(140, 110)  # let grids and splitters shrink plots instead of overlapping

@@ -5,7 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import add_legend
+from .plot_style import add_legend, set_title
 
 CURVE_COLOR = (0, 114, 178, 28)   # translucent: thousands overlap into a density
 ENVELOPE_COLOR = "#D55E00"
@@ -17,7 +17,7 @@ class SliceView(pg.PlotWidget):
     def __init__(self, title: str, parent=None):
         super().__init__(parent)
         self._title = title
-        self.setTitle(title)
+        set_title(self, title)
         self.n_curves = 0
         self.setLabel("bottom", "t  (θ + t·d)")
         self.setLabel("left", "loss L")
@@ -45,7 +45,7 @@ class SliceView(pg.PlotWidget):
 
     def set_title(self, title: str):
         self._title = title
-        self.setTitle(title)
+        set_title(self, title)
 
     def show_slices(self, t, losses, envelope, lstar: float, gap: float, n_below: int, descent=None):
         """``losses`` (K, P) on the grid ``t`` (P,); ``descent`` an optional (t, loss) line along the
@@ -59,20 +59,23 @@ class SliceView(pg.PlotWidget):
         self.lstar.setValue(lstar)
         self.lstar.show()
         self.n_curves = k
-        lines = [f"{n_below} of {k} random directions dip below L*", f"min(envelope) − L* = {gap:.2g}"]
+        lines = [f"{n_below} of {k} random directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)
         else:
             self.descent.setData(np.asarray(descent[0], float), np.asarray(descent[1], float))
             dip = float(np.min(descent[1])) - lstar
-            lines[1] += f" · B6 direction: {dip:.2g}"
+            lines[1] += f" · B6 line: {dip:.2g}"
             low = min(np.nanmin(envelope), lstar, lstar + dip)
         # The summary sits under the title, where it can never cover a curve.
         # Short lines: a title wider than the plot widens the plot item past its widget.
-        self.setTitle(f"{self._title}<br><span style='font-size:9pt'>{'<br>'.join(lines)}</span>")
-        # Frame the interesting part: the envelope and L*, not the tallest of K curves.
+        set_title(self, f"{self._title}<br><span style='font-size:9pt'>{'<br>'.join(lines)}</span>")
+        # Frame the interesting part: the envelope and L*, not the tallest of K curves; with a
+        # descent line, frame that too, or its dip (~1e−4 of L* at the Fig. 3 saddle) is invisible.
         top = np.nanpercentile(losses, 40)
+        if descent is not None:
+            top = min(top, float(np.max(descent[1])))
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)
         self.setYRange(low - pad, top + pad, padding=0)
@@ -82,7 +85,7 @@ class SliceView(pg.PlotWidget):
         self.envelope.setData([], [])
         self.descent.setData([], [])
         self.lstar.hide()
-        self.setTitle(self._title)
+        set_title(self, self._title)
         self.n_curves = 0
 
     def set_presentation(self, on: bool):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
+from .plot_style import set_title
+
 POSITIVE, ZERO, NEGATIVE = "#0072B2", "#999999", "#D62728"
 
 
@@ -35,8 +37,8 @@ class SpectrumView(pg.PlotWidget):
     def __init__(self, parent=None):
         self.axis = SignedLogAxis("left")
         super().__init__(parent, axisItems={"left": self.axis})
-        self.setTitle("Hessian spectrum (signed log scale)")
-        self.setLabel("bottom", "eigenvalue index (sorted)")
+        set_title(self, "Hessian spectrum (signed log scale)")
+        self.setLabel("bottom", "eigenvalue index")
         self.setLabel("left", "eigenvalue e")
         self.showGrid(x=False, y=True, alpha=0.25)
         self.points = pg.ScatterPlotItem(size=6, pen=None)
@@ -54,13 +56,13 @@ class SpectrumView(pg.PlotWidget):
         self.points.setData(np.arange(len(eigs)), y, brush=[pg.mkBrush(c) for c in colors],
                             size=np.where(eigs < -tol, 10, 6))
         n_neg, n_zero = int((eigs < -tol).sum()), int((np.abs(eigs) <= tol).sum())
-        self.setLabel("bottom", "eigenvalue index" + (f" ({caption})" if caption else ""))
-        self.setTitle(f"Hessian spectrum (signed log scale)<br>"
-                      f"<span style='font-size:9pt'><span style='color:{NEGATIVE}'><b>{n_neg}</b> negative</span>"
+        # The caption goes under the title: in the x label it was clipped in a narrow panel.
+        set_title(self, f"Hessian spectrum (signed log scale)<br>"
+                      f"<span style='font-size:9pt'>{caption + '<br>' if caption else ''}<span style='color:{NEGATIVE}'><b>{n_neg}</b> negative</span>"
                       f" · <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}) · <span style='color:{POSITIVE}'>"
                       f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span></span>")
         self.autoRange()
 
     def clear_spectrum(self):
         self.points.setData([], [])
-        self.setTitle("Hessian spectrum (signed log scale)")
+        set_title(self, "Hessian spectrum (signed log scale)")

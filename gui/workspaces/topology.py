@@ -87,7 +87,7 @@ class TopologyWorkspace(Workspace):
         for widget in (self.invariants, self.curves.loss_plot, self.curves.drift_plot, self.heatmaps):
             side.addWidget(widget)
         side.setSizes([230, 260, 220, 240])
-        side.setMinimumWidth(440)
+        side.setMinimumWidth(360)
         training = QSplitter(Qt.Orientation.Horizontal)
         training.addWidget(self.neuron_area)
         training.addWidget(side)
