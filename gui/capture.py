@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import QObject, QPoint, QRect, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtCore import QObject, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QImage, QMatrix4x4, QPainter, QVector3D
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
+
+from pyqtgraph.opengl import GLTextItem
 
 from engine.errors import EngineInputError
 
@@ -50,19 +52,52 @@ def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     fmt.setSamples(samples)
     multi = QOpenGLFramebufferObject(w, h, fmt)
     plain = QOpenGLFramebufferObject(w, h)
+    # Text items paint with a QPainter on the widget, which rebinds the widget's own
+    # framebuffer: everything drawn after the first label would miss ours. Hide them during
+    # the GL pass and paint them onto the image afterwards.
+    labels = [item for item in view.items if isinstance(item, GLTextItem) and item.visible()]
     try:
+        for item in labels:
+            item.setVisible(False)
         multi.bind()
         GL.glViewport(0, 0, w, h)
         view.paint(region=(0, 0, w, h), viewport=(0, 0, w, h))
+        placed = [(item, _label_position(item, w, h)) for item in labels]
         QOpenGLFramebufferObject.blitFramebuffer(plain, multi)
         plain.bind()
         data = GL.glReadPixels(0, 0, w, h, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
     finally:
+        for item in labels:
+            item.setVisible(True)
         view.opts["fov"] = fov
         plain.release()
         view.doneCurrent()
-    pixels = np.frombuffer(data, dtype=np.uint8).reshape(h, w, 3)
-    return np.ascontiguousarray(pixels[::-1])  # GL rows run bottom-up
+    pixels = np.ascontiguousarray(np.frombuffer(data, dtype=np.uint8).reshape(h, w, 3)[::-1])
+    return _paint_labels(pixels, placed, scale=max(1.0, h / max(view.height(), 1)))
+
+
+def _label_position(item, w: int, h: int) -> QPointF:
+    """Where ``item`` puts its text in a w×h render, using the projection of the pass just drawn."""
+    to_pixels = QMatrix4x4()
+    to_pixels.viewport(0, h, w, -h)
+    return (to_pixels * item.mvpMatrix()).map(QVector3D(*item.pos)).toPointF()
+
+
+def _paint_labels(pixels: np.ndarray, placed, scale: float) -> np.ndarray:
+    if not placed:
+        return pixels
+    h, w, _ = pixels.shape
+    image = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888)
+    painter = QPainter(image)
+    painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+    for item, point in placed:
+        font = QFont(item.font)
+        font.setPointSizeF(font.pointSizeF() * scale)
+        painter.setFont(font)
+        painter.setPen(item.color)
+        painter.drawText(point, item.text)
+    painter.end()
+    return image_to_array(image)
 
 
 def image_to_array(image: QImage) -> np.ndarray:

@@ -43,6 +43,34 @@ def _rgba(k: int, alpha: float) -> tuple:
     return (r, g, b, alpha)
 
 
+_UNIT_SPHERE = gl.MeshData.sphere(rows=8, cols=16, radius=1.0)
+
+
+class SphereMarkers(gl.GLMeshItem):
+    """Lit spheres at given points, sized in scene units.
+
+    Point sprites (GLScatterPlotItem in pixel mode) vanish from off-window renders, which is
+    what recordings and 3D exports use; meshes render the same everywhere.
+    """
+
+    def __init__(self, relative_radius: float, color: tuple):
+        super().__init__(meshdata=gl.MeshData(), color=color, shader="shaded", smooth=True,
+                         glOptions=_LINE_GL)
+        self.relative_radius = relative_radius
+        self.extent = 2.0
+        self.pos = np.zeros((0, 3), dtype=np.float32)
+
+    def set_positions(self, points):
+        self.pos = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+        vertices = _UNIT_SPHERE.vertexes() * (self.relative_radius * self.extent)
+        faces = _UNIT_SPHERE.faces()
+        n = len(self.pos)
+        self.setMeshData(
+            vertexes=(vertices[None] + self.pos[:, None]).reshape(-1, 3),
+            faces=(faces[None] + len(vertices) * np.arange(n)[:, None, None]).reshape(-1, 3))
+        self.setVisible(n > 0)
+
+
 class QuadricView(gl.GLViewWidget):
     camera_moved = Signal(object)  # self, after the user turned or zoomed the camera
 
@@ -63,12 +91,10 @@ class QuadricView(gl.GLViewWidget):
                                               mode="line_strip", glOptions=_LINE_GL)
         self.trajectory = gl.GLLinePlotItem(width=3, antialias=True, mode="line_strip",
                                             glOptions=_LINE_GL)
-        self.start_marker = gl.GLScatterPlotItem(size=11, color=(0.1, 0.1, 0.1, 1), pxMode=True,
-                                                 glOptions=_LINE_GL)
-        self.head_marker = gl.GLScatterPlotItem(size=15, color=(0.85, 0.1, 0.1, 1), pxMode=True,
-                                                glOptions=_LINE_GL)
-        self.flip_markers = gl.GLScatterPlotItem(size=20, color=(1.0, 0.8, 0.0, 0.9), pxMode=True,
-                                                 glOptions=_LINE_GL)
+        # Radii as fractions of the frame's extent, so markers look the same at any zoom of data.
+        self.start_marker = SphereMarkers(0.028, (0.15, 0.15, 0.15, 1))
+        self.head_marker = SphereMarkers(0.042, (0.85, 0.1, 0.1, 1))
+        self.flip_markers = SphereMarkers(0.05, (1.0, 0.75, 0.0, 1))
         for item in (self.barrier, self.barrier_edge):
             item.setDepthValue(-5)
             item.setVisible(False)
@@ -85,6 +111,8 @@ class QuadricView(gl.GLViewWidget):
             self.removeItem(item)
         self.extent = float(extent)
         E = self.extent
+        for markers in (self.start_marker, self.head_marker, self.flip_markers):
+            markers.extent = E
         grid = gl.GLGridItem(color=(0, 0, 0, 35), glOptions=_LINE_GL)
         grid.setSize(2 * E, 2 * E)
         grid.setSpacing(E / 4, E / 4)
@@ -154,16 +182,15 @@ class QuadricView(gl.GLViewWidget):
         rows = decimate(len(points))
         colors = TIME_COLORMAP.map(np.clip(time_fraction[rows], 0, 1), mode="float")
         self.trajectory.setData(pos=points[rows], color=colors)
-        self.start_marker.setData(pos=points[:1])
-        self.head_marker.setData(pos=points[-1:])
-        empty = np.zeros((0, 3), dtype=np.float32)
-        self.flip_markers.setData(pos=empty if flips is None or len(flips) == 0
-                                  else np.asarray(flips, dtype=np.float32))
+        self.start_marker.set_positions(points[:1])
+        self.head_marker.set_positions(points[-1:])
+        self.flip_markers.set_positions(np.zeros((0, 3)) if flips is None else flips)
 
     def clear_trajectory(self):
         empty = np.zeros((0, 3), dtype=np.float32)
-        for item in (self.trajectory, self.start_marker, self.head_marker, self.flip_markers):
-            item.setData(pos=empty)
+        self.trajectory.setData(pos=empty)
+        for markers in (self.start_marker, self.head_marker, self.flip_markers):
+            markers.set_positions(empty)
 
     def shown_points(self) -> int:
         pos = self.trajectory.pos
