@@ -185,8 +185,12 @@ SIGN_POLICIES = ("positive", "negative", "random_common", "independent")
 
 def sweep_init(d: int, l: int, l_plus: int, run: int, seed: int, c0: float = 1.0,
                sign_policy: str = "positive") -> ShallowParams:
-    """Init of one sweep run, reproducible from (seed, l, l+, run): Kaiming normal, output signs
-    by policy, the first l+ neurons rescaled to c = +c0 and the others to −c0."""
+    """Init of one sweep run, reproducible from (seed, l, l+, run): Kaiming normal, the first l+
+    neurons rescaled to c = +c0 and the others to −c0.
+
+    The policy sets the output signs of the pathological (c < 0) neurons only, which can never
+    change them (MATH A8); the free neurons keep a random sign, as a plain init gives them.
+    """
     if sign_policy not in SIGN_POLICIES:
         raise EngineInputError(f"sign policy {sign_policy!r} unknown; choose one of {SIGN_POLICIES}")
     if not 0 <= l_plus <= l:
@@ -194,10 +198,12 @@ def sweep_init(d: int, l: int, l_plus: int, run: int, seed: int, c0: float = 1.0
     rng = np.random.default_rng([seed, l, l_plus, run])
     net = ShallowNet(d, l, 1)
     # Every option is drawn whatever the policy, so all policies share the same weights.
-    signs = {"positive": np.ones(l), "negative": -np.ones(l),
-             "random_common": np.full(l, rng.choice([-1.0, 1.0])),
-             "independent": rng.choice([-1.0, 1.0], size=l)}[sign_policy]
-    return init_params(net, "kaiming_normal", rng, signs=signs,
+    n_path = l - l_plus
+    free_signs = rng.choice([-1.0, 1.0], size=l_plus)
+    path_signs = {"positive": np.ones(n_path), "negative": -np.ones(n_path),
+                  "random_common": np.full(n_path, rng.choice([-1.0, 1.0])),
+                  "independent": rng.choice([-1.0, 1.0], size=n_path)}[sign_policy]
+    return init_params(net, "kaiming_normal", rng, signs=np.concatenate([free_signs, path_signs]),
                        c=[c0] * l_plus + [-c0] * (l - l_plus))
 
 

@@ -23,7 +23,7 @@ def test_live_recording_of_a_running_preset(qtbot, window, tmp_path):
                                      when="live", seconds=0, out=str(out))
     assert window.recording.indicator.isVisible()
     window.run_finished.connect(window.recording.stop)  # stop with the run: every frame moves
-    window.run(steps=60)
+    window.run(steps=400)  # long enough for several frames on a quiet machine too
     wait_until_idle(qtbot, window, 120000)
     qtbot.waitUntil(lambda: not encoder.writing, timeout=60000)  # it may finish before we look
     assert encoder.error is None
