@@ -9,11 +9,13 @@ import numpy as np
 from .errors import EngineInputError
 
 
-def toy_dataset(n: int = 8000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """MATH A8 toy: X ~ U([0,1]²), Y = −(x1 + x2). Returns X (n, 2), Y (n, 1), float64."""
-    if int(n) != n or n < 1:
-        raise EngineInputError(f"number of points n = {n!r} must be a positive integer")
-    X = np.random.default_rng(seed).uniform(0.0, 1.0, size=(int(n), 2))
+def toy_dataset(n: int = 8000, seed: int = 0, d: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """MATH A8 toy, in any dimension: X ~ U([0,1]^d), Y = −Σ x_i (d = 2 is the paper's Fig. 3).
+    Returns X (n, d), Y (n, 1), float64; the same seed gives the same points."""
+    for name, v in (("number of points n", n), ("dimension d", d)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise EngineInputError(f"{name} = {v!r} must be a positive integer")
+    X = np.random.default_rng(seed).uniform(0.0, 1.0, size=(int(n), int(d)))
     return X, -(X.sum(axis=1, keepdims=True))
 
 

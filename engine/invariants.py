@@ -86,6 +86,32 @@ def component_label(W1, W2, b1=None) -> np.ndarray:
     return s
 
 
+def effective_component_index(label) -> int:
+    """Which of the 1 + l− effective components (e = 1, d > 1; MATH A5) a label s(θ) lies in.
+
+    Components are effectively equal iff their labels have equal sums; the sum runs over
+    −l−, −l− + 2, ..., l−, so (sum + l−) / 2 — the number of +1 entries — numbers the classes
+    0..l− in order of the sum. Free neurons carry 0 and do not count.
+    """
+    s = np.asarray(label)
+    if s.ndim != 1 or not np.all(np.isin(s, (-1, 0, 1))):
+        raise EngineInputError(f"label {label!r} must be a list of -1, 0, +1 (one per neuron)")
+    return (int(s.sum()) + int(np.count_nonzero(s))) // 2
+
+
+def barrier_jumps(step, c, flips) -> list[bool]:
+    """For each output-sign flip (s, k) of a trajectory (e = 1): whether neuron k was pathological,
+    c_k < 0, at the last recorded row before step s.
+
+    Inside H(c) such a neuron's output weight can never pass 0 (MATH A5), so its flip is a finite
+    step jumping the barrier, impossible under gradient flow; a free neuron's flip (c_k ≥ 0) is
+    the ordinary way the dynamics change sign. step (T,), c (T, l) as recorded.
+    """
+    step, c = np.asarray(step), np.asarray(c, dtype=np.float64)
+    rows = [max(int(np.searchsorted(step, s)) - 1, 0) for s, _ in flips]
+    return [bool(c[r, k] < 0) for r, (_, k) in zip(rows, flips)]
+
+
 def _same_set(a: ShallowParams, b: ShallowParams, rtol: float) -> bool:
     ca, cb = c_of(a), c_of(b)
     return ca.shape == cb.shape and np.allclose(ca, cb, rtol=rtol, atol=rtol * max(1.0, np.abs(ca).max()))
@@ -106,7 +132,8 @@ def same_effective_component(a: ShallowParams, b: ShallowParams) -> Optional[boo
         return None
     if counts(c_of(a)) != counts(c_of(b)):
         return False
-    return int(component_label(a.W1, a.W2, a.b1).sum()) == int(component_label(b.W1, b.W2, b.b1).sum())
+    return effective_component_index(component_label(a.W1, a.W2, a.b1)) == \
+        effective_component_index(component_label(b.W1, b.W2, b.b1))
 
 
 def rescale_to(p: ShallowParams, c: Sequence[float]) -> ShallowParams:

@@ -27,6 +27,9 @@ from .training import TrainConfig, train
 
 # --- probability of an obstruction at initialization (e = 1) ---------------------------------
 
+Seed = int | Sequence[int]  # anything np.random.default_rng takes; a tuple gives independent streams
+CLOSED_FORM_SCHEMES = ("xavier_normal", "kaiming_normal")
+
 def _check_dl(d, l) -> None:
     for name, v in (("d", d), ("l", l)):
         if isinstance(v, bool) or int(v) != v or v < 1:
@@ -54,7 +57,7 @@ def probability_grid(ds: Sequence[int], ls: Sequence[int], scheme: str) -> np.nd
     return -np.expm1(l * stats.f.logcdf(_ratio(d, l, scheme), 1, d))  # 1 − F^l without cancellation
 
 
-def obstruction_probability_mc(d: int, l: int, scheme: str, n_samples: int = 20000, seed: int = 0,
+def obstruction_probability_mc(d: int, l: int, scheme: str, n_samples: int = 20000, seed: Seed = 0,
                                bias: bool = False, a: float | None = None) -> tuple[float, float]:
     """Monte Carlo P[some c_k < 0] for any init of INITS; returns (estimate, standard error)."""
     job = obstruction_probability_mc_job(d, l, scheme, n_samples, seed, bias, a)
@@ -65,7 +68,7 @@ def obstruction_probability_mc(d: int, l: int, scheme: str, n_samples: int = 200
             return stop.value
 
 
-def obstruction_probability_mc_job(d: int, l: int, scheme: str, n_samples: int = 20000, seed: int = 0,
+def obstruction_probability_mc_job(d: int, l: int, scheme: str, n_samples: int = 20000, seed: Seed = 0,
                                    bias: bool = False, a: float | None = None) -> Job[tuple[float, float]]:
     """Job form of obstruction_probability_mc: draws in batches of ~2·10⁵ numbers, yielding after each."""
     _check_dl(d, l)
@@ -85,6 +88,39 @@ def obstruction_probability_mc_job(d: int, l: int, scheme: str, n_samples: int =
     est = hits / n_samples
     # The max(...) keeps the error bar nonzero when no (or every) sample is obstructed.
     return est, math.sqrt(max(est * (1 - est), 1.0 / n_samples) / n_samples)
+
+
+def probability_maps_job(d_max: int, l_max: int, mc_samples: int = 2000, mc_stride: int = 5,
+                         seed: int = 0) -> Job[dict]:
+    """Job: Fig. 5's maps for d, l = 1..d_max, 1..l_max — both closed forms at once (cheap), then
+    Monte Carlo at every mc_stride-th d and l (mc_samples = 0: none), one (d, l, scheme) at a time.
+
+    Yields and returns {"d", "l", "closed": {scheme: (nd, nl)}, "mc": {scheme: (n, 4) rows
+    (d, l, estimate, std error)}}; every partial is a fresh dict, so earlier ones never change.
+    """
+    _check_dl(d_max, l_max)
+    if isinstance(mc_samples, bool) or int(mc_samples) != mc_samples or mc_samples < 0 or mc_samples == 1:
+        raise EngineInputError(f"Monte Carlo draws = {mc_samples!r} must be 0 (none) or an integer >= 2")
+    if isinstance(mc_stride, bool) or int(mc_stride) != mc_stride or mc_stride < 1:
+        raise EngineInputError(f"Monte Carlo stride = {mc_stride!r} must be an integer >= 1")
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise EngineInputError(f"seed = {seed!r} must be an integer >= 0")
+    ds, ls = np.arange(1, int(d_max) + 1), np.arange(1, int(l_max) + 1)
+    closed = {s: probability_grid(ds, ls, s) for s in CLOSED_FORM_SCHEMES}
+    mc = {s: np.zeros((0, 4)) for s in CLOSED_FORM_SCHEMES}
+    snapshot = lambda: {"d": ds, "l": ls, "closed": closed, "mc": dict(mc)}  # mc rows are replaced, never edited
+    tasks = [(int(d), int(l), i, s) for d in ds[::mc_stride] for l in ls[::mc_stride]
+             for i, s in enumerate(CLOSED_FORM_SCHEMES)] if mc_samples else []
+    start = 0.05 if tasks else 1.0
+    yield Progress(start, "closed forms done", snapshot())
+    for n, (d, l, i, s) in enumerate(tasks):
+        lo, hi = start + (1 - start) * n / len(tasks), start + (1 - start) * (n + 1) / len(tasks)
+        # Its own stream per point, so neighbouring estimates' errors are independent.
+        est, se = yield from subjob(obstruction_probability_mc_job(d, l, s, int(mc_samples), (seed, d, l, i)),
+                                    lo, hi, f"Monte Carlo {s}: ")
+        mc[s] = np.vstack([mc[s], [[d, l, est, se]]])
+        yield Progress(hi, f"Monte Carlo {s}: d = {d}, l = {l} done", snapshot())
+    return snapshot()
 
 
 # --- helpers for experiments -----------------------------------------------------------------
@@ -354,7 +390,7 @@ def run_probability(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[di
     out_dir = Path(out_dir)
     ds, ls = list(range(1, 51)), list(range(1, 51))
     n_mc = 4000 if quick else 40000
-    grids = {s: probability_grid(ds, ls, s) for s in ("xavier_normal", "kaiming_normal")}
+    grids = {s: probability_grid(ds, ls, s) for s in CLOSED_FORM_SCHEMES}
     yield Progress(0.05, "closed forms done")
     checks_at = [(1, 1), (2, 5), (5, 3), (10, 10), (30, 1), (30, 10)]
     checks = []

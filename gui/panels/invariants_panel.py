@@ -34,9 +34,7 @@ def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dic
     """The panel's numbers, straight from the engine (also what tests compare against)."""
     lp, lm, l0 = inv.counts(c)
     eff = inv.effective_components(d, e, c)
-    index = None
-    if eff is not None:  # components with the same label sum are effectively one (Thm. 2)
-        index = int(np.sum(label == 1))
+    index = None if eff is None else inv.effective_component_index(label)
     return {"c": [float(x) for x in c], "l_plus": lp, "l_minus": lm, "l_zero": l0,
             "poincare": inv.poincare(d, e, c, bias), "beta0": inv.beta0(d, e, c, bias),
             "label": [int(s) for s in label], "effective_components": eff,
@@ -58,12 +56,17 @@ class InvariantsPanel(QScrollArea):
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setWordWrap(True)
         self.label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.label.setStyleSheet("padding: 6px; font-size: 10.5pt; background: white;")
+        self.setStyleSheet("QScrollArea { background: transparent; border: none; }")
+        self.viewport().setAutoFillBackground(False)  # the theme's background shows through
+        self.set_presentation(False)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.setWidget(self.label)
         self.setWidgetResizable(True)
         self.shown: Optional[dict] = None
         self.show_nothing()
+
+    def set_presentation(self, on: bool):
+        self.label.setStyleSheet(f"padding: 6px; font-size: {16 if on else 10.5}pt; background: transparent;")
 
     def show_nothing(self, note: str = "Run to see the invariants of the trajectory."):
         self.shown = None

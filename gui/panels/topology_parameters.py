@@ -35,7 +35,7 @@ PARAMETERS = [
     ]},
     {"name": "data", "title": "Data", "type": "group", "children": [
         {"name": "source", "type": "list", "value": "toy",
-         "limits": {"toy: F(x) = −(x₁ + x₂)": "toy", "breast cancer (d = 30)": "breast_cancer",
+         "limits": {"toy: F(x) = −Σ xᵢ on [0, 1]ᵈ (any d)": "toy", "breast cancer (d = 30)": "breast_cancer",
                     "file (.npz / .csv)": "file"}},
         {"name": "points", "title": "toy points", "type": "int", "value": 8000, "limits": (1, 10**6)},
         {"name": "file", "title": "file path", "type": "str", "value": ""},
@@ -123,7 +123,8 @@ class TrainingSetup:
 def _data(p: Parameter, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
     source = p["data", "source"]
     if source == "toy":
-        X, Y = toy_dataset(n=p["data", "points"], seed=seed)
+        # The toy target takes the network's d, so every d runs without a data file.
+        X, Y = toy_dataset(n=p["data", "points"], seed=seed, d=p["network", "d"])
         return X, Y, "the toy target"
     if source == "breast_cancer":
         split = breast_cancer(seed=seed)

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from engine.obstruction import breast_cancer_sweep
 
 from .heatmap_plot import HeatmapPlot
-from .plot_style import set_plot_fonts
+from .plot_style import add_legend, set_plot_fonts
 
 LINE_CMAP = pg.colormap.get("plasma")
 
@@ -42,7 +42,7 @@ class Fig4View(QWidget):
         self.lines.setLabel("left", "mean test BCE")
         self.lines.showGrid(x=True, y=True, alpha=0.25)
         self.lines.getAxis("left").enableAutoSIPrefix(False)
-        self.lines.addLegend(offset=(-8, 8))
+        add_legend(self.lines, offset=(-8, 8))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)

@@ -5,47 +5,17 @@ that disappears into its cell agrees); hovering a cell shows both numbers.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from engine.obstruction import obstruction_probability_mc, probability_grid
-from engine.progress import Progress
+from engine.obstruction import probability_maps_job
 
 from .heatmap_plot import HeatmapPlot
 from .plot_style import set_plot_fonts
 
-SCHEMES = {"xavier_normal": "Xavier normal", "kaiming_normal": "Kaiming normal"}
+SCHEMES = {"xavier_normal": "Xavier normal", "kaiming_normal": "Kaiming normal"}  # engine's CLOSED_FORM_SCHEMES
 CMAP = pg.colormap.get("viridis")
-
-
-def probability_maps(d_max: int, l_max: int, mc_samples: int, mc_stride: int, seed: int):
-    """Job: the engine's closed forms row by row, then its Monte Carlo checks on a sparser grid.
-
-    Only orchestration: it yields a growing result so the maps fill in while the user watches.
-    """
-    ds, ls = np.arange(1, d_max + 1), np.arange(1, l_max + 1)
-    result = SimpleNamespace(d=ds, l=ls, closed={s: np.full((len(ds), len(ls)), np.nan) for s in SCHEMES},
-                             mc={s: np.zeros((0, 4)) for s in SCHEMES})
-    for i, d in enumerate(ds):
-        for scheme in SCHEMES:
-            result.closed[scheme][i] = probability_grid([int(d)], ls.tolist(), scheme)[0]
-        yield Progress(0.5 * (i + 1) / len(ds), f"closed form: d = {d}", _copy(result))
-    points = [(int(d), int(l)) for d in ds[::mc_stride] for l in ls[::mc_stride]] if mc_samples >= 2 else []
-    for n, (d, l) in enumerate(points):
-        for scheme in SCHEMES:
-            est, se = obstruction_probability_mc(d, l, scheme, n_samples=mc_samples, seed=seed)
-            result.mc[scheme] = np.vstack([result.mc[scheme], [d, l, est, se]])
-        yield Progress(0.5 + 0.5 * (n + 1) / len(points), f"Monte Carlo: d = {d}, l = {l}", _copy(result))
-    return result
-
-
-def _copy(result):
-    # Partials must never change after they are yielded (engine.progress contract).
-    return SimpleNamespace(d=result.d, l=result.l, closed={k: v.copy() for k, v in result.closed.items()},
-                           mc=dict(result.mc))
 
 
 class Fig5View(QWidget):
@@ -72,7 +42,7 @@ class Fig5View(QWidget):
         self.result = None
 
     def make_job(self, p, steps=None):
-        return probability_maps(p["d_max"], p["l_max"], p["mc_samples"], p["mc_stride"], p["seed"])
+        return probability_maps_job(p["d_max"], p["l_max"], p["mc_samples"], p["mc_stride"], p["seed"])
 
     def reset(self):
         self.result = None
@@ -83,15 +53,16 @@ class Fig5View(QWidget):
     def show_partial(self, result):
         self.show_result(result)
 
-    def show_result(self, result):
-        """result: d (nd,), l (nl,), closed[scheme] (nd, nl), mc[scheme] rows (d, l, p, se)."""
+    def show_result(self, result: dict):
+        """The engine's maps: d (nd,), l (nl,), closed[scheme] (nd, nl), mc[scheme] rows (d, l, p, se)."""
         self.result = result
+        d, l = np.asarray(result["d"]), np.asarray(result["l"])
         for scheme in SCHEMES:
-            closed = np.asarray(result.closed[scheme], dtype=float)
-            mc = np.asarray(result.mc.get(scheme, np.zeros((0, 4))), dtype=float).reshape(-1, 4)
+            closed = np.asarray(result["closed"][scheme], dtype=float)
+            mc = np.asarray(result["mc"].get(scheme, np.zeros((0, 4))), dtype=float).reshape(-1, 4)
             heat = self.maps[scheme]
-            heat.set_grid(result.d, result.l, closed)
-            heat.describe = self._describer(result.d, result.l, closed, mc)
+            heat.set_grid(d, l, closed)
+            heat.describe = self._describer(d, l, closed, mc)
             self.dots[scheme].setData(x=mc[:, 0], y=mc[:, 1],
                                       brush=[pg.mkBrush(c) for c in CMAP.map(np.clip(mc[:, 2], 0, 1), mode="qcolor")])
 
@@ -115,12 +86,11 @@ class Fig5View(QWidget):
         for heat in self.maps.values():
             set_plot_fonts(heat.plot, on)
 
-    def result_state(self, result) -> dict:
-        return {"d": np.asarray(result.d), "l": np.asarray(result.l),
-                **{f"closed_{s}": np.asarray(result.closed[s]) for s in SCHEMES},
-                **{f"mc_{s}": np.asarray(result.mc.get(s, np.zeros((0, 4)))) for s in SCHEMES}}
+    def result_state(self, result: dict) -> dict:
+        return {"d": np.asarray(result["d"]), "l": np.asarray(result["l"]),
+                **{f"closed_{s}": np.asarray(result["closed"][s]) for s in SCHEMES},
+                **{f"mc_{s}": np.asarray(result["mc"].get(s, np.zeros((0, 4)))) for s in SCHEMES}}
 
-    def result_from_state(self, state: dict):
-        return SimpleNamespace(d=state["d"], l=state["l"],
-                               closed={s: state[f"closed_{s}"] for s in SCHEMES},
-                               mc={s: state[f"mc_{s}"] for s in SCHEMES})
+    def result_from_state(self, state: dict) -> dict:
+        return {"d": state["d"], "l": state["l"], "closed": {s: state[f"closed_{s}"] for s in SCHEMES},
+                "mc": {s: state[f"mc_{s}"] for s in SCHEMES}}

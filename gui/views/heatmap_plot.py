@@ -10,6 +10,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
+from .plot_style import follow_theme, set_axis_colors
+
 
 class HeatmapPlot(pg.PlotWidget):
     def __init__(self, title: str, xlabel: str, ylabel: str, cmap: str = "viridis",
@@ -23,6 +25,7 @@ class HeatmapPlot(pg.PlotWidget):
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get(cmap), width=12, interactive=False,
                                         values=levels or (0, 1))
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
         self._fixed_levels = levels
         self.hover = pg.TextItem(anchor=(0, 1), color="k", fill=(255, 255, 255, 220))
         self.hover.setZValue(20)

@@ -13,8 +13,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from ..style import neuron_color
-from .quadric_view import QuadricView
+from .quadric_view import QuadricView, SphereMarkers
 
+JUMP_RGBA = (0.62, 0.22, 0.78, 1)  # violet: a pathological neuron's barrier jump (finite step)
 SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
@@ -26,6 +27,18 @@ def shape_name(c: float) -> str:
     return "one sheet" if c > 0 else ("two sheets" if c < 0 else "cone")
 
 
+def _event_text(k: int, events: list[tuple[int, int, bool]]) -> str:
+    """Caption words for the latest sign change, matching the marker's colour."""
+    if not events:
+        return ""
+    _, step, jumped = events[-1]
+    more = f" (+{len(events) - 1} more)" if len(events) > 1 else ""
+    if jumped:
+        return (f"<br><span style='color:#9e38c7'>◆ v{sub(k + 1)} jumped the barrier at step {step}"
+                f" — a finite step, impossible for gradient flow</span>{more}")
+    return f"<br><span style='color:#b38600'>● v{sub(k + 1)} flipped sign at step {step}</span>{more}"
+
+
 class _NeuronCell(QWidget):
     """A coloured caption over one neuron's QuadricView."""
 
@@ -34,14 +47,22 @@ class _NeuronCell(QWidget):
         self.caption = QLabel()
         self.caption.setTextFormat(Qt.TextFormat.RichText)
         self.caption.setWordWrap(True)  # a long caption must not widen the window
-        self.caption.setStyleSheet(f"border-top: 4px solid {neuron_color(k).name()};"
-                                   "padding: 3px 6px; font-size: 11pt; background: #fbfbf8;")
         self.view = QuadricView(neuron=k)
+        self.set_caption_size(11)
+        # The view's gold spheres mark free flips; a finite-step jump over the barrier gets its
+        # own colour so the two are never confused.
+        self.jump_markers = SphereMarkers(0.05, JUMP_RGBA)
+        self.jump_markers.setDepthValue(10)
+        self.view.addItem(self.jump_markers)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(1, 1, 1, 1)
         layout.setSpacing(0)
         layout.addWidget(self.caption)
         layout.addWidget(self.view, 1)
+
+    def set_caption_size(self, pt: float):
+        self.caption.setStyleSheet(f"border-top: 4px solid {neuron_color(self.view.neuron).name()};"
+                                   f"padding: 3px 6px; font-size: {pt}pt;")
 
 
 class NeuronQuadrics(QWidget):
@@ -54,6 +75,7 @@ class NeuronQuadrics(QWidget):
         self.exact = True
         self.labels = ("w₁", "w₂", "v")
         self._focus: Optional[int] = None
+        self._presentation = False
         self._linking = False
 
     # ---------------------------------------------------------------- structure
@@ -63,10 +85,13 @@ class NeuronQuadrics(QWidget):
             cell = _NeuronCell(len(self.cells))
             cell.view.camera_moved.connect(self._link_cameras)
             self.cells.append(cell)
+            self.set_presentation(self._presentation)
         self.exact, self.labels = exact, labels
         for cell in self.cells[:l]:
             cell.view.set_frame(extent, labels)
             cell.view.clear_trajectory()
+            cell.jump_markers.extent = extent
+            cell.jump_markers.set_positions(np.zeros((0, 3)))
         self._l = l
         self._relayout()
 
@@ -104,8 +129,9 @@ class NeuronQuadrics(QWidget):
 
     # ---------------------------------------------------------------- content
     def show_neurons(self, coords: np.ndarray, time_fraction: np.ndarray, c_now: np.ndarray,
-                     c_start: np.ndarray, barrier: np.ndarray, flip_rows: list[list[int]]):
-        """coords (T, l, 3) in the views' coordinates; flip_rows[k]: rows where neuron k flipped."""
+                     c_start: np.ndarray, barrier: np.ndarray, events: list[list[tuple[int, int, bool]]]):
+        """coords (T, l, 3) in the views' coordinates; events[k]: (row, step, jumped) of each sign
+        change of neuron k's output weight, jumped when it was pathological (a finite step)."""
         for k in range(getattr(self, "_l", 0)):
             cell = self.cells[k]
             view = cell.view
@@ -113,18 +139,22 @@ class NeuronQuadrics(QWidget):
                 view.set_quadric(float(c_now[k]), float(c_start[k]), bool(barrier[k]))
             else:
                 view.set_quadric(None)
-            view.set_trajectory(coords[:, k], time_fraction, coords[flip_rows[k], k])
+            flips = [row for row, _, jumped in events[k] if not jumped]
+            jumps = [row for row, _, jumped in events[k] if jumped]
+            view.set_trajectory(coords[:, k], time_fraction, coords[flips, k])
+            cell.jump_markers.set_positions(coords[jumps, k])
             what = shape_name(c_now[k]) if self.exact else \
                 "projection onto (" + ", ".join(self.labels) + ")"
             drift = "" if c_now[k] == c_start[k] else f" (start {c_start[k]:+.4g})"
             cell.caption.setText(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
-                                 f" &nbsp;·&nbsp; {what}")
+                                 f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}")
 
     def preview(self, c: np.ndarray):
         """Before a run: the surfaces for the chosen c, with no trajectory."""
         for k in range(getattr(self, "_l", 0)):
             view = self.cells[k].view
             view.clear_trajectory()
+            self.cells[k].jump_markers.set_positions(np.zeros((0, 3)))
             if self.exact and k < len(c):
                 view.set_quadric(float(c[k]), None, bool(c[k] < 0))
                 self.cells[k].caption.setText(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = "
@@ -133,6 +163,8 @@ class NeuronQuadrics(QWidget):
                 view.set_quadric(None)
                 self.cells[k].caption.setText(f"<b>neuron {k + 1}</b>")
 
-    def set_line_width(self, width: float):
+    def set_presentation(self, on: bool):
+        self._presentation = on
         for cell in self.cells:
-            cell.view.set_line_width(width)
+            cell.view.set_line_width(7 if on else 3)
+            cell.set_caption_size(17 if on else 11)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
 
 
@@ -37,7 +37,11 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
     font.setPointSize(size)
     for name in ("left", "bottom", "right"):
         axis = item.getAxis(name)
-        axis.enableAutoSIPrefix(False)  # "(x0.001)" beside λ or t reads as part of the symbol
+        # "(x0.001)" beside λ or t reads as part of the symbol. pyqtgraph 0.14's
+        # enableAutoSIPrefix(False) still scales by the current range (×1000 below 1) and then
+        # never updates it, so tick numbers came out 1000× too large; no SI range at all avoids it.
+        axis.setSIPrefixEnableRanges(())
+        axis.enableAutoSIPrefix(False)
         axis.setTickFont(font)
         axis.label.setFont(font)
     item.titleLabel.setText(item.titleLabel.text, size=f"{size + 2}pt")
@@ -46,3 +50,27 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
     widget = plot if isinstance(plot, pg.PlotWidget) else None
     if widget is not None:
         widget.setMinimumSize(140, 110)  # let grids and splitters shrink plots instead of overlapping
+
+
+class _Restyled(QObject):
+    def __init__(self, widget, callback):
+        super().__init__(widget)
+        self.callback = callback
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.StyleChange:
+            self.callback(pg.getConfigOption("foreground"))
+        return False
+
+
+def follow_theme(widget, callback) -> None:
+    """Call callback(foreground colour) now and after every theme switch, for what style.apply_theme
+    cannot reach (a plot's own curves, a colour bar's axis); it restyles before Qt's StyleChange."""
+    _Restyled(widget, callback)
+    callback(pg.getConfigOption("foreground"))
+
+
+def set_axis_colors(axis: pg.AxisItem, color) -> None:
+    axis.setPen(color)
+    axis.setTextPen(color)

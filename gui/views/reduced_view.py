@@ -13,14 +13,19 @@ from engine.quadrics import hyperbola
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
+from .plot_style import add_legend
 from .quadric_view import TIME_COLORMAP, decimate
+
+
+FLIP_MARK = ("star", (255, 200, 0), "v flips sign (free neuron)")
+JUMP_MARK = ("d", (158, 56, 199), "v jumps the barrier (finite step)")  # violet, as in the 3D views
 
 
 class ReducedView(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.showGrid(x=True, y=True, alpha=0.25)
-        self.addLegend(offset=(8, 8))
+        add_legend(self, offset=(8, 8))
         self.setAspectLocked(True)
         self.curves: list[pg.PlotDataItem] = []  # everything drawn, to clear between runs
         self.trajectories: list[pg.PlotDataItem] = []
@@ -51,9 +56,11 @@ class ReducedView(pg.PlotWidget):
                 yield -r, v
 
     def show_neurons(self, r: np.ndarray, v: np.ndarray, time_fraction: np.ndarray,
-                     c_now: np.ndarray, c_start: np.ndarray, flip_rows: list[list[int]]):
-        """r, v: (T, l) reduced coordinates from the engine."""
+                     c_now: np.ndarray, c_start: np.ndarray, events: list[list[tuple[int, int, bool]]]):
+        """r, v: (T, l) reduced coordinates from the engine; events[k]: (row, step, jumped) of
+        neuron k's output-sign changes, jumped for a pathological neuron's finite-step jump."""
         self.clear_all()
+        named = set()  # one legend entry per kind of event
         rows = decimate(len(r))
         for k in range(r.shape[1]):
             color = neuron_color(k)
@@ -70,9 +77,13 @@ class ReducedView(pg.PlotWidget):
             self.plot(r[:1, k], v[:1, k], pen=None, symbol="o", symbolSize=11, symbolBrush="k")
             self.plot(r[-1:, k], v[-1:, k], pen=None, symbol="o", symbolSize=13,
                       symbolBrush=(220, 30, 30))
-            if flip_rows[k]:
-                self.plot(r[flip_rows[k], k], v[flip_rows[k], k], pen=None, symbol="star",
-                          symbolSize=18, symbolBrush=(255, 200, 0), symbolPen="k")
+            for jumped, (symbol, brush, what) in ((False, FLIP_MARK), (True, JUMP_MARK)):
+                rows_k = [row for row, _, j in events[k] if j == jumped]
+                if rows_k:
+                    first = what not in named
+                    named.add(what)
+                    self.plot(r[rows_k, k], v[rows_k, k], pen=None, symbol=symbol, symbolSize=18,
+                              symbolBrush=brush, symbolPen="k", name=what if first else None)
 
     def preview(self, c: np.ndarray):
         self.clear_all()

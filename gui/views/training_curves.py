@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFont
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
+from .plot_style import add_legend, follow_theme
 
 
 def _plot(title: str, left: str) -> pg.PlotWidget:
@@ -22,9 +24,9 @@ class TrainingCurves:
 
     def __init__(self):
         self.loss_plot = _plot("loss", "L(θ)")
-        self.loss_curve = self.loss_plot.plot(pen=pg.mkPen("#222222", width=2))
+        self.loss_curve = self.loss_plot.plot()
         self.drift_plot = _plot("drift of the invariants", "c<sub>k</sub>(t) − c<sub>k</sub>(0)")
-        self.drift_plot.addLegend(offset=(-8, 8))
+        add_legend(self.drift_plot, offset=(-8, 8))
         self.drift_curves: list[pg.PlotDataItem] = []
         for curve in [self.loss_curve]:
             curve.setDownsampling(auto=True, method="peak")
@@ -32,6 +34,12 @@ class TrainingCurves:
         self._events: list[pg.InfiniteLine] = []
         self._log_drift = False
         self._width = 2.0
+        self._fg = "#222222"
+        follow_theme(self.loss_plot, self._set_foreground)  # the loss is drawn in the text colour
+
+    def _set_foreground(self, color):
+        self._fg = color
+        self.loss_curve.setPen(pg.mkPen(color, width=self._width))
 
     def configure(self, l: int, log_drift: bool):
         self.drift_plot.clear()
@@ -59,7 +67,10 @@ class TrainingCurves:
             curve.setData([], [])
         self._set_events([])
 
-    def show(self, step: np.ndarray, loss: np.ndarray, c: np.ndarray, flips: list[tuple[int, int]]):
+    def show(self, step: np.ndarray, loss: np.ndarray, c: np.ndarray, flips: list[tuple[int, int]],
+             jumps: list[bool]):
+        """flips: (step, k) output-sign changes; jumps[i]: flip i was a pathological neuron's
+        finite-step jump over v = 0 (engine.invariants.barrier_jumps), not a free flip."""
         positive = loss[loss > 0]
         # Log scale only once the loss spans a decade: below that its axis would show no ticks.
         self.loss_plot.setLogMode(y=bool(positive.size and positive.max() > 10 * positive.min()))
@@ -70,25 +81,39 @@ class TrainingCurves:
             drift[drift == 0] = np.nan  # log scale: exact conservation has no point to draw
         for k, curve in enumerate(self.drift_curves):
             curve.setData(step, drift[:, k], connect="finite")
-        self._set_events(flips)
+        self._set_events([(s, k, j) for (s, k), j in zip(flips, jumps)])
 
-    def _set_events(self, flips: list[tuple[int, int]]):
-        if len(flips) == len(self._events):
+    def _set_events(self, events: list[tuple[int, int, bool]]):
+        if len(events) == len(self._events):
             return
         for line in self._events:
             self.loss_plot.removeItem(line)
         self._events = []
-        for step, k in flips:
-            line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(neuron_color(k), width=2,
-                                                                     style=pg.QtCore.Qt.PenStyle.DashLine),
-                                   label=f"v{sub(k + 1)} flips sign",
-                                   labelOpts={"position": 0.85, "color": neuron_color(k),
+        Qt = pg.QtCore.Qt
+        for i, (step, k, jumped) in enumerate(events):
+            # A jump must not read as the free flip the topology allows: other words, dotted line.
+            text = f"v{sub(k + 1)} jumps the barrier (finite step)" if jumped else f"v{sub(k + 1)} flips sign"
+            style = Qt.PenStyle.DotLine if jumped else Qt.PenStyle.DashLine
+            line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(neuron_color(k), width=2, style=style),
+                                   label=text,
+                                   labelOpts={"position": 0.85 - 0.12 * (i % 4), "color": neuron_color(k),
                                               "fill": (255, 255, 255, 200)})
+            line.label.setFont(self._label_font())
             self.loss_plot.addItem(line)
             self._events.append(line)
 
+    def _label_font(self) -> QFont:
+        font = QFont()
+        font.setPointSize(15 if self._width > 2 else 9)  # wider lines: presentation mode
+        return font
+
+    def event_labels(self) -> list[str]:
+        return [line.label.toPlainText() for line in self._events]
+
     def set_line_width(self, width: float):
         self._width = width
-        self.loss_curve.setPen(pg.mkPen("#222222", width=width))
+        self.loss_curve.setPen(pg.mkPen(self._fg, width=width))
+        for line in self._events:
+            line.label.setFont(self._label_font())
         for k, curve in enumerate(self.drift_curves):
             curve.setPen(pg.mkPen(neuron_color(k), width=width))

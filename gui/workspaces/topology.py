@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.errors import EngineInputError
-from engine.invariants import c_of, component_label
+from engine.invariants import barrier_jumps, c_of, component_label
 from engine.quadrics import reduced_coordinates
 from engine.shallow import ShallowNet
 from engine.training import Trajectory, train
@@ -192,21 +192,22 @@ class TopologyWorkspace(Workspace):
         frac = traj.step / self._total_steps
         c_now, c_start = traj.c[-1], traj.c[0]
         flips = [(s, k) for s, k in traj.sign_flips]
-        flip_rows = [[] for _ in range(net.l)]
-        for s, k in flips:
-            flip_rows[k].append(min(int(np.searchsorted(traj.step, s)), len(traj.step) - 1))
+        jumps = barrier_jumps(traj.step, traj.c, flips)  # pathological at the flip: a finite-step jump
+        events = [[] for _ in range(net.l)]  # per neuron: (row, step, jumped)
+        for (s, k), jumped in zip(flips, jumps):
+            events[k].append((min(int(np.searchsorted(traj.step, s)), len(traj.step) - 1), s, jumped))
         if self._axes is not None:
             coords = neuron_coordinates(traj)[0][:, :, self._axes]
-            self.quadrics.show_neurons(coords, frac, c_now, c_start, c_now < 0, flip_rows)
+            self.quadrics.show_neurons(coords, frac, c_now, c_start, c_now < 0, events)
         if not self._exact:
             r, v = reduced_coordinates(traj.W1, traj.W2, traj.b1)
             if net.d == 1 and not net.bias:
                 r = traj.W1[:, :, 0]  # signed: the label of a c > 0 neuron is sign(w)
-            self.reduced.show_neurons(r, v, frac, c_now, c_start, flip_rows)
+            self.reduced.show_neurons(r, v, frac, c_now, c_start, events)
         label = component_label(traj.W1[-1], traj.W2[-1], None if traj.b1 is None else traj.b1[-1])
         self.invariants.show_values(summary(net.d, net.e, net.bias, c_now, label), c_start,
                                     int(traj.step[-1]))
-        self.curves.show(traj.step, traj.loss, traj.c, flips)
+        self.curves.show(traj.step, traj.loss, traj.c, flips, jumps)
         now = time.monotonic()
         if net.d == 2 and (final or now - self._heatmap_at > HEATMAP_INTERVAL_S):
             self._heatmap_at = now
@@ -246,15 +247,14 @@ class TopologyWorkspace(Workspace):
         return plots
 
     def set_presentation(self, on: bool):
-        width = 4.0 if on else 2.0
-        self.quadrics.set_line_width(2 * width - 1)
-        self.curves.set_line_width(width)
+        self.quadrics.set_presentation(on)
+        self.curves.set_line_width(4.0 if on else 2.0)
         for plot in (self.curves.loss_plot, self.curves.drift_plot, self.reduced,
                      self.heatmaps.target_widget, self.heatmaps.learned_widget):
             set_plot_fonts(plot, on)
         self.fig4.set_presentation(on)
         self.fig5.set_presentation(on)
-        self.invariants.setStyleSheet(f"QLabel {{ font-size: {14 if on else 10.5}pt; }}")
+        self.invariants.set_presentation(on)
 
     # ------------------------------------------------------------------ replay and sessions
     def timeline_length(self) -> int:

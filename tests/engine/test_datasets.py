@@ -14,6 +14,24 @@ def test_toy_dataset():
     np.testing.assert_array_equal(toy_dataset(10, 1)[0], toy_dataset(10, 1)[0])
 
 
+@pytest.mark.parametrize("d", [1, 3, 7])
+def test_toy_dataset_in_d_dimensions(d):
+    X, Y = toy_dataset(20000, seed=4, d=d)
+    assert X.shape == (20000, d) and Y.shape == (20000, 1)
+    assert X.min() >= 0 and X.max() <= 1
+    np.testing.assert_allclose(Y[:, 0], -X.sum(axis=1), rtol=1e-15)
+    # E[(Σ x_i)²] = d/12 + d²/4 for iid U(0, 1)
+    assert np.mean(Y ** 2) == pytest.approx(d / 12 + d * d / 4, rel=0.03)
+    np.testing.assert_array_equal(toy_dataset(10, 1, d=d)[0], toy_dataset(10, 1, d=d)[0])
+    assert not np.array_equal(toy_dataset(10, 1, d=d)[0], toy_dataset(10, 2, d=d)[0])
+
+
+@pytest.mark.parametrize("kwargs", [{"n": 0}, {"d": 0}, {"d": 2.5}, {"n": True}])
+def test_toy_dataset_bad_input(kwargs):
+    with pytest.raises(EngineInputError, match="positive integer"):
+        toy_dataset(**kwargs)
+
+
 def test_breast_cancer_split():
     s = breast_cancer(seed=0)
     assert s.X_train.shape == (455, 30) and s.X_test.shape == (114, 30)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from engine.errors import EngineInputError
-from engine.invariants import (balances, beta0, component_label, counts, effective_components,
-                               invariant_set_summary, poincare, rescale_to, same_component,
+from engine.invariants import (balances, barrier_jumps, beta0, component_label, counts, effective_component_index,
+                               effective_components, invariant_set_summary, poincare, rescale_to, same_component,
                                same_effective_component)
 from engine.shallow import ShallowNet, ShallowParams, forward, init_params
 
@@ -91,6 +91,56 @@ def test_component_labels_and_same_component():
     d1 = ShallowParams(np.array([[2.0]]), np.array([[1.0]]))  # d = 1, c > 0: input sign is the label
     assert component_label(d1.W1, d1.W2).tolist() == [1]
     assert same_effective_component(d1, d1) is None
+
+
+@pytest.mark.parametrize("l", [1, 2, 3, 4])
+def test_effective_component_index_brute_force(l):
+    """Over every pathological pattern and every label: index equal ⇔ some permutation of the
+    neurons maps one label onto the other (permutation + rescaling is the symmetry of Thm. 2),
+    and the indices are exactly 0..l−, as many as effective_components counts."""
+    for c in itertools.product([-1.0, 1.0], repeat=l):
+        path = [k for k in range(l) if c[k] < 0]
+        labels = []
+        for signs in itertools.product([-1, 1], repeat=len(path)):
+            s = [0] * l
+            for k, v in zip(path, signs):
+                s[k] = v
+            labels.append(tuple(s))
+        index = {s: effective_component_index(s) for s in labels}
+        for a, b in itertools.product(labels, repeat=2):
+            related = any(tuple(a[k] for k in perm) == b for perm in itertools.permutations(range(l)))
+            assert (index[a] == index[b]) == related, (c, a, b)
+        assert sorted(set(index.values())) == list(range(len(path) + 1))
+        assert len(set(index.values())) == effective_components(2, 1, c)
+
+
+def test_effective_component_index_of_real_parameters():
+    net = ShallowNet(d=3, l=4, e=1)
+    p = init_params(net, "kaiming_normal", 1, signs=[1, -1, -1, 1], c=[-0.5, -0.5, 0.5, -1.0])
+    label = component_label(p.W1, p.W2)
+    assert label.tolist() == [1, -1, 0, 1]
+    assert effective_component_index(label) == 2  # l− = 3, sum 1: class (1 + 3) / 2 of 0..3
+    with pytest.raises(EngineInputError, match="label"):
+        effective_component_index([2, 0])
+
+
+def test_barrier_jumps_tell_finite_step_jumps_from_free_flips():
+    step = np.array([0, 2, 4, 6])
+    c = np.array([[-0.1, 0.1], [-0.1, 0.1], [0.2, 0.1], [0.2, 0.1]])  # neuron 0 drifts free by step 4
+    assert barrier_jumps(step, c, [(2, 0), (3, 1), (6, 0)]) == [True, False, False]
+    assert barrier_jumps(step, c, []) == []
+    # A real one: with h = 0.3 the first GD step throws the pathological neuron 0 across v = 0,
+    # while the free neuron 1 flips as gradient flow would let it.
+    from engine.datasets import toy_dataset
+    from engine.progress import run_to_completion
+    from engine.training import TrainConfig, train
+    X, Y = toy_dataset(500, 0)
+    net = ShallowNet(2, 2, 1)
+    p = init_params(net, "uniform", seed=0, a=1.41421356, c=[-0.1, 0.1], signs=[1, 1])
+    p.W1 = np.abs(p.W1)
+    tr = run_to_completion(train(net, p, X, Y, TrainConfig("gd", lr=0.3, steps=20, stride=1)))
+    assert tr.sign_flips == [(1, 0), (1, 1)]
+    assert barrier_jumps(tr.step, tr.c, tr.sign_flips) == [True, False]
 
 
 def test_bad_dimensions():

@@ -8,7 +8,8 @@ from engine import datasets
 from engine.errors import EngineInputError
 from engine.experiments import run_experiment
 from engine.obstruction import (breast_cancer_sweep, obstruction_probability, obstruction_probability_mc,
-                                probability_grid, sweep_init, held_out_bce, train_run_bce)
+                                probability_grid, probability_maps_job, sweep_init, held_out_bce,
+                                train_run_bce)
 from engine.progress import run_to_completion
 
 
@@ -30,6 +31,41 @@ def test_closed_form_known_values():
     assert g.shape == (2, 3) and g[1, 0] == pytest.approx(p, abs=1e-8)
     with pytest.raises(EngineInputError, match="closed form"):
         obstruction_probability(3, 3, "pytorch")
+
+
+def test_probability_maps_job_closed_forms_then_monte_carlo():
+    partials = []
+    res = run_to_completion(probability_maps_job(7, 6, mc_samples=4000, mc_stride=3, seed=2),
+                            lambda u: u.partial is not None and partials.append(u.partial))
+    # The first partial already holds both complete closed-form maps, cell for cell.
+    first = partials[0]
+    assert all(len(rows) == 0 for rows in first["mc"].values())
+    for scheme, grid in res["closed"].items():
+        assert grid.shape == (7, 6) and grid is first["closed"][scheme]
+        for i, d in enumerate(res["d"]):
+            for j, l in enumerate(res["l"]):
+                assert grid[i, j] == pytest.approx(obstruction_probability(int(d), int(l), scheme), abs=1e-12)
+    # Then Monte Carlo at d, l ∈ {1, 4, 7} × {1, 4}, growing one point per partial.
+    counts = [sum(len(r) for r in p["mc"].values()) for p in partials]
+    assert counts == sorted(counts) and counts[-1] == 2 * 3 * 2
+    assert len(first["mc"]["kaiming_normal"]) == 0  # earlier partials are never edited
+    z = []
+    for scheme, rows in res["mc"].items():
+        assert {(d, l) for d, l, _, _ in rows} == {(d, l) for d in (1, 4, 7) for l in (1, 4)}
+        for d, l, est, se in rows:
+            z.append((est - obstruction_probability(int(d), int(l), scheme)) / se)
+    assert max(abs(v) for v in z) < 4
+    assert len({r[2] for r in res["mc"]["kaiming_normal"]}) > 1  # not one shared random stream
+
+
+def test_probability_maps_job_without_monte_carlo_and_bad_input():
+    res = run_to_completion(probability_maps_job(3, 2, mc_samples=0))
+    assert all(len(rows) == 0 for rows in res["mc"].values())
+    for kwargs, match in [({"mc_samples": 1}, "Monte Carlo draws"), ({"mc_stride": 0}, "stride"),
+                          ({"seed": -1}, "seed"), ({"d_max": 0}, "d = 0")]:
+        args = {"d_max": 3, "l_max": 3, **kwargs}
+        with pytest.raises(EngineInputError, match=match):
+            next(probability_maps_job(**args))
 
 
 def test_pytorch_default_init_monte_carlo():

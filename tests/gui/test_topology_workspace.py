@@ -9,7 +9,7 @@ from engine.shallow import ShallowNet, init_params
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
 TRAINING_PRESETS = ["fig3-obstructed", "fig3-free", "fig3-obstructed-flow", "fig3-free-flow",
-                    "adam-drift", "biases"]
+                    "adam-drift", "biases", "fig3-free-d3"]
 
 
 def topology(window):
@@ -78,9 +78,32 @@ def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     assert "β₀" in text and "4" in text and "−0.1" in text.replace("-", "−")
 
 
+def test_free_flips_and_barrier_jumps_are_labelled_apart(window, qtbot):
+    ws = topology(window)
+    window.load_preset("fig3-free", steps=300)  # neuron 2 is free: its flip is the topology at work
+    wait_until_idle(qtbot, window)
+    assert ws.curves.event_labels() == ["v₂ flips sign"]
+    assert "flipped sign" in ws.quadrics.cells[1].caption.text()
+    window.load_preset("fig3-obstructed", run=False)
+    ws.parameters["optimizer", "lr"] = 1.0  # so large that pathological v₂ hops over v = 0
+    window.run(steps=30)
+    wait_until_idle(qtbot, window)
+    assert ws.curves.event_labels() == ["v₂ jumps the barrier (finite step)"]
+    caption = ws.quadrics.cells[1].caption.text()
+    assert "jumped the barrier" in caption and "flipped" not in caption
+    assert len(ws.quadrics.cells[1].jump_markers.pos) == 1 and len(ws.quadrics.cells[1].view.flip_markers.pos) == 0
+
+
+def test_effective_component_index_comes_from_the_engine(window, qtbot):
+    window.load_preset("fig3-obstructed", steps=5)
+    wait_until_idle(qtbot, window)
+    shown = topology(window).invariants.shown
+    assert shown["effective_index"] == inv.effective_component_index(shown["label"]) == 2
+
+
 INVALID = [(("init", "c"), "-0.1, 0.1, 0.3", "c has 3 value"),
            (("init", "c"), "minus one", "not a comma-separated list"),
-           (("network", "d"), 3, "set Network d and e"),
+           (("network", "e"), 2, "set Network d and e"),  # the toy target follows d, not e
            (("init", "signs"), "+, ?", "output signs")]
 
 

@@ -44,7 +44,7 @@ def test_blank_check_can_fail(window):
 
 def test_run_then_cancel_leaves_no_running_thread(window, qtbot):
     window.load_preset("fig3-free", run=False)
-    window.workspace.parameters.child("optimizer", "steps").setValue(10**6)
+    window.workspace.parameters.child("optimizer", "steps").setValue(100_000)
     window.run()
     assert window.runner.busy
     thread = window.runner._thread
@@ -58,7 +58,7 @@ def test_run_then_cancel_leaves_no_running_thread(window, qtbot):
 
 def test_pause_and_step_controls(window, qtbot):
     window.load_preset("fig3-free", run=False)
-    window.workspace.parameters.child("optimizer", "steps").setValue(10**6)
+    window.workspace.parameters.child("optimizer", "steps").setValue(100_000)
     window.run()
     qtbot.waitSignal(window.runner.progressed, timeout=30000).wait()
     window.toggle_pause()
@@ -74,7 +74,7 @@ def test_closing_mid_run_stops_the_worker(qtbot):
     win = MainWindow()
     win.show()
     win.load_preset("fig3-free", run=False)
-    win.workspace.parameters.child("optimizer", "steps").setValue(10**6)
+    win.workspace.parameters.child("optimizer", "steps").setValue(100_000)
     win.run()
     thread = win.runner._thread
     qtbot.wait(200)
