@@ -28,6 +28,11 @@ def check_activation(name: str) -> str:
     return name
 
 
+def sigma_(name: str, z: torch.Tensor) -> torch.Tensor:
+    """The activation in place: the landscape's hot path reuses the pre-activation buffer."""
+    return torch.sigmoid_(z) if name == "sigmoid" else torch.tanh_(z)
+
+
 def sigma(name: str, z: torch.Tensor, order: int = 0) -> torch.Tensor:
     """The activation (order 0) and its first two derivatives, in closed form."""
     s = torch.sigmoid(z) if name == "sigmoid" else torch.tanh(z)
