@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Let "--c -0.1,0.1" read as a value: argparse only recognizes single negative numbers.
+        self._negative_number_matcher = re.compile(r"^-[\d.][\d.eE+-]*(,\s*-?[\d.][\d.eE+-]*)*$")
+
     def error(self, message):  # one line and exit 2, never a traceback or a usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
 
