@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 
 from .plot_style import add_legend, set_title
 
-CURVE_COLOR = (0, 114, 178, 28)   # translucent: thousands overlap into a density
+CURVE_COLOR = (0, 114, 178, 10)  # very translucent: 5000 overlapping curves build a density
 ENVELOPE_COLOR = "#D55E00"
 LSTAR_COLOR = "#000000"
 DESCENT_COLOR = "#CC79A7"  # distinct from the blue curves and the orange envelope
