@@ -31,6 +31,11 @@ FONT_PT = {False: 10.5, True: 16}  # normal, presentation
 _theme = "light"
 
 
+def theme_colors() -> dict:
+    """The current theme's colours, for views created after the theme was chosen."""
+    return THEMES[_theme]
+
+
 def neuron_color(k: int) -> QColor:
     return QColor(NEURON_COLORS[k % len(NEURON_COLORS)])
 
@@ -80,7 +85,14 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
                 axis = item.getAxis(name)
                 axis.setPen(colors["fg"])
                 axis.setTextPen(colors["fg"])
+            if item.legend is not None:  # a light card under light text would be unreadable
+                card = pg.mkColor(colors["bg"])
+                card.setAlpha(200)
+                item.legend.setBrush(pg.mkBrush(card))
+                item.legend.setLabelTextColor(colors["fg"])
             item.titleLabel.setAttr("color", colors["fg"])
             item.titleLabel.setText(item.titleLabel.text)
         for view in workspace.gl_views():
             view.setBackgroundColor(pg.mkColor(colors["gl"]))
+            if hasattr(view, "set_ink"):
+                view.set_ink(colors["fg"])

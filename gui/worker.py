@@ -1,8 +1,10 @@
 """One bridge that runs engine jobs (generators yielding ``Progress``) on a worker thread.
 
-The GUI thread never computes. Updates are throttled to ~60 per second: a job may yield far
-faster, and only the newest partial matters because partials are cumulative snapshots. Pause,
-step and cancel are checked between yields, which engine jobs keep well under 200 ms apart.
+The GUI thread never computes. Updates are throttled to ~60 per second, and a new one is sent
+only after the GUI has drawn the last: a job may yield far faster than a software-rendered
+window can draw, and since partials are cumulative snapshots only the newest matters, so the
+rest are dropped instead of queueing up behind a busy GUI. Pause, step and cancel are checked
+between yields, which engine jobs keep well under 200 ms apart.
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ class _JobThread(QThread):
         if not start_paused:
             self._resume.set()
         self._cancel = threading.Event()
+        self._gui_ready = threading.Event()  # the GUI has handled the last update sent
+        self._gui_ready.set()
         self._pause_after_next = False
 
     # Control, called from the GUI thread.
@@ -49,6 +53,10 @@ class _JobThread(QThread):
     def cancel(self):
         self._cancel.set()
         self._resume.set()
+
+    def acknowledge(self):
+        """The GUI has drawn the last update; the next may be sent."""
+        self._gui_ready.set()
 
     @property
     def paused(self) -> bool:
@@ -74,7 +82,9 @@ class _JobThread(QThread):
                     self.succeeded.emit(done.value)
                     return
                 now = time.monotonic()
-                if self._pause_after_next or now - last_emit >= MIN_EMIT_INTERVAL_S:
+                due = self._gui_ready.is_set() and now - last_emit >= MIN_EMIT_INTERVAL_S
+                if self._pause_after_next or due:
+                    self._gui_ready.clear()
                     self.progressed.emit(latest)
                     last_emit, pending = now, None
                 else:
@@ -174,6 +184,7 @@ class JobRunner(QObject):
     def _relay_progress(self, update):
         if self._is_current():
             self.progressed.emit(update)
+            self._thread.acknowledge()
 
     @Slot(object)
     def _relay_success(self, result):

@@ -5,6 +5,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
 
+from ..style import theme_colors
+
 
 def fit_title(item: pg.PlotItem):
     """pyqtgraph fixes the title row at 30 px (a second or third line overflows into the plot) and
@@ -27,7 +29,10 @@ def set_title(plot, text: str):
 
 def add_legend(plot, **kwargs) -> pg.LegendItem:
     """A legend on a translucent card, so curves behind it stay visible and it stays legible."""
-    return plot.addLegend(brush=pg.mkBrush(255, 255, 255, 190), pen=pg.mkPen(180, 180, 180), **kwargs)
+    card = pg.mkColor(theme_colors()["bg"])
+    card.setAlpha(190)
+    return plot.addLegend(brush=pg.mkBrush(card), pen=pg.mkPen(180, 180, 180),
+                          labelTextColor=theme_colors()["fg"], **kwargs)
 
 
 def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False):

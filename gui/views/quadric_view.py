@@ -16,7 +16,7 @@ from PySide6.QtGui import QFont
 
 from engine.quadrics import quadric_sheets
 
-from ..style import neuron_color
+from ..style import neuron_color, theme_colors
 
 MAX_SHOWN_POINTS = 1500  # per neuron; the stored trajectory keeps every row
 # Surfaces are drawn first and do not write depth, so the trajectory lying *on* the surface is
@@ -78,13 +78,14 @@ class QuadricView(gl.GLViewWidget):
         super().__init__(parent)
         self.neuron = neuron
         self.extent = 2.0
-        self.setBackgroundColor(pg.mkColor("#fbfbf8"))
+        self.setBackgroundColor(pg.mkColor(theme_colors()["gl"]))
         self.opts["fov"] = 40
         self._meshed_c: Optional[float] = None
         self._ghost_c: Optional[float] = None
         self._surface: list[gl.GLMeshItem] = []
         self._ghost: list[gl.GLMeshItem] = []
         self._frame: list = []
+        self._ink = pg.mkColor(theme_colors()["fg"])  # axes, grid and labels; see set_ink
         self.barrier = gl.GLMeshItem(meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.07),
                                      shader=None, glOptions=_SURFACE_GL)
         self.barrier_edge = gl.GLLinePlotItem(color=(0.35, 0.35, 0.35, 0.6), width=1.5,
@@ -105,6 +106,20 @@ class QuadricView(gl.GLViewWidget):
         self.set_frame(2.0, ("w₁", "w₂", "v"))
 
     # ---------------------------------------------------------------- scene frame
+    def _ink_rgba(self, alpha: int) -> tuple:
+        return (self._ink.red(), self._ink.green(), self._ink.blue(), alpha)
+
+    def set_ink(self, color) -> None:
+        """Recolour axes, grid and labels for the theme (dark ink vanishes on a dark view)."""
+        self._ink = pg.mkColor(color)
+        for item in self._frame:
+            if isinstance(item, gl.GLTextItem):
+                item.setData(color=self._ink_rgba(255))
+            elif isinstance(item, gl.GLGridItem):
+                item.setColor(self._ink_rgba(35))
+            else:
+                item.setData(color=pg.mkColor(self._ink_rgba(180)))
+
     def set_frame(self, extent: float, labels: tuple[str, str, str]):
         """Axes through the origin, a floor grid and axis names, sized to ``extent``."""
         for item in self._frame:
@@ -113,7 +128,7 @@ class QuadricView(gl.GLViewWidget):
         E = self.extent
         for markers in (self.start_marker, self.head_marker, self.flip_markers):
             markers.extent = E
-        grid = gl.GLGridItem(color=(0, 0, 0, 35), glOptions=_LINE_GL)
+        grid = gl.GLGridItem(color=self._ink_rgba(35), glOptions=_LINE_GL)
         grid.setSize(2 * E, 2 * E)
         grid.setSpacing(E / 4, E / 4)
         grid.translate(0, 0, -E)
@@ -123,10 +138,10 @@ class QuadricView(gl.GLViewWidget):
         for axis, name in enumerate(labels):
             end = np.zeros((2, 3))
             end[0, axis], end[1, axis] = -E, E
-            self._frame.append(gl.GLLinePlotItem(pos=end, color=(0.25, 0.25, 0.25, 0.7), width=1.2,
+            self._frame.append(gl.GLLinePlotItem(pos=end, color=pg.mkColor(self._ink_rgba(180)), width=1.2,
                                                  glOptions=_LINE_GL))
             tip = end[1] * 1.08
-            self._frame.append(gl.GLTextItem(pos=tip, text=name, color=(40, 40, 40, 255), font=font))
+            self._frame.append(gl.GLTextItem(pos=tip, text=name, color=self._ink_rgba(255), font=font))
         for item in self._frame:
             item.setDepthValue(5)
             self.addItem(item)

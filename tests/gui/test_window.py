@@ -42,13 +42,21 @@ def test_blank_check_can_fail(window):
         empty.close()
 
 
-def test_run_then_cancel_leaves_no_running_thread(window, qtbot):
+def start_long_run(window, qtbot) -> None:
+    """Start a long training run and return once the 3D view shows part of its trajectory."""
     window.load_preset("fig3-free", run=False)
     window.workspace.parameters.child("optimizer", "steps").setValue(100_000)
     window.run()
     assert window.runner.busy
+    # Polled on what the view shows: a test's own slot on the runner's signal can be served
+    # late while a software-rendered window is busy drawing.
+    view = window.workspace.gl_views()[0]
+    qtbot.waitUntil(lambda: view.shown_points() > 1, timeout=30000)
+
+
+def test_run_then_cancel_leaves_no_running_thread(window, qtbot):
+    start_long_run(window, qtbot)
     thread = window.runner._thread
-    qtbot.waitSignal(window.runner.progressed, timeout=30000).wait()
     with qtbot.waitSignal(thread.finished, timeout=2000):  # the QThread really ends
         window.cancel()
     wait_until_idle(qtbot, window, 2000)
@@ -57,10 +65,7 @@ def test_run_then_cancel_leaves_no_running_thread(window, qtbot):
 
 
 def test_pause_and_step_controls(window, qtbot):
-    window.load_preset("fig3-free", run=False)
-    window.workspace.parameters.child("optimizer", "steps").setValue(100_000)
-    window.run()
-    qtbot.waitSignal(window.runner.progressed, timeout=30000).wait()
+    start_long_run(window, qtbot)
     window.toggle_pause()
     assert window.runner.state == "paused" and window.run_action.text() == "Resume"
     window.run()  # Run while paused resumes
