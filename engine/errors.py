@@ -8,11 +8,3 @@ class EngineInputError(ValueError):
     verbatim (the CLI prints it and exits 2, the GUI shows it in a message bar).
     """
 
-
-class DivergenceError(RuntimeError):
-    """Training produced NaN or inf. ``step`` is where, ``partial`` what was kept up to there."""
-
-    def __init__(self, message: str, step: int, partial=None):
-        super().__init__(message)
-        self.step = step
-        self.partial = partial
