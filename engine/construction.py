@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.optimize
-import threadpoolctl
 
 from . import deep
 from .deep import Arch
@@ -106,10 +105,9 @@ def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
 def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_steps: int = 8):
     """L-BFGS to near-convergence, then Newton steps (least squares if H is singular) to polish."""
     fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
-    # scipy's OpenBLAS would otherwise spread each tiny L-BFGS update over all cores: 14x slower here.
-    with threadpoolctl.threadpool_limits(1):
-        res = scipy.optimize.minimize(fun, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
-                                      options=dict(maxiter=3000, gtol=1e-7, ftol=1e-15))
+    configure_torch_threads()  # one BLAS thread: a multi-threaded OpenBLAS made L-BFGS 14x slower
+    res = scipy.optimize.minimize(fun, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
+                                  options=dict(maxiter=3000, gtol=1e-7, ftol=1e-15))
     theta = res.x
     value, g = fun(theta)
     for _ in range(newton_steps):

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.optimize
-import threadpoolctl
 from matplotlib.figure import Figure
 from scipy.special import expit
 
@@ -272,9 +271,9 @@ def gd_from_infinity(X, Y, W, v, b0: float = 15.0, lr: float = 0.01, steps: int 
 def lbfgs_from(X, Y, W, b, v) -> float:
     arch = Arch((X.shape[1], len(v), 1), "sigmoid", True)
     fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
-    with threadpoolctl.threadpool_limits(1):
-        res = scipy.optimize.minimize(fun, _shallow_theta(W, b, v), jac=True, method="L-BFGS-B",
-                                      options=dict(maxiter=5000))
+    configure_torch_threads()  # one BLAS thread for scipy's L-BFGS too
+    res = scipy.optimize.minimize(fun, _shallow_theta(W, b, v), jac=True, method="L-BFGS-B",
+                                  options=dict(maxiter=5000))
     return float(res.fun)
 
 
