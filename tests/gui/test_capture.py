@@ -22,8 +22,12 @@ def test_live_recording_of_a_running_preset(qtbot, window, tmp_path):
     encoder = window.recording.start(source="Whole window", size="Source's own size", fps=5,
                                      when="live", seconds=0, out=str(out))
     assert window.recording.indicator.isVisible()
-    window.run_finished.connect(window.recording.stop)  # stop with the run: every frame moves
-    window.run(steps=400)  # long enough for several frames on a quiet machine too
+    # A long run, filmed for a fixed number of frames rather than a fixed time, so the
+    # count does not depend on how fast this machine trains; every frame moves.
+    window.run(steps=100_000)
+    qtbot.waitUntil(lambda: window.recording.recorder.frames >= 5, timeout=120000)
+    window.recording.stop()
+    window.cancel()
     wait_until_idle(qtbot, window, 120000)
     qtbot.waitUntil(lambda: not encoder.writing, timeout=60000)  # it may finish before we look
     assert encoder.error is None
