@@ -18,7 +18,6 @@ from . import construction as C
 from . import deep, landscape, netio
 from .deep import Arch
 from .errors import EngineInputError
-from .experiments import register
 from .progress import Job, Progress, subjob
 from .runtime import configure_torch_threads
 
@@ -86,7 +85,6 @@ def _bd_metrics(neurons) -> tuple[dict, dict]:
             {str(n.layer): n.D_norm for n in neurons if n.neuron == 0})
 
 
-@register("nonattr-deep", "B7 / Fig. 3: 2—1—1—1 minimum split to 2—21—21—1; slices at the minimum and a saddle")
 def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     configure_torch_threads()
     K, P = (200, 21) if quick else (5000, 101)
@@ -144,7 +142,6 @@ def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     })
 
 
-@register("nonattr-shallow", "Fukumizu–Amari 1—1—1 → 1—2—1, then widened beyond N samples (Theorem 13)")
 def run_shallow(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     configure_torch_threads()
     N = 6 if quick else 10
@@ -277,7 +274,6 @@ def lbfgs_from(X, Y, W, b, v) -> float:
     return float(res.fun)
 
 
-@register("nonattr-infinity", "B10: a suboptimal minimum at infinity (biases → ∞), GD drift and escape")
 def run_infinity(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     configure_torch_threads()
     X, Y = infinity_data(seed)
@@ -390,7 +386,6 @@ def nonincreasing_path(arch: Arch, theta, X, Y, n: int = 41) -> dict:
             "straight_max": float(loss_straight.max()), "theta_end": theta_end}
 
 
-@register("nonattr-path", "B11: a non-increasing path from the constructed minimum to a global one")
 def run_path(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     configure_torch_threads()
     big = out_dir / "big_min.npz"

@@ -19,7 +19,6 @@ from scipy import stats
 
 from . import datasets
 from .errors import EngineInputError
-from .experiments import register
 from .invariants import balances, component_label, rescale_to
 from .progress import Job, Progress, subjob
 from .quadrics import hyperbola, reduced_coordinates
@@ -151,7 +150,6 @@ def toy_init(seed: int) -> ShallowParams:
     return p
 
 
-@register("topo-toy", "Paper Fig. 3: a disconnected invariant set blocks GD and gradient flow on a toy target")
 def run_toy(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     configure_torch_threads()
     out_dir = Path(out_dir)
@@ -393,7 +391,6 @@ def held_out_bce(p: ShallowParams) -> float:
     return float(_bce(torch.from_numpy(F[:, 0]), torch.from_numpy(split.Y_test[:, 0])))
 
 
-@register("topo-breast-cancer", "Paper Fig. 4: test BCE on breast cancer vs hidden size l and free neurons l+")
 def run_breast_cancer(out_dir: Path, quick: bool = False, seed: int = 0, sign_policy: str = "positive") -> Job[dict]:
     out_dir = Path(out_dir)
     kw = dict(n_inits=4, steps=150) if quick else dict(n_inits=100, steps=1000)
@@ -424,7 +421,6 @@ def run_breast_cancer(out_dir: Path, quick: bool = False, seed: int = 0, sign_po
 
 # --- topo-probability (Fig. 5) -----------------------------------------------------------------
 
-@register("topo-probability", "Paper Fig. 5: probability of an obstruction at init vs (d, l), closed form and Monte Carlo")
 def run_probability(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     out_dir = Path(out_dir)
     ds, ls = list(range(1, 51)), list(range(1, 51))

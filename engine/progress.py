@@ -33,10 +33,12 @@ def run_to_completion(job: Job[R], on_progress: Optional[Callable[[Progress], No
             on_progress(update)
 
 
-def subjob(job: Job[R], start: float, stop: float, prefix: str = "") -> Generator[Progress, None, R]:
+def subjob(job: Job[R], start: float, stop: float, prefix: str = "",
+           partial: Optional[Callable[[Any], Any]] = None) -> Generator[Progress, None, R]:
     """Re-yield a nested job's progress mapped into [start, stop] of the parent's; return its result.
 
-    Use as ``result = yield from subjob(inner(), 0.2, 0.6, "landscape: ")``.
+    Use as ``result = yield from subjob(inner(), 0.2, 0.6, "landscape: ")``. ``partial`` maps
+    the nested job's partial results to the parent's (None stays None).
     """
     while True:
         try:
@@ -44,5 +46,6 @@ def subjob(job: Job[R], start: float, stop: float, prefix: str = "") -> Generato
         except StopIteration as stop_:
             return stop_.value
         frac = update.fraction
+        shown = update.partial if partial is None or update.partial is None else partial(update.partial)
         yield Progress(start + (stop - start) * frac if frac == frac else float("nan"),
-                       prefix + update.message, update.partial)
+                       prefix + update.message, shown)

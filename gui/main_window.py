@@ -34,6 +34,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("Landscape Lens — loss landscapes of shallow and deep networks")
         self.runner = JobRunner(self)
+        self._owner: Optional[tuple[Workspace, bool]] = None  # (workspace, keep) of the running job
         self._last_status_update = 0.0
         self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
         self._build_central()
@@ -42,6 +43,7 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._build_talk_tools()
         self._build_menus()
+        self.runner.started.connect(self._on_started)
         self.runner.progressed.connect(self._on_progress)
         self.runner.succeeded.connect(self._on_succeeded)
         self.runner.failed.connect(self._on_failed)
@@ -193,8 +195,7 @@ class MainWindow(QMainWindow):
         except EngineInputError as error:
             self.message_bar.show_error(str(error))
             return
-        if self.runner.busy:
-            self.runner.cancel(wait_ms=2000)
+        self.stop_jobs()
         workspace = self.workspaces[preset.workspace]
         self.show_workspace(preset.workspace)
         try:
@@ -208,7 +209,18 @@ class MainWindow(QMainWindow):
             self.run(steps=steps)
 
     # ------------------------------------------------------------ run control
-    def run(self, steps: Optional[int] = None):
+    def start_job(self, workspace: Workspace, job, keep: bool = False, step: bool = False) -> None:
+        """The one way a workspace starts work. A running job is cancelled and its remaining
+        updates dropped; this one starts once that job has finished. Unless ``keep``, the
+        workspace's views are cleared as the job starts (a λ re-slice keeps the rest)."""
+        self.runner.submit(job, step=step, tag=(workspace, keep))
+
+    def stop_jobs(self) -> None:
+        """Cancel whatever runs or waits, and drop everything it would still draw."""
+        self.runner.discard()
+        self._owner = None
+
+    def run(self, steps: Optional[int] = None, step: bool = False):
         if self.runner.busy:
             self.runner.resume()
             return
@@ -218,11 +230,7 @@ class MainWindow(QMainWindow):
             self.message_bar.show_error(str(error))
             self.status_label.setText("Not started: fix the highlighted input")
             return
-        self.message_bar.clear()
-        self._running_workspace = self.workspace
-        self.workspace.reset()
-        self.progress_bar.setValue(0)
-        self.runner.start(job)
+        self.start_job(self.workspace, job, step=step)
 
     def toggle_pause(self):
         if self.runner.state == "running":
@@ -234,19 +242,26 @@ class MainWindow(QMainWindow):
         if self.runner.busy:
             self.runner.step()
         else:
-            self.run()
-            self.runner.pause()
+            self.run(step=True)
 
     def cancel(self):
         self.runner.cancel()
 
     def reset(self):
-        self.runner.cancel(wait_ms=2000)
+        self.stop_jobs()
         self.workspace.reset()
         self.progress_bar.setValue(0)
         self.status_label.setText("Reset")
 
     # ------------------------------------------------------------ job signals
+    def _on_started(self, tag):
+        workspace, keep = tag
+        self._owner = workspace
+        self.message_bar.clear()
+        if not keep:
+            workspace.reset()
+        self.progress_bar.setValue(0)
+
     def _on_progress(self, update: Progress):
         # Repainting the status bar recomposites the GL views beside it: profiled at a third of
         # a live run's time when done at the full 60 Hz, so text and bar update at ~10 Hz.
@@ -257,12 +272,13 @@ class MainWindow(QMainWindow):
                 self.progress_bar.setValue(int(1000 * min(max(update.fraction, 0.0), 1.0)))
             if update.message:
                 self.status_label.setText(update.message)
-        if update.partial is not None:
-            self._running_workspace.show_partial(update.partial)
+        if update.partial is not None and self._owner is not None:
+            self._owner.show_partial(update.partial)
 
     def _on_succeeded(self, result):
         self.progress_bar.setValue(1000)
-        self._running_workspace.show_result(result)
+        if self._owner is not None:
+            self._owner.show_result(result)
         message = getattr(result, "message", "") or "Done"
         self.status_label.setText(message)
         QTimer.singleShot(0, self.run_finished.emit)
@@ -286,6 +302,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event):
         # Stop the worker before Qt tears the widgets down, so no thread outlives the window.
-        self.runner.cancel(wait_ms=5000)
+        self.stop_jobs()
+        self.runner.wait(5000)
         self.recording.stop()
         super().closeEvent(event)

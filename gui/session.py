@@ -155,7 +155,7 @@ def load_session(window, path) -> bool:
     except EngineInputError as error:
         window.message_bar.show_error(str(error))
         return False
-    window.runner.cancel(wait_ms=2000)
+    window.stop_jobs()
     before = capture_state(window)
     try:
         apply_state(window, state)

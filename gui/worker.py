@@ -67,7 +67,12 @@ class _JobThread(QThread):
         last_emit, pending, latest = 0.0, None, None
         try:
             while True:
-                self._resume.wait()
+                if not self._resume.is_set():
+                    # A paused view shows the job's latest state, not the last one the throttle let by.
+                    if pending is not None:
+                        self.progressed.emit(pending)
+                        last_emit, pending = time.monotonic(), None
+                    self._resume.wait()
                 if self._cancel.is_set():
                     self._job.close()
                     if pending is not None:
@@ -102,34 +107,69 @@ class _JobThread(QThread):
 class JobRunner(QObject):
     """Runs one job at a time; the window's Run/Pause/Step/Cancel buttons talk to this.
 
-    Signals from a thread that was cancelled and waited for are stale and dropped, so a new
-    job never receives its predecessor's results.
+    ``submit`` is the one way to start a job. If one is running it is cancelled, its remaining
+    signals are dropped (they are stale: the user moved on), and the new job starts when the
+    old thread has finished -- never after a timed wait, so two jobs never run at once.
     """
 
+    started = Signal(object)      # the tag given to submit, as the job's thread starts
     progressed = Signal(object)
     succeeded = Signal(object)
     failed = Signal(str)
     cancelled = Signal(object)
-    state_changed = Signal(str)  # "idle", "running", "paused"
+    state_changed = Signal(str)   # "idle", "running", "paused"
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._thread: _JobThread | None = None
+        self._stale: set[_JobThread] = set()   # cancelled and superseded: their signals are dropped
+        self._waiting: tuple | None = None     # (job, start_paused, step, tag) to start next
 
     @property
     def busy(self) -> bool:
         # Busy until the thread's last queued signal has been delivered, not just until it exits.
-        return self._thread is not None
+        return self._thread is not None or self._waiting is not None
 
     @property
     def state(self) -> str:
         if self._thread is None:
-            return "idle"
+            return "running" if self._waiting else "idle"
         return "paused" if self._thread.paused else "running"
 
-    def start(self, job: Job, start_paused: bool = False):
+    def submit(self, job: Job, start_paused: bool = False, step: bool = False, tag=None) -> None:
+        """Run ``job`` next (``step``: start paused and advance one yield). A job submitted while
+        another waits replaces it; the waiting one is closed without running."""
+        if self._waiting is not None:
+            self._waiting[0].close()
+        self._waiting = (job, start_paused or step, step, tag)
+        if self._thread is None:
+            self._start_waiting()
+        else:
+            self._supersede()
+        self.state_changed.emit(self.state)
+
+    def start(self, job: Job, start_paused: bool = False) -> None:
         if self.busy:
-            raise RuntimeError("a job is already running; cancel it first")
+            raise RuntimeError("a job is already running; submit() replaces it, cancel() stops it")
+        self.submit(job, start_paused)
+
+    def discard(self) -> None:
+        """Stop everything: the waiting job never starts, the running one is cancelled and its
+        remaining signals (even its partial) are dropped."""
+        if self._waiting is not None:
+            self._waiting[0].close()
+            self._waiting = None
+        if self._thread is not None:
+            self._supersede()
+        self.state_changed.emit(self.state)
+
+    def _supersede(self):
+        self._stale.add(self._thread)
+        self._thread.cancel()
+
+    def _start_waiting(self):
+        job, start_paused, step, tag = self._waiting
+        self._waiting = None
         thread = _JobThread(job, start_paused)
         thread.progressed.connect(self._relay_progress)
         thread.succeeded.connect(self._relay_success)
@@ -137,54 +177,46 @@ class JobRunner(QObject):
         thread.cancelled.connect(self._relay_cancel)
         thread.finished.connect(self._on_thread_finished)
         self._thread = thread
+        self.started.emit(tag)
         thread.start()
-        self.state_changed.emit(self.state)
+        if step:
+            thread.step()
 
     def pause(self):
-        if self.busy:
+        if self._thread is not None:
             self._thread.pause()
-            self.state_changed.emit("paused")
+            self.state_changed.emit(self.state)
 
     def resume(self):
-        if self.busy:
+        if self._thread is not None:
             self._thread.resume()
-            self.state_changed.emit("running")
+            self.state_changed.emit(self.state)
 
     def step(self):
-        if self.busy:
+        if self._thread is not None:
             self._thread.step()
             self.state_changed.emit("paused")
 
-    def cancel(self, wait_ms: int = 0) -> bool:
-        """Stop the job at its next yield. With ``wait_ms``, wait for the thread and forget it.
+    def cancel(self) -> None:
+        """Stop the job at its next yield; its partial result and ``cancelled`` still arrive."""
+        if self._thread is not None:
+            self._thread.cancel()
 
-        Returns True once no thread of this runner is running.
-        """
+    def wait(self, ms: int) -> bool:
+        """Block until no thread runs (only for shutdown); True if it ended in time."""
         thread = self._thread
-        if thread is None:
-            return True
-        thread.cancel()
-        if not wait_ms:
-            return False
-        if not thread.wait(wait_ms):
-            return False
-        self._forget(thread)
-        return True
-
-    def _forget(self, thread: _JobThread):
-        if self._thread is thread:
-            self._thread = None
-            thread.deleteLater()
-            self.state_changed.emit("idle")
+        return thread is None or thread.wait(ms)
 
     def _is_current(self) -> bool:
-        return self._thread is not None and self.sender() is self._thread
+        sender = self.sender()
+        return sender is self._thread and sender not in self._stale
 
     @Slot(object)
     def _relay_progress(self, update):
+        if self.sender() is self._thread:
+            self._thread.acknowledge()
         if self._is_current():
             self.progressed.emit(update)
-            self._thread.acknowledge()
 
     @Slot(object)
     def _relay_success(self, result):
@@ -203,4 +235,11 @@ class JobRunner(QObject):
 
     @Slot()
     def _on_thread_finished(self):
-        self._forget(self.sender())
+        thread = self.sender()
+        self._stale.discard(thread)
+        if self._thread is thread:
+            self._thread = None
+            thread.deleteLater()
+            if self._waiting is not None:
+                self._start_waiting()
+            self.state_changed.emit(self.state)

@@ -85,14 +85,12 @@ class MinimaWorkspace(Workspace):
         self._build_layout()
         self.result: dict = {}
         self.construction = None
-        self._request: Optional[tuple] = None  # a partial recompute asked for by the slider
         self._split = -1  # which split the slider moves: the steps table's selected row
         # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on their own
         # worker so the slider never blocks and the main runner stays free for the slices.
         self.probe_runner = JobRunner(self)
         self.probe_runner.succeeded.connect(self._on_probe)
         self.probe_runner.failed.connect(self._on_probe_failed)
-        self._probe_wanted: Optional[float] = None
         self.inspector.lam.moved.connect(self._on_lambda_moved)
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
@@ -138,14 +136,8 @@ class MinimaWorkspace(Workspace):
 
     # ------------------------------------------------------------------ jobs
     def make_job(self, steps: Optional[int] = None):
-        request, self._request = self._request, None
         p = self.parameters
-        slices = jobs.SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"],
-                                    p["slices", "normalize"], p["slices", "seed"])
-        if request is not None:  # the slider was released: re-slice at the new λ only
-            self._keep_results = True
-            path = None if self.result.get("path", {}).get("split") == self._split_index() else self._path_range()
-            return jobs.reslice_job(self.construction, request[1], slices, self._split, path)
+        slices = self._slice_settings()
         kind = p["experiment", "kind"]
         if kind == "infinity":
             self.figures.setCurrentIndex(2)
@@ -215,9 +207,6 @@ class MinimaWorkspace(Workspace):
         self.inspector.export_button.setEnabled(self.construction is not None)
 
     def reset(self):
-        if getattr(self, "_keep_results", False):  # a slider re-slice keeps everything else
-            self._keep_results = False
-            return
         self.result = {}
         self.construction = None
         for view in (self.slice_min, self.slice_saddle):
@@ -234,32 +223,23 @@ class MinimaWorkspace(Workspace):
     def _on_lambda_moved(self, lam: float):
         if self.construction is None:
             return
-        self._probe_wanted = lam
         self.inspector.lam.show_pending()
-        if not self.probe_runner.busy:
-            self._start_probe()
-
-    def _start_probe(self):
-        lam, self._probe_wanted = self._probe_wanted, None
-        self.probe_runner.start(jobs.probe_job(self.construction, lam, self._split))
+        # The newest λ replaces any probe still waiting; a running one finishes or is dropped.
+        self.probe_runner.submit(jobs.probe_job(self.construction, lam, self._split))
 
     def _on_probe(self, probe):
         self._draw("probe", probe)
-        if self._probe_wanted is not None:  # the slider moved on while we computed: drop stale
-            self.probe_runner.cancel(wait_ms=1000)
-            self._start_probe()
 
     def _on_probe_failed(self, message: str):
         self._message(message)
 
     def _on_lambda_released(self, lam: float):
         window = self.window()
-        if self.construction is None or not hasattr(window, "runner"):
+        if self.construction is None or not hasattr(window, "start_job"):
             return
-        if window.runner.busy:
-            window.runner.cancel(wait_ms=2000)
-        self._request = ("reslice", lam)
-        window.run()
+        path = None if self.result.get("path", {}).get("split") == self._split_index() else self._path_range()
+        window.start_job(self, jobs.reslice_job(self.construction, lam, self._slice_settings(), self._split, path),
+                         keep=True)
 
     def _on_step_selected(self):
         """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
@@ -287,12 +267,8 @@ class MinimaWorkspace(Workspace):
         except EngineInputError as error:
             self._message(str(error))
             return
-        if hasattr(window, "runner"):
-            if window.runner.busy:
-                window.runner.cancel(wait_ms=2000)
-            self.reset()
-            window._running_workspace = self
-            window.runner.start(job)
+        if hasattr(window, "start_job"):
+            window.start_job(self, job)
 
     def export_network(self, path: str):
         try:

@@ -23,7 +23,8 @@ def window(qtbot):
     win.show()
     qtbot.waitExposed(win)
     yield win
-    win.runner.cancel(wait_ms=5000)
+    win.stop_jobs()
+    win.runner.wait(5000)
 
 
 def save_screenshot(widget_or_image, name: str) -> Path:
