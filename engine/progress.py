@@ -6,6 +6,7 @@ Yield often -- at least every ~50 ms of work -- so pause and cancel stay respons
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional, TypeVar
 
@@ -49,3 +50,34 @@ def subjob(job: Job[R], start: float, stop: float, prefix: str = "",
         shown = update.partial if partial is None or update.partial is None else partial(update.partial)
         yield Progress(start + (stop - start) * frac if frac == frac else float("nan"),
                        prefix + update.message, shown)
+
+
+def wait_for(call: Callable[[threading.Event], R], message: str, every_s: float = 0.05) -> Job[R]:
+    """Job: run one blocking call (an L-BFGS run, a Hessian) on a helper thread, yielding every
+    ``every_s`` while it runs, so pause and cancel stay responsive around work that cannot yield.
+
+    ``call(stop)`` gets an Event that is set when the job is closed (cancelled); a call that can
+    check it (an optimizer callback) should stop early. Exceptions re-raise in the job. The
+    numbers are exactly those of calling ``call`` directly.
+    """
+    stop, box = threading.Event(), {}
+
+    def target():
+        try:
+            box["value"] = call(stop)
+        except BaseException as error:  # re-raised in the job's thread below
+            box["error"] = error
+
+    thread = threading.Thread(target=target, name="engine-wait-for", daemon=True)
+    thread.start()
+    try:
+        while True:
+            thread.join(every_s)
+            if not thread.is_alive():
+                break
+            yield Progress(float("nan"), message)
+    finally:
+        stop.set()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
