@@ -122,7 +122,7 @@ def dispatch(args) -> int:
         from gui.headless import screenshot
         return screenshot(args.preset, args.out, args.size, args.steps)
     if args.command == "record":
-        from gui.capture import record_preset
+        from gui.headless import record_preset
         return record_preset(args.preset, args.out, args.size, args.fps, args.seconds,
                              args.orbit, args.source)
     from gui.app import run_gui

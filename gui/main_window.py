@@ -34,7 +34,8 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("Landscape Lens — loss landscapes of shallow and deep networks")
         self.runner = JobRunner(self)
-        self._owner: Optional[tuple[Workspace, bool]] = None  # (workspace, keep) of the running job
+        self._owner: Optional[Workspace] = None  # whose job runs; None once it was superseded
+        self.last_outcome = ""  # "succeeded", "failed" or "cancelled": how the last owned job ended
         self._last_status_update = 0.0
         self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
         self._build_central()
@@ -257,6 +258,7 @@ class MainWindow(QMainWindow):
     def _on_started(self, tag):
         workspace, keep = tag
         self._owner = workspace
+        self.last_outcome = ""
         self.message_bar.clear()
         if not keep:
             workspace.reset()
@@ -276,6 +278,7 @@ class MainWindow(QMainWindow):
             self._owner.show_partial(update.partial)
 
     def _on_succeeded(self, result):
+        self.last_outcome = "succeeded"
         self.progress_bar.setValue(1000)
         if self._owner is not None:
             self._owner.show_result(result)
@@ -284,11 +287,13 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self.run_finished.emit)
 
     def _on_failed(self, message: str):
+        self.last_outcome = "failed"
         self.message_bar.show_error(message)
         self.status_label.setText("Stopped: " + message)
         QTimer.singleShot(0, self.run_finished.emit)
 
     def _on_cancelled(self, last: Optional[Progress]):
+        self.last_outcome = "cancelled"
         self.status_label.setText("Cancelled — results so far are kept")
         QTimer.singleShot(0, self.run_finished.emit)
 

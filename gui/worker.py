@@ -60,7 +60,8 @@ class _JobThread(QThread):
 
     @property
     def paused(self) -> bool:
-        return not self._resume.is_set()
+        # A step in progress counts as paused: it pauses by itself after one yield.
+        return not self._resume.is_set() or self._pause_after_next
 
     def run(self):
         configure_torch_threads()

@@ -1,0 +1,115 @@
+"""The window's one job contract, provoked with jobs that are slow to yield.
+
+Each test starts a job that blocks inside a step until the test opens its gate -- the case a
+2-second timed cancel used to get wrong -- then does what a person would (Reset, switch
+preset, Run again) and checks that the old job never draws again and that no two jobs run.
+"""
+import threading
+
+import pytest
+
+from engine.errors import EngineInputError
+from engine.progress import Progress
+from gui import headless
+
+from .conftest import wait_until_idle
+
+
+class SlowJob:
+    """A job that yields ``("slow", i)`` partials and blocks before each until ``gate`` opens."""
+
+    def __init__(self, steps=3):
+        self.gate, self.entered, self.steps, self.finished = threading.Event(), threading.Event(), steps, False
+
+    def __call__(self, steps=None):
+        return self._run()
+
+    def _run(self):
+        for i in range(self.steps):
+            self.entered.set()
+            self.gate.wait(30)
+            yield Progress((i + 1) / self.steps, f"slow {i}", ("slow", i))
+        self.finished = True
+        return ("slow", "done")
+
+
+@pytest.fixture
+def drawn(window, monkeypatch):
+    """Everything the topology workspace is asked to draw, in order."""
+    workspace = window.workspaces["topology"]
+    seen = []
+    monkeypatch.setattr(workspace, "show_partial", lambda p: seen.append(p))
+    monkeypatch.setattr(workspace, "show_result", lambda r: seen.append(r))
+    return seen
+
+
+def start_slow(window, monkeypatch, slow):
+    window.show_workspace("topology")
+    monkeypatch.setattr(window.workspaces["topology"], "make_job", slow)
+    window.run()
+    assert slow.entered.wait(10), "the slow job never started"
+
+
+def test_reset_is_never_drawn_over_by_a_slow_job(window, qtbot, monkeypatch, drawn):
+    slow = SlowJob()
+    start_slow(window, monkeypatch, slow)
+    window.reset()                # the job is inside a step that outlasts any timed wait
+    assert not window.cancel_action.isEnabled() or window.runner.busy
+    slow.gate.set()               # ...and only now reaches its yield
+    wait_until_idle(qtbot, window, 10000)
+    assert drawn == [] and not slow.finished
+
+
+def test_switching_preset_drops_the_old_job_and_starts_the_new_after_it(window, qtbot, monkeypatch, drawn):
+    slow = SlowJob()
+    start_slow(window, monkeypatch, slow)
+    monkeypatch.setattr(window.workspaces["topology"], "make_job", SlowJob(steps=1))
+    window.load_preset("fig3-free")   # cancels the slow job and queues the preset's run
+    old_thread = window.runner._thread
+    assert window.runner.busy and old_thread.isRunning()
+    slow.gate.set()
+    wait_until_idle(qtbot, window, 10000)
+    assert ("slow", 0) not in drawn   # nothing of the superseded job was drawn
+    assert window.last_outcome in ("succeeded", "")
+
+
+def test_run_after_a_slow_cancel_starts_only_when_the_old_job_ended(window, qtbot, monkeypatch, drawn):
+    slow = SlowJob()
+    start_slow(window, monkeypatch, slow)
+    window.cancel()
+    second = SlowJob(steps=1)
+    second.gate.set()
+    monkeypatch.setattr(window.workspaces["topology"], "make_job", second)
+    window.run()                 # Run while busy resumes; it must not start a second thread
+    assert not second.entered.is_set()
+    slow.gate.set()
+    wait_until_idle(qtbot, window, 10000)
+    assert window.last_outcome == "cancelled" and drawn[-1] == ("slow", 0)  # cancelling keeps what was computed
+    window.run()
+    wait_until_idle(qtbot, window, 10000)
+    assert second.entered.is_set() and drawn[-1] == ("slow", "done")
+
+
+def test_step_from_idle_starts_paused_after_one_yield(window, qtbot, monkeypatch, drawn):
+    slow = SlowJob(steps=5)
+    slow.gate.set()
+    window.show_workspace("topology")
+    monkeypatch.setattr(window.workspaces["topology"], "make_job", slow)
+    window.step()
+    qtbot.waitUntil(lambda: drawn == [("slow", 0)], timeout=5000)
+    assert window.runner.state == "paused" and window.run_action.text() == "Resume"
+
+
+def test_run_preset_reports_a_failed_or_timed_out_run(window, monkeypatch):
+    def failing(steps=None):
+        yield Progress(0.0, "starting")
+        raise EngineInputError("diverged at step 3")
+    monkeypatch.setattr(window.workspaces["topology"], "make_job", failing)
+    with pytest.raises(EngineInputError, match="failed: diverged at step 3"):
+        headless.run_preset(window, "fig3-free", steps=5)
+
+    slow = SlowJob()
+    monkeypatch.setattr(window.workspaces["topology"], "make_job", slow)
+    with pytest.raises(EngineInputError, match="did not finish"):
+        headless.run_preset(window, "fig3-free", steps=5, timeout_s=0.5)
+    slow.gate.set()
