@@ -14,6 +14,7 @@ from engine.errors import EngineInputError
 from engine.progress import Progress
 
 from . import export, session
+from .error_reporting import error_relay
 from .presentation import Presentation
 from .presets import apply_values, available_presets, preset_named
 from .recording import RecordControl
@@ -51,6 +52,7 @@ class MainWindow(QMainWindow):
         self.runner.cancelled.connect(self._on_cancelled)
         self.runner.state_changed.connect(self._on_state_changed)
         self._on_state_changed("idle")
+        error_relay().raised.connect(self.message_bar.show_error)
 
     # ----------------------------------------------------------------- layout
     def _build_central(self):
@@ -196,14 +198,14 @@ class MainWindow(QMainWindow):
         except EngineInputError as error:
             self.message_bar.show_error(str(error))
             return
-        self.stop_jobs()
         workspace = self.workspaces[preset.workspace]
-        self.show_workspace(preset.workspace)
         try:
-            apply_values(workspace.parameters, preset.values)
+            apply_values(workspace.parameters, preset.values)  # all of them or none
         except EngineInputError as error:
-            self.message_bar.show_error(str(error))
+            self.message_bar.show_error(f"preset {name!r}: {error}")
             return
+        self.stop_jobs()
+        self.show_workspace(preset.workspace)
         self.status_label.setText(f"Preset: {preset.title}")
         workspace.reset()
         if preset.autorun if run is None else run:

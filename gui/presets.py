@@ -1,36 +1,76 @@
-"""Presets are JSON files in resources/presets: a workspace key and nested parameter values."""
+"""Presets are JSON files in resources/presets: a workspace key and nested parameter values.
+
+A preset is read through one schema (pydantic) and its values are checked against the
+workspace's parameter tree before any is applied (gui.parameter_values), so a bad preset is
+refused with one line naming what is wrong and the panel stays as it was.
+"""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyqtgraph.parametertree import Parameter
 
 from engine.errors import EngineInputError
 
+from .parameter_values import apply_all
+
 PRESET_DIR = Path(__file__).resolve().parent.parent / "resources" / "presets"
+MAX_PRESET_BYTES = 1_000_000
 
 
-@dataclass(frozen=True)
-class Preset:
-    name: str        # file stem, used on the command line
-    title: str       # shown in the menu
-    workspace: str
-    values: dict
+class Preset(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str = ""                                   # file stem, used on the command line
+    title: str = Field(min_length=1, max_length=200)  # shown in the menu and on the slide
+    workspace: str = Field(min_length=1, max_length=100)
+    parameters: dict[str, Any]
+    description: str = Field(default="", max_length=400)  # one line: what to look at
     autorun: bool = True
+
+    @property
+    def values(self) -> dict:
+        return self.parameters
+
+
+def one_line(error: ValidationError) -> str:
+    """pydantic's first complaint as "field: message"."""
+    first = error.errors()[0]
+    where = "/".join(str(p) for p in first["loc"]) or "file"
+    return f"{where}: {first['msg']}"
+
+
+def read_json(path: Path, what: str, limit: int = MAX_PRESET_BYTES):
+    """JSON from ``path``, with every way it can fail as one EngineInputError."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise EngineInputError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    if len(raw) > limit:
+        raise EngineInputError(f"{what} {path} is {len(raw)} bytes; the limit is {limit}")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise EngineInputError(f"{what} {path} is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise EngineInputError(f"{what} {path} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise EngineInputError(f"{what} {path} is nested too deeply") from None
 
 
 def load_preset(path: Path) -> Preset:
+    data = read_json(path, "preset")
+    if not isinstance(data, dict):
+        raise EngineInputError(f"preset {path} must be a JSON object with title, workspace and parameters")
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise EngineInputError(f"cannot read preset {path}: {error}") from None
-    missing = {"title", "workspace", "parameters"} - set(data) if isinstance(data, dict) else {"title"}
-    if missing:
-        raise EngineInputError(f"preset {path} lacks {', '.join(sorted(missing))}")
-    return Preset(Path(path).stem, data["title"], data["workspace"], data["parameters"],
-                  bool(data.get("autorun", True)))
+        return Preset(name=Path(path).stem, **data)
+    except ValidationError as error:
+        raise EngineInputError(f"preset {Path(path).name}: {one_line(error)}") from None
+    except RecursionError:
+        raise EngineInputError(f"preset {path} is nested too deeply") from None
 
 
 def available_presets() -> dict[str, Preset]:
@@ -38,21 +78,13 @@ def available_presets() -> dict[str, Preset]:
 
 
 def preset_named(name: str) -> Preset:
-    presets = available_presets()
-    if name not in presets:
-        raise EngineInputError(f"unknown preset {name!r}; choose one of: {', '.join(presets)}")
-    return presets[name]
+    path = PRESET_DIR / f"{name}.json"
+    if "/" in name or not path.is_file():
+        names = sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+        raise EngineInputError(f"unknown preset {name!r}; choose one of: {', '.join(names)}")
+    return load_preset(path)
 
 
-def apply_values(group: Parameter, values: dict, path: str = "") -> None:
-    """Set nested values on a parameter tree, naming any key the tree does not have."""
-    for key, value in values.items():
-        here = f"{path}/{key}" if path else key
-        try:
-            child = group.child(key)
-        except KeyError:
-            raise EngineInputError(f"preset sets unknown parameter {here!r}") from None
-        if isinstance(value, dict):
-            apply_values(child, value, here)
-        else:
-            child.setValue(value)
+def apply_values(group: Parameter, values: dict) -> None:
+    """Set a preset's nested values on a parameter tree: all of them, or none."""
+    apply_all(group, values)

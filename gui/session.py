@@ -17,15 +17,67 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import math
+from typing import Annotated, Any
+
 import numpy as np
 import pyqtgraph as pg
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from PySide6.QtCore import QSettings
 
 from engine.errors import EngineInputError
 
+from .parameter_values import apply_all, values_of_state
+from .presets import one_line
+
 FORMAT, VERSION = "landscape-lens-session", 1
 SUFFIX = ".lens"
 MAX_RECENT = 8
+
+
+MAX_MANIFEST_BYTES = 50_000_000
+MAX_ARRAY_BYTES = 2_000_000_000  # one array's declared size; a header may claim terabytes
+
+
+def _finite(x: float) -> float:
+    if not math.isfinite(x):
+        raise ValueError("must be a finite number")
+    return x
+
+
+Finite = Annotated[float, AfterValidator(_finite)]
+
+
+class Camera(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    distance: Annotated[Finite, Field(gt=0, le=1e6)]
+    elevation: Annotated[Finite, Field(ge=-90, le=90)]
+    azimuth: Finite
+    fov: Annotated[Finite, Field(gt=0, lt=180)]
+    center: Annotated[list[Finite], Field(min_length=3, max_length=3)]
+
+
+class WorkspaceState(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    parameters: dict[str, Any]
+    cameras: Annotated[list[Camera], Field(max_length=64)]
+    results: dict[str, Any]
+
+
+class SessionState(BaseModel):
+    """The manifest's content: checked whole before anything in the window changes."""
+    model_config = ConfigDict(extra="forbid", strict=True)
+    current: str
+    workspaces: dict[str, WorkspaceState]
+
+
+def checked_state(state) -> SessionState:
+    if not isinstance(state, dict):
+        raise EngineInputError("the session's content is not an object")
+    try:
+        return SessionState(**state)
+    except ValidationError as error:
+        raise EngineInputError(one_line(error)) from None
 
 
 # ------------------------------------------------------------ plain data <-> zip
@@ -79,22 +131,44 @@ def write_session(path, manifest: dict) -> None:
         raise
 
 
+def _read_array(z: zipfile.ZipFile, name: str) -> np.ndarray:
+    """One array, its header checked before its data is read (a header may claim 8 TB)."""
+    with z.open(name) as raw:
+        buffer = io.BytesIO(raw.read(MAX_ARRAY_BYTES + 1))
+    if buffer.getbuffer().nbytes > MAX_ARRAY_BYTES:
+        raise EngineInputError(f"array {name} is larger than {MAX_ARRAY_BYTES} bytes")
+    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                   (2, 0): np.lib.format.read_array_header_2_0}.get(np.lib.format.read_magic(buffer))
+    if read_header is None:
+        raise EngineInputError(f"array {name} is in an .npy format version this app does not read")
+    shape, _, dtype = read_header(buffer)
+    if dtype.hasobject or dtype.kind not in "biufcUS":
+        raise EngineInputError(f"array {name} has dtype {dtype}, which is not plain numbers or text")
+    if math.prod(shape) * dtype.itemsize > MAX_ARRAY_BYTES:
+        raise EngineInputError(f"array {name} declares shape {shape}: larger than {MAX_ARRAY_BYTES} bytes")
+    buffer.seek(0)
+    return np.load(buffer, allow_pickle=False)
+
+
 def read_session(path) -> dict:
     """Read and check a session file; raise EngineInputError saying what is wrong."""
     path = Path(path)
     try:
         with zipfile.ZipFile(path) as z:
+            if z.getinfo("manifest.json").file_size > MAX_MANIFEST_BYTES:
+                raise EngineInputError(f"{path.name}'s manifest is larger than {MAX_MANIFEST_BYTES} bytes")
             body = json.loads(z.read("manifest.json"))
             if not (isinstance(body, dict) and body.get("format") == FORMAT):
                 raise EngineInputError(f"{path.name} is not a Landscape Lens session")
             if body.get("version") != VERSION:
                 raise EngineInputError(f"{path.name} is session format version "
                                        f"{body.get('version')}; this app reads version {VERSION}")
-            arrays = {name: np.load(io.BytesIO(z.read(name)), allow_pickle=False)
-                      for name in z.namelist() if name.startswith("arrays/")}
+            arrays = {name: _read_array(z, name) for name in z.namelist() if name.startswith("arrays/")}
             return _decode(body["content"], arrays)
     except EngineInputError:
         raise
+    except RecursionError:
+        raise EngineInputError(f"cannot open session {path.name}: its manifest is nested too deeply") from None
     except FileNotFoundError:
         raise EngineInputError(f"session file {path} does not exist") from None
     except (zipfile.BadZipFile, KeyError, EOFError, ValueError, TypeError, OSError,
@@ -127,18 +201,20 @@ def capture_state(window) -> dict:
 
 
 def apply_state(window, state: dict) -> None:
-    for key, saved in state["workspaces"].items():
+    checked = checked_state(state)
+    for key in checked.workspaces:
         if key not in window.workspaces:
             raise EngineInputError(f"the session has a workspace {key!r} this app does not know")
+    for key, saved in checked.workspaces.items():
         ws = window.workspaces[key]
-        ws.parameters.restoreState(saved["parameters"], addChildren=False, removeChildren=False)
+        apply_all(ws.parameters, values_of_state(saved.parameters, f"{key}/parameters"))
         ws.reset()
-        if saved["results"]:
-            ws.restore_session_state(saved["results"])
-        for view, camera in zip(ws.gl_views(), saved["cameras"]):  # last: views may reframe
-            _set_camera(view, camera)
-    if state["current"] in window.workspaces:
-        window.show_workspace(state["current"])
+        if saved.results:
+            ws.restore_session_state(saved.results)
+        for view, camera in zip(ws.gl_views(), saved.cameras):  # last: views may reframe
+            _set_camera(view, camera.model_dump())
+    if checked.current in window.workspaces:
+        window.show_workspace(checked.current)
 
 
 def save_session(window, path) -> None:

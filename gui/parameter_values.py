@@ -1,0 +1,102 @@
+"""Check values against a pyqtgraph parameter tree before any of them is applied.
+
+Presets and sessions set many parameters at once. Each value is checked against its
+parameter's type and limits first; only when every one passes are they applied, so a bad
+file never leaves the panel half-changed.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from pyqtgraph.parametertree import Parameter
+
+from engine.errors import EngineInputError
+
+MAX_TEXT = 10_000  # characters in a text field: far above any real widths list or c_k list
+
+
+def _allowed(param: Parameter) -> list:
+    limits = param.opts.get("limits")
+    return list(limits.values()) if isinstance(limits, dict) else list(limits or [])
+
+
+def _check_range(where: str, value, param: Parameter):
+    limits = param.opts.get("limits")
+    if isinstance(limits, (tuple, list)) and len(limits) == 2 and all(isinstance(v, numbers.Real) for v in limits):
+        low, high = limits
+        if not low <= value <= high:
+            raise EngineInputError(f"{where} = {value!r} is outside its range [{low}, {high}]")
+
+
+def checked_value(where: str, param: Parameter, value):
+    """``value`` converted to what ``param`` holds, or EngineInputError naming the field."""
+    kind = param.type()
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise EngineInputError(f"{where} must be a whole number, not {value!r}")
+        _check_range(where, value, param)
+        return int(value)
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise EngineInputError(f"{where} must be a finite number, not {value!r}")
+        _check_range(where, value, param)
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise EngineInputError(f"{where} must be true or false, not {value!r}")
+        return value
+    if kind == "str":
+        if not isinstance(value, str) or len(value) > MAX_TEXT:
+            raise EngineInputError(f"{where} must be text of at most {MAX_TEXT} characters")
+        return value
+    if kind == "list":
+        allowed = _allowed(param)
+        if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed):
+            shown = ", ".join(repr(a) for a in allowed[:12])
+            raise EngineInputError(f"{where} = {value!r} is not one of: {shown}")
+        return value
+    raise EngineInputError(f"{where} cannot be set from a file (a {kind} field)")
+
+
+def collect(group: Parameter, values, path: str = "") -> list[tuple[Parameter, object]]:
+    """Every (parameter, checked value) that ``values`` sets, checking all before returning."""
+    if not isinstance(values, dict):
+        raise EngineInputError(f"{path or 'parameters'} must be a JSON object of fields, not {type(values).__name__}")
+    out = []
+    for key, value in values.items():
+        here = f"{path}/{key}" if path else str(key)
+        try:
+            child = group.child(key)
+        except (KeyError, TypeError):
+            raise EngineInputError(f"unknown parameter {here!r}") from None
+        if child.type() == "group":
+            out += collect(child, value, here)
+        else:
+            out.append((child, checked_value(here, child, value)))
+    return out
+
+
+def apply_all(group: Parameter, values: dict) -> None:
+    """Set every value, or (on any bad one) none of them."""
+    checked = collect(group, values)
+    before = group.saveState(filter="user")
+    try:
+        for param, value in checked:
+            param.setValue(value)
+    except Exception:
+        group.restoreState(before, addChildren=False, removeChildren=False)
+        raise
+
+
+def values_of_state(state, path: str = "parameters") -> dict:
+    """The nested {name: value} of a ``saveState(filter="user")`` dict, so a session's panel
+    goes through the same checks as a preset's."""
+    if not isinstance(state, dict) or not isinstance(state.get("children", {}), dict):
+        raise EngineInputError(f"{path} is not a saved parameter panel")
+    out = {}
+    for name, child in state.get("children", {}).items():
+        if not isinstance(child, dict):
+            raise EngineInputError(f"{path}/{name} is not a saved parameter")
+        out[name] = values_of_state(child, f"{path}/{name}") if "children" in child else child.get("value")
+    return out
