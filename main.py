@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 
@@ -27,21 +28,47 @@ def _size(text: str) -> tuple[int, int]:
     return width, height
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {value}")
-    return value
+# Limits a request must stay within, so a typo cannot ask for a terabyte or a day of rendering.
+MAX_DIMENSION = 10_000        # d, e of invariant-set
+MAX_C_VALUES = 1_000          # hidden neurons given to invariant-set
+MAX_FPS = 120
+MAX_FRAMES = 60 * 60 * 10     # ten minutes at 60 fps
+MAX_SEED = 2**32 - 1
+
+
+def _int_in(low: int, high: int, what: str = "an integer"):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low} .. {high}")
+        return value
+    return parse
 
 
 def _floats(text: str) -> list[float]:
+    parts = text.split(",")
+    if len(parts) > MAX_C_VALUES:
+        raise argparse.ArgumentTypeError(f"{len(parts)} values given; at most {MAX_C_VALUES}")
     try:
-        return [float(part) for part in text.split(",")]
+        values = [float(part) for part in parts]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, not {text[:60]!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError("every value must be a finite number")
+    return values
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= 3600):
+        raise argparse.ArgumentTypeError(f"{text} is outside (0, 3600] seconds")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,12 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("name", help="experiment name (see `reproduce --list`)", nargs="?")
     reproduce.add_argument("--out", help="output folder for metrics.json, .npz and PNG figures")
     reproduce.add_argument("--quick", action="store_true", help="a reduced version, for tests")
-    reproduce.add_argument("--seed", type=int, default=0)
+    reproduce.add_argument("--seed", type=_int_in(0, MAX_SEED, "a seed from 0"), default=0)
     reproduce.add_argument("--list", action="store_true", help="list the experiments")
 
     invariant = commands.add_parser("invariant-set", help="topology of the invariant set H(c), as JSON")
-    invariant.add_argument("--d", type=_positive_int, required=True, help="input dimension")
-    invariant.add_argument("--e", type=_positive_int, required=True, help="output dimension")
+    invariant.add_argument("--d", type=_int_in(1, MAX_DIMENSION), required=True, help="input dimension")
+    invariant.add_argument("--e", type=_int_in(1, MAX_DIMENSION), required=True, help="output dimension")
     invariant.add_argument("--c", type=_floats, required=True, help="c_1,...,c_l")
     invariant.add_argument("--bias", action="store_true", help="first layer has biases")
 
@@ -69,15 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     screenshot.add_argument("--preset", required=True)
     screenshot.add_argument("--out", required=True, help="FILE.png")
     screenshot.add_argument("--size", type=_size, default=(1600, 960), help="WxH, default 1600x960")
-    screenshot.add_argument("--steps", type=_positive_int, default=None,
+    screenshot.add_argument("--steps", type=_int_in(1, 10**7), default=None,
                             help="training steps to run before the shot")
 
     record = commands.add_parser("record", help="record a preset to MP4, GIF or PNG frames")
     record.add_argument("--preset", required=True)
     record.add_argument("--out", required=True, help="FILE.mp4, FILE.gif or a folder for PNGs")
     record.add_argument("--size", type=_size, default=(1920, 1080))
-    record.add_argument("--fps", type=_positive_int, default=30)
-    record.add_argument("--seconds", type=float, default=5.0)
+    record.add_argument("--fps", type=_int_in(1, MAX_FPS), default=30)
+    record.add_argument("--seconds", type=_seconds, default=5.0)
     record.add_argument("--orbit", action="store_true", help="turn the camera 360° while recording")
     record.add_argument("--source", choices=("3d", "window"), default="3d")
     return parser
@@ -108,6 +135,9 @@ def _reproduce(args) -> int:
 
 
 def dispatch(args) -> int:
+    if args.command == "record" and args.fps * args.seconds > MAX_FRAMES:
+        raise _UsageError(f"--fps {args.fps} × --seconds {args.seconds:g} is {args.fps * args.seconds:.0f} frames; "
+                          f"the limit is {MAX_FRAMES}")
     if args.command == "reproduce":
         return _reproduce(args)
     if args.command == "invariant-set":
@@ -140,6 +170,12 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        print("main.py: error: out of memory for this request; try smaller sizes", file=sys.stderr)
+        return 1
+    except Exception as error:  # a bug: one line here, never a traceback, and a non-zero status
+        print(f"main.py: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

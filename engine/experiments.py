@@ -56,10 +56,11 @@ def run_experiment(name: str, out_dir: Path, quick: bool = False, seed: int = 0)
         raise EngineInputError(f"unknown experiment {name!r}; choose one of: {', '.join(known)}")
     seed = integer("--seed", seed, 0, 2**32 - 1)
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise EngineInputError(f"--out {out_dir} exists and is not a folder")
     try:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise EngineInputError(f"--out {out_dir} exists and is not a folder")
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise EngineInputError(f"cannot create the output folder {out_dir}: {error.strerror or error}") from None
+        raise EngineInputError(f"cannot create the output folder {str(out_dir)[:80]}: "
+                               f"{error.strerror or error}") from None
     return known[name].run(out_dir, quick=quick, seed=seed)
