@@ -18,3 +18,13 @@ def configure_torch_threads(threads: int = 1) -> None:
         torch.set_num_threads(threads)
         threadpoolctl.threadpool_limits(threads)
         _configured = True
+
+
+def import_lazy_torch_modules() -> None:
+    """Import what torch loads lazily on the first optimizer step or torch.func call.
+
+    Both import torch._dynamo, which took 1.5–5 s on this 2-core machine with the GIL mostly
+    held: run inside a job, it froze the window at the start of the first run of every session.
+    The app pays it once at start-up instead, before the window is shown.
+    """
+    import torch._dynamo  # noqa: F401

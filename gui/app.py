@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from engine.runtime import configure_torch_threads
+from engine.runtime import configure_torch_threads, import_lazy_torch_modules
 
 from .style import apply_theme
 
@@ -20,6 +20,7 @@ def create_app(argv=None) -> QApplication:
         QApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
         app = QApplication(list(argv or sys.argv[:1]))
     configure_torch_threads()
+    import_lazy_torch_modules()
     pg.setConfigOptions(antialias=True)
     app.setApplicationName("Landscape Lens")
     app.setOrganizationName("Landscape Lens")  # where QSettings keeps recent files and theme

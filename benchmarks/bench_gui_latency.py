@@ -1,0 +1,111 @@
+"""How responsive the real window stays while each workspace's main job runs.
+
+Under Xvfb with Mesa's software OpenGL at 1600×960 (run it as
+``xvfb-run -a -s "-screen 0 1920x1200x24" python benchmarks/bench_gui_latency.py``), for each
+preset it reports:
+- a 10 ms QTimer's interval p50 / p95 / max while the job runs (the window's stall time);
+- worker-to-window signal latency: from the job's yield to the window's handling of it;
+- redraws per second of each 3D view (QOpenGLWidget.frameSwapped) during the run.
+Targets (issue 13): timer p95 ≤ 30 ms and max ≤ 150 ms; ≥ 20 redraws/s per 3D view live.
+
+    python benchmarks/bench_gui_latency.py [--presets fig3-free,fig3-obstructed] [--seconds 8]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+
+DEFAULT_PRESETS = "fig3-free,fig3-obstructed,adam-drift,nonattr-fig3,fig4-breast-cancer,fig5-probability"
+
+
+def spin(ms: int) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+class Probe:
+    """Everything measured during one run."""
+
+    def __init__(self, window):
+        self.window, self.ticks, self.latencies, self.swaps = window, [], [], {}
+        self.yielded_at: dict[int, float] = {}
+        self.received = 0
+        self.timer = QTimer(interval=10)
+        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+        window.runner.progressed.connect(self._on_progress)
+        for k, view in enumerate(window.workspace.gl_views()):
+            self.swaps[k] = 0
+            view.frameSwapped.connect(lambda k=k: self.swaps.__setitem__(k, self.swaps[k] + 1))
+
+    def wrap(self, job):
+        """Stamp each update as the job yields it (the same object reaches the window)."""
+        for update in job:
+            self.yielded_at[id(update)] = time.perf_counter()
+            yield update
+
+    def _on_progress(self, update):
+        self.received += 1
+        sent = self.yielded_at.pop(id(update), None)
+        if sent is not None:
+            self.latencies.append(time.perf_counter() - sent)
+
+    def summary(self, seconds: float) -> dict:
+        gaps = np.diff(self.ticks) * 1000 if len(self.ticks) > 1 else np.array([np.nan])
+        lat = np.array(self.latencies) * 1000 if self.latencies else np.array([np.nan])
+        return {"timer_p50": np.percentile(gaps, 50), "timer_p95": np.percentile(gaps, 95), "timer_max": gaps.max(),
+                "signal_p50": np.percentile(lat, 50), "signal_p95": np.percentile(lat, 95),
+                "redraws_per_s": [n / seconds for n in self.swaps.values()]}
+
+
+def measure(window, preset: str, seconds: float) -> dict:
+    window.load_preset(preset, run=False)
+    spin(500)
+    workspace = window.workspace
+    probe = Probe(window)
+    job = probe.wrap(workspace.make_job())
+    probe.timer.start()
+    started = time.perf_counter()
+    window.start_job(workspace, job)
+    while window.runner.busy and time.perf_counter() - started < seconds:
+        spin(50)
+    elapsed = time.perf_counter() - started
+    probe.timer.stop()
+    window.stop_jobs()
+    window.runner.wait(10000)
+    spin(200)
+    return dict(probe.summary(elapsed), seconds=elapsed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--presets", default=DEFAULT_PRESETS)
+    parser.add_argument("--seconds", type=float, default=8.0, help="measure at most this long per preset")
+    args = parser.parse_args()
+    from gui.app import create_app
+    from gui.main_window import MainWindow
+
+    create_app()
+    window = MainWindow()
+    window.resize(1600, 960)
+    window.show()
+    spin(1000)
+    print(f"{'preset':22s} {'timer p50':>9s} {'p95':>6s} {'max':>7s}  {'signal p50':>10s} {'p95':>6s}  "
+          f"{'3D redraws/s (each view)':s}")
+    for preset in args.presets.split(","):
+        r = measure(window, preset, args.seconds)
+        redraws = ", ".join(f"{x:.1f}" for x in r["redraws_per_s"]) or "no 3D view"
+        print(f"{preset:22s} {r['timer_p50']:8.1f}ms {r['timer_p95']:5.1f} {r['timer_max']:7.1f}  "
+              f"{r['signal_p50']:9.1f}ms {r['signal_p95']:6.1f}  {redraws}   ({r['seconds']:.1f} s measured)")
+    window.close()
+
+
+if __name__ == "__main__":
+    main()
