@@ -71,9 +71,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _add_look_options(parser) -> None:
+    parser.add_argument("--presentation", action="store_true",
+                        help="presentation mode: full screen, large type, thick lines")
+    parser.add_argument("--theme", choices=("light", "dark"), default=None,
+                        help="colour theme (default: the one chosen last in the window)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="main.py", description=__doc__)
     parser.add_argument("--preset", help="open the window with this preset loaded")
+    _add_look_options(parser)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     reproduce = commands.add_parser("reproduce", help="run a paper experiment headless")
@@ -98,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     screenshot.add_argument("--size", type=_size, default=(1600, 960), help="WxH, default 1600x960")
     screenshot.add_argument("--steps", type=_int_in(1, 10**7), default=None,
                             help="training steps to run before the shot")
+    _add_look_options(screenshot)
 
     record = commands.add_parser("record", help="record a preset to MP4, GIF or PNG frames")
     record.add_argument("--preset", required=True)
@@ -150,13 +159,13 @@ def dispatch(args) -> int:
         return 0
     if args.command == "screenshot":
         from gui.headless import screenshot
-        return screenshot(args.preset, args.out, args.size, args.steps)
+        return screenshot(args.preset, args.out, args.size, args.steps, args.presentation, args.theme)
     if args.command == "record":
         from gui.headless import record_preset
         return record_preset(args.preset, args.out, args.size, args.fps, args.seconds,
                              args.orbit, args.source)
     from gui.app import run_gui
-    return run_gui(args.preset)
+    return run_gui(args.preset, args.presentation, args.theme)
 
 
 def main(argv=None) -> int:

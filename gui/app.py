@@ -28,13 +28,14 @@ def create_app(argv=None) -> QApplication:
     return app
 
 
-def run_gui(preset: str | None = None) -> int:
+def run_gui(preset: str | None = None, presentation: bool = False, theme: str | None = None) -> int:
     from .main_window import MainWindow
 
     app = create_app()
     window = MainWindow()
     window.resize(1600, 960)
     window.show()
+    window.set_look(presentation, theme)
     if preset:
         window.load_preset(preset)
     return app.exec()

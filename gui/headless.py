@@ -54,11 +54,15 @@ def settle(ms: int = 300) -> None:
     loop.exec()
 
 
-def screenshot(preset: str, out: str, size: tuple[int, int], steps: Optional[int]) -> int:
+def screenshot(preset: str, out: str, size: tuple[int, int], steps: Optional[int],
+               presentation: bool = False, theme: Optional[str] = None) -> int:
     out_path = Path(out)
     if out_path.suffix.lower() != ".png":
         raise EngineInputError(f"--out {out} must name a .png file")
     app, window = open_window(size)
+    window.set_look(presentation, theme)
+    if presentation:  # full screen would take the virtual screen's size, not the one asked for
+        window.setFixedSize(*size)
     settle()
     run_preset(window, preset, steps)
     out_path.parent.mkdir(parents=True, exist_ok=True)

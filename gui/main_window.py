@@ -178,6 +178,13 @@ class MainWindow(QMainWindow):
         if path and session.load_session(self, path):
             self.replay_dock.refresh()
 
+    def set_look(self, presentation: bool = False, theme: Optional[str] = None) -> None:
+        """Theme and presentation mode, as the View menu sets them (command-line flags)."""
+        if theme is not None:
+            self.presentation.set_theme(theme, remember=False)
+        if presentation:
+            self.presentation.set_on(True)
+
     # ------------------------------------------------------------ workspaces
     @property
     def workspace(self) -> Workspace:

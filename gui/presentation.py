@@ -38,9 +38,12 @@ class Presentation(QObject):
         for action in self.theme_actions.actions():
             menu.addAction(action)
 
-    def set_theme(self, name: str):
+    def set_theme(self, name: str, remember: bool = True):
+        """Switch theme; ``remember`` makes it the next session's default (the menu does, a
+        command-line flag does not)."""
         self.theme = name
-        QSettings().setValue("view/theme", name)
+        if remember:
+            QSettings().setValue("view/theme", name)
         for action in self.theme_actions.actions():
             action.setChecked(action.text().lower().startswith(name))
         self._restyle()
