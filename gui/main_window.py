@@ -19,7 +19,7 @@ from .presentation import Presentation
 from .presets import apply_values, available_presets, preset_named
 from .recording import RecordControl
 from .replay import ReplayDock
-from .widgets import MessageBar
+from .widgets import MessageBar, SlideTitle
 from .worker import JobRunner
 from .workspace import Workspace
 from .workspaces import all_workspaces
@@ -61,11 +61,13 @@ class MainWindow(QMainWindow):
         for workspace in self.workspaces.values():
             self.tabs.addTab(workspace, workspace.title)
         self.message_bar = MessageBar()
+        self.slide_title = SlideTitle()
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.message_bar)
+        layout.addWidget(self.slide_title)
         layout.addWidget(self.tabs, 1)
         self.setCentralWidget(central)
         self.tabs.currentChanged.connect(self._on_tab_changed)
@@ -214,6 +216,7 @@ class MainWindow(QMainWindow):
         self.stop_jobs()
         self.show_workspace(preset.workspace)
         self.status_label.setText(f"Preset: {preset.title}")
+        self.slide_title.show_slide(preset.title, preset.description)
         workspace.reset()
         if preset.autorun if run is None else run:
             self.run(steps=steps)

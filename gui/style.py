@@ -28,6 +28,7 @@ THEMES = {
              "error_bg": "#4a1e12", "error_fg": "#ffcbb8", "info_bg": "#13304a"},
 }
 FONT_PT = {False: 10.5, True: 16}  # normal, presentation
+TITLE_PT = {False: 14, True: 24}
 _theme = "light"
 
 
@@ -41,7 +42,7 @@ def neuron_color(k: int) -> QColor:
 
 
 def stylesheet(theme: str = "light", presentation: bool = False) -> str:
-    colors = dict(THEMES[theme], font=f"{FONT_PT[presentation]}pt")
+    colors = dict(THEMES[theme], font=f"{FONT_PT[presentation]}pt", title_font=f"{TITLE_PT[presentation]}pt")
     return re.sub(r"@(\w+)", lambda m: colors.get(m.group(1), m.group(0)), STYLESHEET.read_text())
 
 

@@ -1,5 +1,29 @@
 """Small reusable widgets."""
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+
+class SlideTitle(QWidget):
+    """The preset's title and its one line on what to look at, so every screenshot is a slide."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("slideTitle")
+        self.title = QLabel(objectName="slideTitleText")
+        self.subtitle = QLabel(objectName="slideSubtitle")
+        for label in (self.title, self.subtitle):
+            label.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 6, 12, 6)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(self.subtitle)
+        self.hide()
+
+    def show_slide(self, title: str, subtitle: str = "") -> None:
+        self.title.setText(title)
+        self.subtitle.setText(subtitle)
+        self.subtitle.setVisible(bool(subtitle))
+        self.setVisible(bool(title))
 
 
 class MessageBar(QWidget):
