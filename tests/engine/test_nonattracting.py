@@ -6,7 +6,7 @@ import pytest
 
 from engine import deep, netio
 from engine import nonattracting as NA
-from engine.experiments import _REGISTRY
+from engine.experiments import experiments
 from engine.inspect import inspect_network_file
 from engine.progress import run_to_completion
 
@@ -19,7 +19,7 @@ def out(tmp_path_factory):
         d.mkdir()
         if name == "nonattr-path":  # reuse the deep run's minimum, as `reproduce` into one folder would
             (d / "big_min.npz").write_bytes((out / "nonattr-deep" / "big_min.npz").read_bytes())
-        run_to_completion(_REGISTRY[name].run(d, quick=True, seed=0))
+        run_to_completion(experiments()[name].run(d, quick=True, seed=0))
     return out
 
 
