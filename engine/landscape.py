@@ -1,9 +1,10 @@
 """Loss-landscape slices and planes (MATH.md B8), evaluated in batches.
 
-Slices use the structure θ + t d (``slice_losses``: large shared GEMMs plus one bmm per chunk of
-directions); planes push rows of parameter vectors through ``deep.loss_batch``. Chunks of
-~1,600 points keep activations in cache; never a Python loop over points
-(benchmarks/bench_landscape.py measures the speed-up over one forward per point).
+Both go through ``slice_losses``, which uses the θ + t d structure: layer 1 costs two small GEMMs
+for every t, and deeper layers one batched GEMM over each point's own weights W + t D. Chunks of a
+few hundred points keep activations in cache; never a Python loop over points
+(benchmarks/bench_landscape.py measures the speed-up over loss-landscapes and over one forward per
+point).
 """
 from __future__ import annotations
 
@@ -19,17 +20,41 @@ import torch
 from . import deep
 from .deep import Arch
 from .errors import EngineInputError
-from .progress import Job, Progress
+from .progress import Job, Progress, run_to_completion
 from .runtime import configure_torch_threads
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 # Points per chunk: whole directions of P points, as many as keep the activations in cache.
-# On 2—21—21—1 with 20 samples, 8 directions of 101 points were fastest in float64 and 16 in
-# float32 (half the bytes); twice that fell out of cache and ran ~1.5x slower.
-DEFAULT_CHUNK = {"float64": 808, "float32": 1616}
-# Chunks go to two Python threads with one torch thread each: 1.7x on 2 cores (K = 5000, P = 101),
-# where two OpenMP threads inside each product collapsed 10–60x whenever the machine was busy.
+# On 2—21—21—1 with 20 samples, 4 directions of 101 points were fastest in float64 and 8 in
+# float32 (half the bytes); 16 or more fell out of the 512 KiB L2 and ran up to 1.3x slower.
+DEFAULT_CHUNK = {"float64": 404, "float32": 808}
+CUDA_CHUNK = 200_000  # on a GPU one launch per layer should cover many directions
+# At most two Python threads with one torch thread each (torch releases the GIL inside its
+# kernels); two OpenMP threads inside each product collapsed 10–60x whenever the machine was busy.
 WORKER_THREADS = min(2, os.cpu_count() or 1)
+
+
+def busy_cpus(samples: int = 5) -> float | None:
+    """How many other tasks are runnable right now (mean of a few instantaneous reads of
+    /proc/loadavg's running count, less this reader); None where that file does not exist."""
+    counts = []
+    try:
+        for _ in range(samples):
+            with open("/proc/loadavg") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+            time.sleep(0.001)
+    except (OSError, ValueError, IndexError):
+        return None
+    return sum(counts) / len(counts)
+
+
+def auto_threads() -> int:
+    """Worker threads by measured load: a second thread only when a second core is free. On
+    the 2-core machine two threads ran slower than one when another job held a core."""
+    busy = busy_cpus()
+    if busy is None:
+        return WORKER_THREADS
+    return max(1, min(WORKER_THREADS, round((os.cpu_count() or 1) - busy)))
 
 
 def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: str = "unit") -> np.ndarray:
@@ -49,12 +74,13 @@ def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: s
 
 
 def evaluate_job(n_items: int, compute: Callable[[int, int], np.ndarray], chunk: int,
-                 threads: int = WORKER_THREADS) -> Job[np.ndarray]:
+                 threads: int | None = None) -> Job[np.ndarray]:
     """Run ``compute(i0, i1)`` (losses of items i0..i1, shape (i1 − i0, …)) chunk by chunk, so memory
     stays at one chunk per thread. With ``threads=2`` chunks run on two Python threads, each with one
-    torch thread (torch releases the GIL inside its kernels)."""
+    torch thread (torch releases the GIL inside its kernels); None picks by load (``auto_threads``)."""
     configure_torch_threads()
     bounds = [(i, min(i + chunk, n_items)) for i in range(0, n_items, chunk)]
+    threads = min(auto_threads() if threads is None else threads, len(bounds))
     parts, done, last = [], 0, time.perf_counter()
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     try:
@@ -70,40 +96,93 @@ def evaluate_job(n_items: int, compute: Callable[[int, int], np.ndarray], chunk:
     return np.concatenate(parts)
 
 
-def _prepare(arch: Arch, X, Y, dtype: str):
-    if dtype not in DTYPES:
-        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
-    X, Y = deep.check_data(arch, X, Y)
-    return deep.tensors(X, Y, dtype=DTYPES[dtype])
+def check_device(device: str) -> torch.device:
+    """"cpu", or "cuda" when torch sees a GPU; anything else is a clear input error."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise EngineInputError(f"unknown device {device!r}; choose 'cpu' or 'cuda'") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise EngineInputError(f"device {device!r} is not supported; choose 'cpu' or 'cuda'")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise EngineInputError(f"device {device!r}: this torch ({torch.__version__}) sees no CUDA GPU; use 'cpu'")
+    return dev
 
 
 @torch.no_grad()
 def slice_losses(arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tensor, X: torch.Tensor,
                  y: torch.Tensor) -> torch.Tensor:
-    """L(θ + t_p d_k) for all k, p -> (k, P), hand-batched along the slice structure.
+    """L(θ_k + t_p d_k) for all k, p -> (k, P), hand-batched along the slice structure.
 
-    The pre-activation of layer l at (k, p) is W A + t_p D_k A with A the layer's input. Stacking
-    the shared W on each D_k makes both products one bmm with 2n rows and P·N columns per
-    direction: large matmuls instead of k·P tiny ones (faster again than batching the points as
-    independent parameter vectors), and one pass fewer over the activations than a separate
-    ``W A`` GEMM plus a fused ``baddbmm`` (measured 2.8 against 3.5 µs a point in float64).
+    ``theta`` and ``d`` are ``(params,)`` or ``(k, params)`` and broadcast against each other
+    (a plane is a stack of slices, one base point per row, sharing one direction).
+    Layer 1's pre-activation is W X^T + t_p D X^T: two small GEMMs serve every t. Deeper layers
+    build each point's own weights W + t_p D (n_l·n_{l-1} numbers, about one activation's worth)
+    and run one batched GEMM of the network's true size. Stacking [W; D] instead, as before,
+    doubled those flops and needed an extra addcmul pass over the activations: 1.2–1.3x slower in
+    float32, even in float64.
     """
-    k, P, N = d.shape[0], t.shape[0], X.shape[0]
-    a = None  # layer input as (k, n, P·N); the first layer's is X, shared
+    theta, d = theta.reshape(-1, 1, theta.shape[-1]), d.reshape(-1, 1, d.shape[-1])
+    k, P, N = max(len(theta), len(d)), t.shape[0], X.shape[0]
+    tt = t[:, None, None]  # against (k, 1, rows, cols): (k, P, rows, cols)
     for l in range(1, arch.n_layers + 1):
         blk = arch.block(f"W{l}")
-        W, D = theta[blk.slice].reshape(blk.shape), d[:, blk.slice].reshape(k, *blk.shape)
-        if a is None:  # (k, n, P, N), built contiguous so nothing is copied later
-            z = torch.addcmul((W @ X.T)[None, :, None, :], (D @ X.T)[:, :, None, :], t[:, None])
-        else:  # one bmm of [W; D_k] a (2n rows), then W a + t ⊙ D_k a
-            both = torch.bmm(torch.cat([W.expand(k, -1, -1), D], 1), a).view(k, 2, -1, P, N)
-            z = torch.addcmul(both[:, 0], both[:, 1], t[:, None])
+        W, D = theta[..., blk.slice].unflatten(-1, blk.shape), d[..., blk.slice].unflatten(-1, blk.shape)
+        if l == 1:
+            z = torch.addcmul(W @ X.T, D @ X.T, tt)
+        else:
+            z = torch.bmm(torch.addcmul(W, D, tt).view(k * P, *blk.shape), a).view(k, P, -1, N)
         if arch.bias:
             b = arch.block(f"b{l}").slice
-            z = z + theta[b][:, None, None] + t[:, None] * d[:, b][:, :, None, None]
+            z += torch.addcmul(theta[..., b], d[..., b], t[:, None])[..., None]
         if l < arch.n_layers:
-            a = deep.sigma_(arch.activation, z).view(k, -1, P * N)
-    return ((z[:, 0] - y) ** 2).sum(-1)
+            a = deep.sigma_(arch.activation, z).view(k * P, -1, N)
+    return ((z[:, :, 0] - y) ** 2).sum(-1)
+
+
+def _curves_job(arch: Arch, theta, d, t, X, Y, dtype: str, chunk: int | None, threads: int | None,
+                device: str) -> Job[np.ndarray]:
+    """``slice_losses`` over all rows of θ/d (broadcast), chunk by chunk, as float64 numpy (k, P)."""
+    if dtype not in DTYPES:
+        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+    dev = check_device(device)
+    X, Y = deep.check_data(arch, X, Y)
+    as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype], device=dev)
+    Xt, yt, t_t = as_t(X), as_t(Y), as_t(t)
+    theta, d = np.atleast_2d(theta), np.atleast_2d(d)
+    rows = lambda a, i0, i1: a if len(a) == 1 else a[i0:i1]
+    compute = lambda i0, i1: slice_losses(arch, as_t(rows(theta, i0, i1)), as_t(rows(d, i0, i1)), t_t, Xt,
+                                          yt).double().cpu().numpy()
+    if dev.type == "cuda":  # one stream: Python threads would only queue launches behind each other
+        chunk, threads = chunk or CUDA_CHUNK, 1
+    per_chunk = max(1, (chunk or DEFAULT_CHUNK[dtype]) // len(t))
+    return (yield from evaluate_job(max(len(theta), len(d)), compute, per_chunk, threads))
+
+
+def loss_rounding(arch: Arch, theta, X, Y, dtype: str) -> float:
+    """First-order bound on how far L(θ) computed in ``dtype`` can land from its exact value.
+
+    A dot product of m terms rounds with error ≤ m·ε·Σ|terms| (the standard γ_m bound, also
+    covering the rounding of θ + t d itself); σ adds ε·|σ| and passes its input's error on scaled
+    by |σ'|; a layer passes its input's error on through |W|. Propagating these magnitudes gives
+    each output's error bound E_α, and L = Σ_α r_α² then errs by at most 2 Σ_α |r_α| E_α plus
+    N·ε·L for the N-term sum. Loss-sized scale times ε times terms summed: in float32 this is
+    ~1e-6 relative, which a fixed 1e-12 mistook for dips below a verified minimum.
+    """
+    eps = torch.finfo(DTYPES[dtype]).eps
+    theta, X = deep.tensors(theta, X)
+    Ws, bs = deep.unpack(arch, theta)
+    a = X.T
+    err = eps * a.abs()  # the inputs, rounded to dtype
+    for l, (W, b) in enumerate(zip(Ws, bs), 1):
+        z = W @ a + (0 if b is None else b[:, None])
+        terms = W.abs() @ a.abs() + (0 if b is None else b.abs()[:, None])
+        err = W.abs() @ err + (W.shape[1] + 1) * eps * terms
+        if l < arch.n_layers:
+            a = deep.sigma(arch.activation, z)
+            err = deep.sigma(arch.activation, z, 1).abs() * err + eps * a.abs()
+    r = z[0] - torch.as_tensor(deep.as_targets(Y))
+    return float(2 * r.abs() @ err[0] + len(r) * eps * (r @ r))
 
 
 @dataclass(frozen=True)
@@ -112,15 +191,18 @@ class Slices:
     curves: np.ndarray    # (K, P): L(θ + t d_k)
     envelope: np.ndarray  # (P,): min over directions
     L_star: float         # L(θ), float64
-    envelope_gap: float   # min over t ≠ 0 of envelope − L*: ≥ 0 up to noise at a minimum, < 0 at a saddle
-    frac_below: float     # fraction of curves that dip below L* anywhere
+    envelope_gap: float   # min over t ≠ 0 of envelope − L*: ≥ 0 at a minimum (dips within rounding read 0), < 0 at a saddle
+    frac_below: float     # fraction of curves that dip below L* by more than rounding
     n_below: int          # how many curves dip below L* (of K = len(curves))
+    tolerance: float = 0.0  # the rounding allowance those two use (loss_rounding of dtype and float64)
 
 
 def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 1.0,
                normalization: str = "unit", seed: int = 0, dtype: str = "float64", chunk: int | None = None,
-               threads: int = WORKER_THREADS, directions: np.ndarray | None = None) -> Job[Slices]:
-    """Curves L(θ + t d) for t ∈ [−T, T] along K random (or given) directions."""
+               threads: int | None = None, directions: np.ndarray | None = None,
+               device: str = "cpu") -> Job[Slices]:
+    """Curves L(θ + t d) for t ∈ [−T, T] along K random (or given) directions. ``threads`` None
+    picks by load; ``device`` "cuda" runs the kernel on a GPU (results come back as numpy)."""
     theta = np.asarray(theta, float)
     if P < 2:
         raise EngineInputError(f"number of points P = {P} must be at least 2")
@@ -128,22 +210,25 @@ def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 
     if d.ndim != 2 or d.shape[1] != arch.n_params:
         raise EngineInputError(f"directions have shape {d.shape}; expected (K, {arch.n_params})")
     t = np.linspace(-T, T, P)
-    K = len(d)
-
-    Xt, yt = _prepare(arch, X, Y, dtype)
-    as_t = lambda a: torch.as_tensor(a, dtype=DTYPES[dtype])
-    theta_t, t_t = as_t(theta), as_t(t)
-    compute = lambda i0, i1: slice_losses(arch, theta_t, as_t(d[i0:i1]), t_t, Xt, yt).double().numpy()
-    chunk = chunk or DEFAULT_CHUNK[dtype]
-    curves = yield from evaluate_job(K, compute, max(1, chunk // P), threads)
+    curves = yield from _curves_job(arch, theta, d, t, X, Y, dtype, chunk, threads, device)
     L_star = deep.loss(arch, theta, X, Y)
     envelope = curves.min(0)
-    off_zero = t != 0  # at t = 0 every curve equals L*, which would pin the gap to 0
-    # At t = 0 every curve is L* up to rounding (the batched sum runs in another order than
-    # deep.loss): only a dip beyond that rounding counts.
-    below = (curves < L_star - 1e-12 * max(1.0, abs(L_star))).any(1)
-    return Slices(t, curves, envelope, L_star, float(envelope[off_zero].min() - L_star),
-                  float(below.mean()), int(below.sum()))
+    # Every curve is L* at t = 0 only up to rounding (another dtype, another summation order
+    # than deep.loss): only a dip beyond both evaluations' rounding counts.
+    tol = loss_rounding(arch, theta, X, Y, dtype) + loss_rounding(arch, theta, X, Y, "float64")
+    below = (curves < L_star - tol).any(1)
+    gap = float(envelope[t != 0].min() - L_star)  # t = 0 would pin the gap to 0
+    return Slices(t, curves, envelope, L_star, 0.0 if -tol <= gap < 0 else gap, float(below.mean()),
+                  int(below.sum()), tol)
+
+
+def preview_slices(arch: Arch, theta, X, Y, directions: np.ndarray, P: int = 21, T: float = 1.0,
+                   dtype: str = "float32", threads: int | None = None, device: str = "cpu") -> Slices:
+    """The λ slider's live preview: the same directions at a coarse t grid in float32, blocking
+    (K = 5000, P = 21 on 2—21—21—1: see benchmarks/bench_landscape.py); refine with slices_job
+    on release."""
+    return run_to_completion(slices_job(arch, theta, X, Y, P=P, T=T, dtype=dtype, threads=threads,
+                                        directions=directions, device=device))
 
 
 @dataclass(frozen=True)
@@ -155,25 +240,20 @@ class Plane:
 
 
 def plane_job(arch: Arch, theta, X, Y, d1, d2, n: int = 51, T: float = 1.0, dtype: str = "float64",
-              threads: int = WORKER_THREADS) -> Job[Plane]:
+              threads: int | None = None, device: str = "cpu") -> Job[Plane]:
+    """Row i is the slice through θ + s_i d1 along d2, so the plane reuses ``slice_losses``."""
     theta, d1, d2 = (np.asarray(a, float) for a in (theta, d1, d2))
     for name, d in (("d1", d1), ("d2", d2)):
         if d.shape != theta.shape:
             raise EngineInputError(f"direction {name} has shape {d.shape}; expected ({arch.n_params},)")
     s = np.linspace(-T, T, n)
-
-    Xt, yt = _prepare(arch, X, Y, dtype)
-
-    @torch.no_grad()
-    def compute(i0, i1):
-        i = np.arange(i0, i1)
-        rows = torch.as_tensor(theta + s[i // n, None] * d1 + s[i % n, None] * d2, dtype=DTYPES[dtype])
-        return deep.loss_batch(arch, rows, Xt, yt).double().numpy()
-
-    flat = yield from evaluate_job(n * n, compute, 1600, threads)
-    return Plane(s, s.copy(), flat.reshape(n, n), deep.loss(arch, theta, X, Y))
+    losses = yield from _curves_job(arch, theta + s[:, None] * d1, d2, s, X, Y, dtype, None, threads, device)
+    return Plane(s, s.copy(), losses, deep.loss(arch, theta, X, Y))
 
 
-def losses_per_point(arch: Arch, thetas, X, Y) -> np.ndarray:
+def losses_per_point(arch: Arch, thetas, X, Y, dtype: str = "float64") -> np.ndarray:
     """Reference: one forward per parameter vector (what per-point landscape tools do)."""
-    return np.array([deep.loss(arch, th, X, Y) for th in np.asarray(thetas, float)])
+    Xt, yt = deep.tensors(X, deep.as_targets(Y), dtype=DTYPES[dtype])
+    with torch.no_grad():
+        return np.array([float(deep.loss_t(arch, torch.as_tensor(th, dtype=DTYPES[dtype]), Xt, yt))
+                         for th in np.asarray(thetas, float)])
