@@ -7,8 +7,8 @@ Rows, all measured in this one run, interleaved, best of --repeats:
            directions and extrapolated per point.
   helper   the engine's per-point helper, landscape.losses_per_point (one forward per point),
            timed on --helper-dirs directions and extrapolated.
-  engine   landscape.slices_job on the whole workload: default (threads picked by load at the
-           moment of the run, as the GUI gets) and 1 thread.
+  engine   landscape.slices_job on the whole workload: default (landscape.WORKER_THREADS, 2
+           here) and 1 thread.
 Ratios are peer (or helper) time over engine time, for wall and CPU time (process CPU, all
 threads). "% peak" is the engine's useful GFLOP/s (the multiply-adds of one network forward per
 point) over a 1500² torch matmul of the same dtype timed here on as many threads.
@@ -121,7 +121,7 @@ def main():
             wall, cpu, _ = timed(lambda: landscape.losses_per_point(ARCH, rows(hsub), X, y, name))
             record((name, "helper"), wall, cpu, 1, K / len(hsub))
             for label in ("default", "1 thread"):
-                threads = landscape.auto_threads() if label == "default" else 1
+                threads = landscape.WORKER_THREADS if label == "default" else 1
                 wall, cpu, s = timed(lambda: run_to_completion(landscape.slices_job(
                     ARCH, theta, X, y, directions=d, P=P, T=T, dtype=name, threads=threads)))
                 record((name, label), wall, cpu, threads)
@@ -129,7 +129,7 @@ def main():
             ours = s.curves[:len(sub)]
             rel = np.abs(peer - ours).max() / np.abs(ours).max()
             assert rel < (1e-9 if name == "float64" else 1e-3), f"{name}: peer and engine curves differ by {rel:.1e}"
-        wall, cpu, _ = timed(lambda: landscape.preview_slices(ARCH, theta, X, y, d, P=21, threads=landscape.auto_threads()))
+        wall, cpu, _ = timed(lambda: landscape.preview_slices(ARCH, theta, X, y, d, P=21))
         record(("preview", "K=5000 P=21 float32"), wall, cpu, 0)
         wall, cpu, _ = timed(lambda: run_to_completion(landscape.plane_job(ARCH, theta, X, y, d[0], d[1], n=41)))
         record(("plane", "41×41 float64"), wall, cpu, 0)

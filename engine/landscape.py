@@ -1,6 +1,6 @@
 """Loss-landscape slices and planes (MATH.md B8), evaluated in batches.
 
-Both go through ``slice_losses``, which uses the θ + t d structure: layer 1 costs two small GEMMs
+Both go through ``slice_kernel``, which uses the θ + t d structure: layer 1 costs two small GEMMs
 for every t, and deeper layers one batched GEMM over each point's own weights W + t D. Chunks of a
 few hundred points keep activations in cache; never a Python loop over points
 (benchmarks/bench_landscape.py measures the speed-up over loss-landscapes and over one forward per
@@ -24,37 +24,18 @@ from .progress import Job, Progress, run_to_completion
 from .runtime import configure_torch_threads
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
-# Points per chunk: whole directions of P points, as many as keep the activations in cache.
-# On 2—21—21—1 with 20 samples, 4 directions of 101 points were fastest in float64 and 8 in
-# float32 (half the bytes); 16 or more fell out of the 512 KiB L2 and ran up to 1.3x slower.
-DEFAULT_CHUNK = {"float64": 404, "float32": 808}
+# Points per chunk: whole directions of P points. On 2—21—21—1 with 20 samples, 8 directions of
+# 101 points were fastest in both dtypes (1–8 swept, interleaved): smaller chunks stay in the
+# 512 KiB L2 but pay ~120 µs of torch call overhead each (float32: 2.56 µs a point at 1
+# direction, 1.66–1.74 at 6–8).
+DEFAULT_CHUNK = {"float64": 808, "float32": 808}
 CUDA_CHUNK = 200_000  # on a GPU one launch per layer should cover many directions
-# At most two Python threads with one torch thread each (torch releases the GIL inside its
-# kernels); two OpenMP threads inside each product collapsed 10–60x whenever the machine was busy.
+# Two Python threads with one torch thread each (torch releases the GIL inside its kernels); two
+# OpenMP threads inside each product collapsed 10–60x whenever the machine was busy. Choosing one
+# thread when the machine is busy does not pay: with 4 other runnable tasks on the 2 cores, 2
+# threads took 1.15–1.46 s against 1.45–2.03 s for 1 (K = 2000, float32), for the same CPU time,
+# since dynamic chunking lets a preempted thread's share go to the other.
 WORKER_THREADS = min(2, os.cpu_count() or 1)
-
-
-def busy_cpus(samples: int = 5) -> float | None:
-    """How many other tasks are runnable right now (mean of a few instantaneous reads of
-    /proc/loadavg's running count, less this reader); None where that file does not exist."""
-    counts = []
-    try:
-        for _ in range(samples):
-            with open("/proc/loadavg") as f:
-                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
-            time.sleep(0.001)
-    except (OSError, ValueError, IndexError):
-        return None
-    return sum(counts) / len(counts)
-
-
-def auto_threads() -> int:
-    """Worker threads by measured load: a second thread only when a second core is free. On
-    the 2-core machine two threads ran slower than one when another job held a core."""
-    busy = busy_cpus()
-    if busy is None:
-        return WORKER_THREADS
-    return max(1, min(WORKER_THREADS, round((os.cpu_count() or 1) - busy)))
 
 
 def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: str = "unit") -> np.ndarray:
@@ -74,13 +55,13 @@ def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: s
 
 
 def evaluate_job(n_items: int, compute: Callable[[int, int], np.ndarray], chunk: int,
-                 threads: int | None = None) -> Job[np.ndarray]:
+                 threads: int = WORKER_THREADS) -> Job[np.ndarray]:
     """Run ``compute(i0, i1)`` (losses of items i0..i1, shape (i1 − i0, …)) chunk by chunk, so memory
     stays at one chunk per thread. With ``threads=2`` chunks run on two Python threads, each with one
-    torch thread (torch releases the GIL inside its kernels); None picks by load (``auto_threads``)."""
+    torch thread (torch releases the GIL inside its kernels)."""
     configure_torch_threads()
     bounds = [(i, min(i + chunk, n_items)) for i in range(0, n_items, chunk)]
-    threads = min(auto_threads() if threads is None else threads, len(bounds))
+    threads = min(threads, len(bounds))
     parts, done, last = [], 0, time.perf_counter()
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     try:
@@ -109,50 +90,65 @@ def check_device(device: str) -> torch.device:
     return dev
 
 
-@torch.no_grad()
-def slice_losses(arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tensor, X: torch.Tensor,
-                 y: torch.Tensor) -> torch.Tensor:
-    """L(θ_k + t_p d_k) for all k, p -> (k, P), hand-batched along the slice structure.
+def slice_kernel(arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tensor, X: torch.Tensor,
+                 y: torch.Tensor) -> Callable[[int, int], torch.Tensor]:
+    """Prepare L(θ_k + t_p d_k) over the slice structure; returns ``losses(i0, i1)`` -> (i1 − i0, P)
+    for rows i0..i1. ``theta`` and ``d`` are ``(params,)`` or ``(k, params)`` and broadcast
+    against each other (a plane is a stack of slices, one base point per row, sharing d).
 
-    ``theta`` and ``d`` are ``(params,)`` or ``(k, params)`` and broadcast against each other
-    (a plane is a stack of slices, one base point per row, sharing one direction).
-    Layer 1's pre-activation is W X^T + t_p D X^T: two small GEMMs serve every t. Deeper layers
-    build each point's own weights W + t_p D (n_l·n_{l-1} numbers, about one activation's worth)
-    and run one batched GEMM of the network's true size. Stacking [W; D] instead, as before,
-    doubled those flops and needed an extra addcmul pass over the activations: 1.2–1.3x slower in
-    float32, even in float64.
+    Layer 1's pre-activation is W X^T + t_p D X^T: both products are made here, once for every
+    row and every t. Deeper layers build each point's own weights W + t_p D (n_l·n_{l-1} numbers,
+    about one activation's worth) and run one batched GEMM of the network's true size. Stacking
+    [W; D] instead, as before, doubled those flops and needed an extra pass over the activations:
+    1.2x slower in float32, and no faster in float64. Everything per layer is sliced here, once:
+    a chunk is then ~15 torch calls (~120 µs on a busy machine, ~240 µs before), the overhead
+    that keeps chunks from shrinking into the 512 KiB L2.
     """
     theta, d = theta.reshape(-1, 1, theta.shape[-1]), d.reshape(-1, 1, d.shape[-1])
-    k, P, N = max(len(theta), len(d)), t.shape[0], X.shape[0]
+    P, N = t.shape[0], X.shape[0]
     tt = t[:, None, None]  # against (k, 1, rows, cols): (k, P, rows, cols)
+    layers = []
     for l in range(1, arch.n_layers + 1):
         blk = arch.block(f"W{l}")
-        W, D = theta[..., blk.slice].unflatten(-1, blk.shape), d[..., blk.slice].unflatten(-1, blk.shape)
-        if l == 1:
-            z = torch.addcmul(W @ X.T, D @ X.T, tt)
-        else:
-            z = torch.bmm(torch.addcmul(W, D, tt).view(k * P, *blk.shape), a).view(k, P, -1, N)
-        if arch.bias:
-            b = arch.block(f"b{l}").slice
-            z += torch.addcmul(theta[..., b], d[..., b], t[:, None])[..., None]
-        if l < arch.n_layers:
-            a = deep.sigma_(arch.activation, z).view(k * P, -1, N)
-    return ((z[:, :, 0] - y) ** 2).sum(-1)
+        W, D = (a[..., blk.slice].unflatten(-1, blk.shape) for a in (theta, d))
+        W, D = (W @ X.T, D @ X.T) if l == 1 else (W.contiguous(), D.contiguous())
+        b = arch.block(f"b{l}").slice if arch.bias else None
+        layers.append((W, D, None if b is None else (theta[..., b].contiguous(), d[..., b].contiguous())))
+    rows = lambda a, i0, i1: a if len(a) == 1 else a[i0:i1]
+
+    @torch.no_grad()
+    def losses(i0: int, i1: int) -> torch.Tensor:
+        k = i1 - i0
+        for l, (W, D, b) in enumerate(layers, 1):
+            z = torch.addcmul(rows(W, i0, i1), rows(D, i0, i1), tt)  # (k, P, n_l, N or n_{l-1})
+            if l > 1:
+                z = torch.bmm(z.view(k * P, *z.shape[-2:]), a).view(k, P, -1, N)
+            if b is not None:
+                z += torch.addcmul(rows(b[0], i0, i1), rows(b[1], i0, i1), t[:, None])[..., None]
+            if l < arch.n_layers:
+                a = deep.sigma_(arch.activation, z).view(k * P, -1, N)
+        return z.view(k, P, N).sub_(y).square_().sum(-1)
+    return losses
 
 
-def _curves_job(arch: Arch, theta, d, t, X, Y, dtype: str, chunk: int | None, threads: int | None,
+def slice_losses(arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tensor, X: torch.Tensor,
+                 y: torch.Tensor) -> torch.Tensor:
+    """L(θ_k + t_p d_k) for all rows k and all p -> (k, P) in one go (see ``slice_kernel``)."""
+    rows = max(a.reshape(-1, a.shape[-1]).shape[0] for a in (theta, d))
+    return slice_kernel(arch, theta, d, t, X, y)(0, rows)
+
+
+def _curves_job(arch: Arch, theta, d, t, X, Y, dtype: str, chunk: int | None, threads: int,
                 device: str) -> Job[np.ndarray]:
-    """``slice_losses`` over all rows of θ/d (broadcast), chunk by chunk, as float64 numpy (k, P)."""
+    """``slice_kernel`` over all rows of θ/d (broadcast), chunk by chunk, as float64 numpy (k, P)."""
     if dtype not in DTYPES:
         raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
     dev = check_device(device)
     X, Y = deep.check_data(arch, X, Y)
     as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype], device=dev)
-    Xt, yt, t_t = as_t(X), as_t(Y), as_t(t)
     theta, d = np.atleast_2d(theta), np.atleast_2d(d)
-    rows = lambda a, i0, i1: a if len(a) == 1 else a[i0:i1]
-    compute = lambda i0, i1: slice_losses(arch, as_t(rows(theta, i0, i1)), as_t(rows(d, i0, i1)), t_t, Xt,
-                                          yt).double().cpu().numpy()
+    losses = slice_kernel(arch, as_t(theta), as_t(d), as_t(t), as_t(X), as_t(Y))
+    compute = lambda i0, i1: losses(i0, i1).double().cpu().numpy()
     if dev.type == "cuda":  # one stream: Python threads would only queue launches behind each other
         chunk, threads = chunk or CUDA_CHUNK, 1
     per_chunk = max(1, (chunk or DEFAULT_CHUNK[dtype]) // len(t))
@@ -191,7 +187,8 @@ class Slices:
     curves: np.ndarray    # (K, P): L(θ + t d_k)
     envelope: np.ndarray  # (P,): min over directions
     L_star: float         # L(θ), float64
-    envelope_gap: float   # min over t ≠ 0 of envelope − L*: ≥ 0 at a minimum (dips within rounding read 0), < 0 at a saddle
+    # min over t ≠ 0 of envelope − L*: ≥ 0 at a minimum (a dip within ``tolerance`` reads 0), < 0 at a saddle
+    envelope_gap: float
     frac_below: float     # fraction of curves that dip below L* by more than rounding
     n_below: int          # how many curves dip below L* (of K = len(curves))
     tolerance: float = 0.0  # the rounding allowance those two use (loss_rounding of dtype and float64)
@@ -199,10 +196,10 @@ class Slices:
 
 def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 1.0,
                normalization: str = "unit", seed: int = 0, dtype: str = "float64", chunk: int | None = None,
-               threads: int | None = None, directions: np.ndarray | None = None,
+               threads: int = WORKER_THREADS, directions: np.ndarray | None = None,
                device: str = "cpu") -> Job[Slices]:
-    """Curves L(θ + t d) for t ∈ [−T, T] along K random (or given) directions. ``threads`` None
-    picks by load; ``device`` "cuda" runs the kernel on a GPU (results come back as numpy)."""
+    """Curves L(θ + t d) for t ∈ [−T, T] along K random (or given) directions. ``device`` "cuda"
+    runs the kernel on a GPU (results come back as numpy)."""
     theta = np.asarray(theta, float)
     if P < 2:
         raise EngineInputError(f"number of points P = {P} must be at least 2")
@@ -223,7 +220,7 @@ def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 
 
 
 def preview_slices(arch: Arch, theta, X, Y, directions: np.ndarray, P: int = 21, T: float = 1.0,
-                   dtype: str = "float32", threads: int | None = None, device: str = "cpu") -> Slices:
+                   dtype: str = "float32", threads: int = WORKER_THREADS, device: str = "cpu") -> Slices:
     """The λ slider's live preview: the same directions at a coarse t grid in float32, blocking
     (K = 5000, P = 21 on 2—21—21—1: see benchmarks/bench_landscape.py); refine with slices_job
     on release."""
@@ -240,8 +237,8 @@ class Plane:
 
 
 def plane_job(arch: Arch, theta, X, Y, d1, d2, n: int = 51, T: float = 1.0, dtype: str = "float64",
-              threads: int | None = None, device: str = "cpu") -> Job[Plane]:
-    """Row i is the slice through θ + s_i d1 along d2, so the plane reuses ``slice_losses``."""
+              threads: int = WORKER_THREADS, device: str = "cpu") -> Job[Plane]:
+    """Row i is the slice through θ + s_i d1 along d2, so the plane reuses ``slice_kernel``."""
     theta, d1, d2 = (np.asarray(a, float) for a in (theta, d1, d2))
     for name, d in (("d1", d1), ("d2", d2)):
         if d.shape != theta.shape:

@@ -128,4 +128,3 @@ def test_preview_is_the_coarse_float32_slice():
     p = landscape.preview_slices(ARCH, THETA, X, Y, d, P=5)
     ref = run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, P=5, directions=d))
     assert p.curves.shape == (30, 5) and np.abs(p.curves / ref.curves - 1).max() < 2e-6
-    assert 1 <= landscape.auto_threads() <= landscape.WORKER_THREADS
