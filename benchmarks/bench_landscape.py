@@ -1,9 +1,22 @@
-"""Batched landscape slices vs the per-point method, K=5000 × P=101 on 2—21—21—1 with 20 samples.
+"""Landscape slices against the peer, loss-landscapes 3.0.6, on the reference workload:
+2—21—21—1 sigmoid, N = 20 samples, K = 5000 directions × P = 101 points, t ∈ [−1, 1].
 
-The per-point method (what existing landscape tools do): write each parameter vector into a
-torch nn.Module and call forward once. It is timed on a subset of points and extrapolated.
-Also reports achieved GFLOP/s against a large matmul measured in the same run.
-Run: python benchmarks/bench_landscape.py [--threads 1 2] [--repeats 3]
+Rows, all measured in this one run, interleaved, best of --repeats:
+  peer     loss-landscapes' own per-point machinery: its random_line (model wrapper, in-place
+           parameter steps, its Loss metric) fed our directions and t grid; timed on --peer-dirs
+           directions and extrapolated per point.
+  helper   the engine's per-point helper, landscape.losses_per_point (one forward per point),
+           timed on --helper-dirs directions and extrapolated.
+  engine   landscape.slices_job on the whole workload: default (landscape.WORKER_THREADS, 2
+           here) and 1 thread.
+Ratios are peer (or helper) time over engine time, for wall and CPU time (process CPU, all
+threads). "% peak" is the engine's useful GFLOP/s (the multiply-adds of one network forward per
+point) over a 1500² torch matmul of the same dtype timed here on as many threads.
+Also printed: the λ-drag preview (K = 5000, P = 21, float32) and a 41 × 41 plane.
+
+Needs the bench extra: pip install -e .[bench]   (loss-landscapes declares only numpy and
+imports torch; it runs unchanged on numpy 2, so no workaround is needed.)
+Run: python benchmarks/bench_landscape.py [--repeats 3] [--peer-dirs 20]
 """
 import argparse
 import sys
@@ -18,67 +31,133 @@ from engine import deep, landscape  # noqa: E402
 from engine.progress import run_to_completion  # noqa: E402
 from engine.runtime import configure_torch_threads  # noqa: E402
 
-K, P, N = 5000, 101, 20
+K, P, N, T = 5000, 101, 20, 1.0
 ARCH = deep.Arch((2, 21, 21, 1))
-# multiply-adds per point: 2 flops each, plus the activations and the loss (counted as 1 flop each)
-FLOPS_PER_POINT = 2 * N * (2 * 21 + 21 * 21 + 21) + 2 * 21 * N + 3 * N
+FLOPS_PER_POINT = 2 * N * sum(a * b for a, b in zip(ARCH.widths, ARCH.widths[1:]))  # 10.2 GFLOP in all
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
-def per_point(theta, d, t, X, y, dtype, n_points):
+def timed(work):
+    """(wall s, process CPU s, result) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = work()
+    return time.perf_counter() - wall, time.process_time() - cpu, out
+
+
+def matmul_peak(dtype, threads, n=1500, reps=3):
+    torch.set_num_threads(threads)
+    try:
+        a = torch.randn(n, n, dtype=dtype)
+        a @ a
+        return 2 * n**3 / min(timed(lambda: a @ a)[0] for _ in range(reps)) / 1e9
+    finally:
+        torch.set_num_threads(1)
+
+
+def peer_curves(theta, dirs, t, X, y, dtype):
+    """loss-landscapes' random_line along each of our directions, ×N (its MSELoss is a mean).
+
+    random_line draws its own direction with rand_u_like, normalizes it to ‖start‖/distance/steps
+    and evaluates start + i·step for i = 1..steps, stepping the parameters in place. So we hand it
+    our direction through rand_u_like, start it one step before −T and choose distance so that the
+    step is h = 2T/(P−1): it then evaluates exactly our grid, with its own machinery per point."""
+    import loss_landscapes.main as ll_main
+    from loss_landscapes.metrics import Loss
+    from loss_landscapes.model_interface.model_parameters import ModelParameters
+
     model = torch.nn.Sequential(torch.nn.Linear(2, 21, bias=False), torch.nn.Sigmoid(),
                                 torch.nn.Linear(21, 21, bias=False), torch.nn.Sigmoid(),
                                 torch.nn.Linear(21, 1, bias=False)).to(dtype)
-    Xt, yt = torch.as_tensor(X, dtype=dtype), torch.as_tensor(y, dtype=dtype)
-    start = time.perf_counter()
-    with torch.no_grad():
-        for i in range(n_points):
-            vec = torch.as_tensor(theta + t[i % P] * d[i // P], dtype=dtype)
-            torch.nn.utils.vector_to_parameters(vec, model.parameters())  # W1, W2, W3: same order as deep.py
-            ((model(Xt)[:, 0] - yt) ** 2).sum().item()
-    return (time.perf_counter() - start) / n_points
-
-
-def best_of(repeats: int, work) -> float:
-    """Fastest of several timings: on a shared machine the minimum is the least disturbed."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def matmul_gflops(dtype, n=1000, reps=5):
-    a = torch.randn(n, n, dtype=dtype)
-    a @ a
-    return 2 * n**3 / best_of(reps, lambda: a @ a) / 1e9
+    metric = Loss(torch.nn.MSELoss(), torch.as_tensor(X, dtype=dtype), torch.as_tensor(y, dtype=dtype)[:, None])
+    h = t[1] - t[0]
+    shapes = [p.shape for p in model.parameters()]  # W1, W2, W3: the flat layout of engine.deep
+    drawn = ll_main.rand_u_like
+    curves = []
+    try:
+        for dk in dirs:
+            torch.nn.utils.vector_to_parameters(torch.as_tensor(theta + (t[0] - h) * dk, dtype=dtype),
+                                                model.parameters())
+            parts = torch.as_tensor(dk, dtype=dtype).split([s.numel() for s in shapes])
+            ll_main.rand_u_like = lambda _, parts=parts: ModelParameters([p.reshape(s).clone()
+                                                                           for p, s in zip(parts, shapes)])
+            distance = ModelParameters(list(model.parameters())).model_norm() / (h * len(t))
+            curves.append(ll_main.random_line(model, metric, distance=distance, steps=len(t), normalization=None))
+    finally:
+        ll_main.rand_u_like = drawn
+    return N * np.array(curves)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
-                        help="Python worker threads for the batched path (each is reported)")
-    parser.add_argument("--subset", type=int, default=3000, help="per-point evaluations actually timed")
-    parser.add_argument("--repeats", type=int, default=3, help="timings of each; the fastest counts")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved timings of each row; the fastest counts")
+    parser.add_argument("--peer-dirs", type=int, default=20, help="directions the peer is timed on (× 101 points)")
+    parser.add_argument("--helper-dirs", type=int, default=10, help="directions the per-point helper is timed on")
     args = parser.parse_args()
     configure_torch_threads()
     rng = np.random.default_rng(0)
     theta = deep.init_params(ARCH, rng, 2.0)
     X, y = rng.normal(size=(N, 2)), rng.normal(size=N) * 0.1
     d = landscape.random_directions(ARCH, theta, K, seed=0)
-    t = np.linspace(-1, 1, P)
-    for name, dtype in (("float64", torch.float64), ("float32", torch.float32)):
-        peak = matmul_gflops(dtype)
-        pp = min(per_point(theta, d, t, X, y, dtype, args.subset) for _ in range(args.repeats)) * K * P
-        print(f"{name}: per-point {pp:.1f} s (extrapolated from {args.subset} points; best of {args.repeats}); "
-              f"a 1000² matmul runs at {peak:.1f} GFLOP/s")
-        for threads in args.threads:
-            batched = best_of(args.repeats, lambda: run_to_completion(landscape.slices_job(
-                ARCH, theta, X, y, directions=d, P=P, dtype=name, threads=threads)))
-            gflops = FLOPS_PER_POINT * K * P / batched / 1e9
-            print(f"  batched, {threads} thread(s): {batched:.2f} s ({batched / (K * P) * 1e6:.2f} µs/point); "
-                  f"speed-up {pp / batched:.1f}x; {gflops:.2f} GFLOP/s = {100 * gflops / (peak * threads):.1f}% "
-                  f"of the matmul's rate on {threads} core(s)")
+    t = np.linspace(-T, T, P)
+    points = K * P
+
+    best = {}  # row -> (wall, cpu, threads) per point or per run, fastest wall of the repeats
+
+    def record(row, wall, cpu, threads, scale=1.0):
+        if row not in best or wall * scale < best[row][0]:
+            best[row] = (wall * scale, cpu * scale, threads)
+
+    peaks, agree = {}, {}
+    for rep in range(args.repeats):
+        for name, dtype in DTYPES.items():
+            for threads in (1, 2):
+                peak = matmul_peak(dtype, threads)
+                peaks[name, threads] = max(peaks.get((name, threads), 0), peak)
+            sub = d[:args.peer_dirs]
+            wall, cpu, peer = timed(lambda: peer_curves(theta, sub, t, X, y, dtype))
+            record((name, "peer"), wall, cpu, 1, points / peer.size)
+            hsub = d[:args.helper_dirs]
+            rows = lambda dirs: (theta + dirs[:, None] * t[:, None]).reshape(-1, ARCH.n_params)
+            wall, cpu, _ = timed(lambda: landscape.losses_per_point(ARCH, rows(hsub), X, y, name))
+            record((name, "helper"), wall, cpu, 1, K / len(hsub))
+            for label in ("default", "1 thread"):
+                threads = landscape.WORKER_THREADS if label == "default" else 1
+                wall, cpu, s = timed(lambda: run_to_completion(landscape.slices_job(
+                    ARCH, theta, X, y, directions=d, P=P, T=T, dtype=name, threads=threads)))
+                record((name, label), wall, cpu, threads)
+            # the peer's curves are the engine's, up to its in-place stepping (float32: ~1e-4)
+            ours = s.curves[:len(sub)]
+            rel = np.abs(peer - ours).max() / np.abs(ours).max()
+            assert rel < (1e-9 if name == "float64" else 1e-3), f"{name}: peer and engine curves differ by {rel:.1e}"
+            agree[name] = max(agree.get(name, 0.0), rel)
+        wall, cpu, _ = timed(lambda: landscape.preview_slices(ARCH, theta, X, y, d, P=21))
+        record(("preview", "K=5000 P=21 float32"), wall, cpu, 0)
+        wall, cpu, _ = timed(lambda: run_to_completion(landscape.plane_job(ARCH, theta, X, y, d[0], d[1], n=41)))
+        record(("plane", "41×41 float64"), wall, cpu, 0)
+
+    print(f"Workload: {'—'.join(map(str, ARCH.widths))} sigmoid, N={N}, K={K} × P={P}: "
+          f"{FLOPS_PER_POINT * points / 1e9:.1f} GFLOP; best of {args.repeats}, interleaved; "
+          f"peer timed on {args.peer_dirs} directions, helper on {args.helper_dirs}, both extrapolated per point")
+    print("matmul peak (GFLOP/s, 1500² torch matmul): " + ", ".join(
+        f"{name} {th} thr {peaks[name, th]:.0f}" for name in DTYPES for th in (1, 2)))
+    header = f"{'dtype':8} {'method':10} {'thr':>3} {'wall s':>8} {'CPU s':>8} {'µs/pt':>7} " \
+             f"{'×peer wall':>10} {'×peer CPU':>9} {'×helper':>8} {'GFLOP/s':>8} {'% peak':>7}"
+    print(header)
+    print("-" * len(header))
+    for name in DTYPES:
+        peer, helper = best[name, "peer"], best[name, "helper"]
+        for method in ("peer", "helper", "default", "1 thread"):
+            wall, cpu, threads = best[name, method]
+            gflops = FLOPS_PER_POINT * points / wall / 1e9
+            engine = method in ("default", "1 thread")
+            print(f"{name:8} {method:10} {threads:>3} {wall:8.2f} {cpu:8.2f} {wall / points * 1e6:7.2f} "
+                  f"{peer[0] / wall:10.1f} {peer[1] / cpu:9.1f} {helper[0] / wall:8.1f} {gflops:8.2f} "
+                  + (f"{100 * gflops / peaks[name, threads]:6.1f}%" if engine else f"{'':>7}"))
+    print("peer curves × N against the engine's, max |difference| / max |curve|: "
+          + ", ".join(f"{name} {rel:.1e}" for name, rel in agree.items()))
+    for key in (("preview", "K=5000 P=21 float32"), ("plane", "41×41 float64")):
+        wall, cpu, _ = best[key]
+        print(f"{key[0]} ({key[1]}, default threads): {1000 * wall:.0f} ms wall, {1000 * cpu:.0f} ms CPU")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """landscape: batched slices/planes equal plain per-point evaluation; float32 agrees; envelope sense."""
 import numpy as np
 import pytest
+import torch
 
-from engine import deep, landscape
+from engine import construction, deep, landscape
 from engine.errors import EngineInputError
+from engine.nonattracting import teacher_data
 from engine.progress import run_to_completion
 
 rng = np.random.default_rng(0)
@@ -36,10 +38,9 @@ def test_neuron_normalization_and_plane():
     d = landscape.random_directions(ARCH, THETA, 3, seed=1, normalization="neuron")
     for idx in ARCH.neuron_blocks():
         assert np.allclose(np.linalg.norm(d[:, idx], axis=1), np.linalg.norm(THETA[idx]))
-    plane = run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, d[0], d[1], n=5, T=0.3))
-    i, j = 1, 4
-    assert plane.losses[i, j] == pytest.approx(deep.loss(ARCH, THETA + plane.s[i] * d[0] + plane.t[j] * d[1], X, Y),
-                                               rel=1e-13)
+    plane = run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, d[0], d[1], n=5, T=0.3, threads=2))
+    ref = landscape.losses_per_point(ARCH, [THETA + s * d[0] + t * d[1] for s in plane.s for t in plane.t], X, Y)
+    assert np.allclose(plane.losses, ref.reshape(5, 5), rtol=1e-13, atol=0)
 
 
 def test_envelope_stays_above_minimum_of_a_convex_problem():
@@ -63,3 +64,68 @@ def test_bad_arguments():
         run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, directions=np.ones((2, 3))))
     with pytest.raises(EngineInputError, match="dtype"):
         run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, K=2, P=3, dtype="float16"))
+    with pytest.raises(EngineInputError, match="device"):
+        run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, K=2, P=3, device="tpu"))
+    if not torch.cuda.is_available():
+        with pytest.raises(EngineInputError, match="no CUDA GPU"):
+            run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, THETA, THETA, n=3, device="cuda"))
+
+
+def test_loss_rounding_bounds_the_float32_error():
+    # a bound that fails to hold would hide nothing but flag minima as saddles; one far too loose
+    # would hide saddles: the real float32 error must sit inside it, and it within ~1e-4 of L
+    for seed in range(5):
+        r = np.random.default_rng(seed)
+        theta = r.normal(size=ARCH.n_params) * 2
+        bound = landscape.loss_rounding(ARCH, theta, X, Y, "float32")
+        L64 = deep.loss(ARCH, theta, X, Y)
+        L32 = float(deep.loss_batch(ARCH, *deep.tensors(theta[None], X, Y, dtype=torch.float32)))
+        assert abs(L32 - L64) <= bound < 1e-4 * L64
+        assert landscape.loss_rounding(ARCH, theta, X, Y, "float64") < 1e-12 * L64
+
+
+@pytest.fixture(scope="module")
+def minimum_and_saddle():
+    """A non-attracting region of minima from one split (B7), and the saddle that moving its λ to
+    the other side of the interval gives (MATH.md B9)."""
+    Xs, Ys = teacher_data((2, 5, 5, 1), 20, seed=0)
+    c = run_to_completion(construction.construct_job(Xs, Ys, (2, 1, 1, 1), schedule=((1, 1),), max_restarts=30))
+    saddle = construction.move_lambda(c, 0.5 if c.verification.interval != "(0, 1)" else -1.0)
+    assert c.verification.verdict.startswith("non-attracting") and saddle.verdict == "saddle"
+    return c, saddle.params
+
+
+@pytest.mark.parametrize("where", ["minimum", "saddle"])
+def test_float32_and_float64_give_the_same_verdict(minimum_and_saddle, where):
+    c, saddle = minimum_and_saddle
+    theta = c.params if where == "minimum" else saddle
+    d = landscape.random_directions(c.arch, theta, 300, seed=1)
+    d[0] = np.linalg.eigh(deep.hessian(c.arch, theta, c.X, c.Y))[1][:, 0]  # sees the negative eigenvalue, if any
+    verdicts = []
+    for dtype in ("float64", "float32"):
+        s = run_to_completion(landscape.slices_job(c.arch, theta, c.X, c.Y, P=41, directions=d, dtype=dtype))
+        verdicts.append((s.n_below, s.envelope_gap < 0))
+        if dtype == "float32" and where == "minimum":  # the old fixed 1e-12 read rounding as dips
+            assert (s.curves < s.L_star - 1e-12 * max(1.0, s.L_star)).any(1).sum() > 0
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0] == (0, False) if where == "minimum" else (verdicts[0][0] >= 1 and verdicts[0][1])
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA GPU"))])
+def test_device_path_equals_cpu_float64(device):
+    ref = run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, K=20, P=9))
+    d = landscape.random_directions(ARCH, THETA, 2, seed=3)
+    plane_ref = run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, d[0], d[1], n=7))
+    for dtype, rtol in (("float64", 1e-12), ("float32", 2e-6)):
+        s = run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, K=20, P=9, dtype=dtype, device=device))
+        assert isinstance(s.curves, np.ndarray) and np.allclose(s.curves, ref.curves, rtol=rtol, atol=0)
+        plane = run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, d[0], d[1], n=7, dtype=dtype, device=device))
+        assert np.allclose(plane.losses, plane_ref.losses, rtol=rtol, atol=0)
+
+
+def test_preview_is_the_coarse_float32_slice():
+    d = landscape.random_directions(ARCH, THETA, 30, seed=2)
+    p = landscape.preview_slices(ARCH, THETA, X, Y, d, P=5)
+    ref = run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, P=5, directions=d))
+    assert p.curves.shape == (30, 5) and np.abs(p.curves / ref.curves - 1).max() < 2e-6
