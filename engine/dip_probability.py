@@ -157,6 +157,10 @@ def restricted_hessian(arch: Arch, theta, X, Y, family: Family, H: Optional[np.n
         H = deep.hessian(arch, theta, X, Y)
     if H is not None:
         return family.restrict(H)
+    if family.dim > hessian.FULL_SPECTRUM_MAX_PARAMS:
+        # one HVP per dimension and a dim³ eigensolve: as costly as the full Hessian it avoids
+        raise EngineInputError(f"family {family.name!r} spans {family.dim} dimensions; an exact prediction "
+                               f"needs at most {hessian.FULL_SPECTRUM_MAX_PARAMS} (choose a layer, neuron or pair)")
     V = family.directions(np.eye(family.dim))  # (dim, P): one HVP per column of V
     HV = hessian.hvp_function(arch, theta, X, Y)(torch.from_numpy(V)).numpy()
     R = V @ HV.T

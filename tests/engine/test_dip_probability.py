@@ -32,6 +32,22 @@ def test_imhof_matches_monte_carlo_on_random_symmetric_matrices():
         assert 0.01 < p < 0.99 and abs(observed - p) < 4 * np.sqrt(p * (1 - p) / n)
 
 
+def test_rare_dips_match_high_precision_quadrature():
+    # One negative eigenvalue among many positive ones, as at the constructed saddles: P is far
+    # below anything sampling can check (conditioning on the positive part, E[erfc(√(S/2|λ0|))],
+    # gave 3e-13 here: its mean is carried by samples too rare to draw). So check the float
+    # quadrature of Imhof's integral against the same integral in 30-digit arithmetic.
+    mpmath = pytest.importorskip("mpmath")
+    lam = np.concatenate([[-0.02], np.geomspace(1e-3, 50.0, 12)])
+    mpmath.mp.dps = 30
+    exact = [mpmath.mpf(float(v)) / 50 for v in lam]
+    f = lambda u: (mpmath.sin(sum(mpmath.atan(v * u) for v in exact) / 2) / u
+                   / mpmath.exp(sum(mpmath.log1p((v * u) ** 2) for v in exact) / 4))
+    want = 0.5 - mpmath.quad(f, [0] + [mpmath.mpf(4) ** k for k in range(-3, 16)] + [mpmath.inf]) / mpmath.pi
+    p = DP.negative_probability(np.concatenate([lam, np.zeros(30)]))  # exact zeros are dropped
+    assert 1e-10 < float(want) < 1e-8 and p == pytest.approx(float(want), rel=1e-6)
+
+
 def test_semidefinite_and_rounding_level_eigenvalues():
     A = np.random.default_rng(1).normal(size=(8, 5))
     assert DP.negative_probability(np.linalg.eigvalsh(A @ A.T)) == 0.0  # PSD with 3 zero eigenvalues
