@@ -32,6 +32,9 @@ FAMILY_KINDS = ("all", "layer", "neuron", "pair")
 # Default slice grid for the curve check: small |t| so that second order dominates, as in a plot
 # zoomed to the critical point; t = 0 is left out (it is L* itself).
 DEFAULT_TS = np.array([-0.1, -0.05, -0.02, -0.01, 0.01, 0.02, 0.05, 0.1])
+# Widest family predicted from HVPs on a big net: dim HVPs and a dim³ eigensolve, as costly as
+# the full Hessian of a net at hessian.FULL_SPECTRUM_MAX_PARAMS.
+MAX_FAMILY_DIM = hessian.FULL_SPECTRUM_MAX_PARAMS
 # Directions per batch of loss evaluations (× len(ts) parameter vectors each).
 CURVE_CHUNK = 1000
 
@@ -151,16 +154,17 @@ def eigenvector_family(arch: Arch, theta, X, Y, k: int, **report_options) -> Fam
     return Family(f"{k} lowest eigenvectors", arch.n_params, basis=report.lowest_vectors)
 
 
-def restricted_hessian(arch: Arch, theta, X, Y, family: Family, H: Optional[np.ndarray] = None) -> np.ndarray:
-    """VᵀHV from a formed H when given or small, else from HVPs with the family's columns only."""
-    if H is None and arch.n_params <= hessian.FULL_SPECTRUM_MAX_PARAMS:
+def restricted_hessian(arch: Arch, theta, X, Y, family: Family, H: Optional[np.ndarray] = None,
+                       max_full: int = hessian.FULL_SPECTRUM_MAX_PARAMS) -> np.ndarray:
+    """VᵀHV from H (given, or formed when the net has at most ``max_full`` parameters), else
+    from HVPs with the family's columns only."""
+    if H is None and arch.n_params <= max_full:
         H = deep.hessian(arch, theta, X, Y)
     if H is not None:
         return family.restrict(H)
-    if family.dim > hessian.FULL_SPECTRUM_MAX_PARAMS:
-        # one HVP per dimension and a dim³ eigensolve: as costly as the full Hessian it avoids
+    if family.dim > MAX_FAMILY_DIM:
         raise EngineInputError(f"family {family.name!r} spans {family.dim} dimensions; an exact prediction "
-                               f"needs at most {hessian.FULL_SPECTRUM_MAX_PARAMS} (choose a layer, neuron or pair)")
+                               f"needs at most {MAX_FAMILY_DIM} (choose a layer, neuron or pair)")
     V = family.directions(np.eye(family.dim))  # (dim, P): one HVP per column of V
     HV = hessian.hvp_function(arch, theta, X, Y)(torch.from_numpy(V)).numpy()
     R = V @ HV.T
