@@ -1,6 +1,8 @@
 """A network with its data in one .npz: W1, W2, … (b1, b2, … with biases), X, Y, activation.
 
 Extra arrays (e.g. ``descent_direction``) may ride along; loading returns them untouched.
+A construction history (base network and every split) travels as plain ``history_*`` arrays.
+PyTorch MLPs come in as state_dicts (engine.torchio), loaded into the same NetFile.
 """
 from __future__ import annotations
 
@@ -8,12 +10,33 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
 from . import deep
 from .deep import Arch
 from .errors import EngineInputError
+
+
+HISTORY_KEYS = ("history_base_widths", "history_base_params", "history_splits", "history_lambdas")
+
+
+@dataclass(frozen=True, eq=False)
+class History:
+    """How a network was built: a base network (same activation and bias flag) and the neuron
+    splits applied to it in order, each ``(layer, neuron, lam, copy)``: neuron ``neuron`` of
+    hidden layer ``layer`` was split with λ = ``lam`` and its copy got index ``copy`` in the
+    grown layer. Plain numbers only, so any front end can replay it with its own classes."""
+    base_widths: tuple
+    base_params: np.ndarray
+    splits: tuple = ()
+
+    def widths_after(self, n_splits: Optional[int] = None) -> tuple:
+        widths = list(self.base_widths)
+        for layer, *_ in self.splits[:n_splits]:
+            widths[layer] += 1
+        return tuple(widths)
 
 
 @dataclass
@@ -23,18 +46,71 @@ class NetFile:
     X: np.ndarray       # (N, n0)
     Y: np.ndarray       # (N, 1)
     extras: dict = field(default_factory=dict)
+    history: Optional[History] = None
 
 
-def save_network(path, arch: Arch, params, X, Y, **extras) -> Path:
+def save_network(path, arch: Arch, params, X, Y, history: Optional[History] = None, **extras) -> Path:
     path = Path(path)
     X, y = deep.check_data(arch, X, Y)
     Ws, bs = deep.unpack(arch, np.asarray(params, float))
     arrays = {f"W{l + 1}": W for l, W in enumerate(Ws)}
     if arch.bias:
         arrays.update({f"b{l + 1}": b for l, b in enumerate(bs)})
+    if history is not None:
+        _check_history("history", arch, history)
+        arrays.update(_history_arrays(history))
     np.savez(path, X=X, Y=y[:, None], activation=np.array(arch.activation), **arrays,
              **{k: np.asarray(v) for k, v in extras.items()})
     return path
+
+
+def _history_arrays(h: History) -> dict:
+    splits = np.array([(l, r, c) for l, r, _, c in h.splits], dtype=np.int64).reshape(-1, 3)
+    return {"history_base_widths": np.array(h.base_widths, dtype=np.int64),
+            "history_base_params": np.asarray(h.base_params, dtype=np.float64),
+            "history_splits": splits,  # columns: layer, neuron, copy
+            "history_lambdas": np.array([lam for _, _, lam, _ in h.splits], dtype=np.float64)}
+
+
+def _history_from_arrays(path, arch: Arch, arrays: dict) -> Optional[History]:
+    present = [k for k in HISTORY_KEYS if k in arrays]
+    if not present:
+        return None
+    if len(present) < len(HISTORY_KEYS):
+        missing = sorted(set(HISTORY_KEYS) - set(present))
+        raise EngineInputError(f"{path}: construction history is incomplete, missing {', '.join(missing)}")
+    widths = _integers(path, arrays, "history_base_widths", 1)
+    splits = _integers(path, arrays, "history_splits", 2)
+    lams = _numeric(path, arrays, "history_lambdas", 1)
+    if splits.shape[1:] != (3,) or len(lams) != len(splits):
+        raise EngineInputError(f"{path}: history_splits has shape {splits.shape} and history_lambdas "
+                               f"{lams.shape}; expected (n, 3) and (n,)")
+    h = History(tuple(int(w) for w in widths), _numeric(path, arrays, "history_base_params", 1),
+                tuple((int(l), int(r), float(lam), int(c)) for (l, r, c), lam in zip(splits, lams)))
+    _check_history(path, arch, h)
+    return h
+
+
+def _check_history(where, arch: Arch, h: History) -> None:
+    """The base network is a valid Arch, each split names an existing neuron of a hidden layer,
+    and replaying the splits' widths gives the saved network's widths."""
+    base = Arch(h.base_widths, arch.activation, arch.bias)
+    if len(h.base_params) != base.n_params:
+        raise EngineInputError(f"{where}: the history's base network {base.widths} needs {base.n_params} "
+                               f"parameters, got {len(h.base_params)}")
+    widths = list(h.base_widths)
+    for i, (layer, neuron, lam, copy) in enumerate(h.splits):
+        if not 1 <= layer < len(widths) - 1:
+            raise EngineInputError(f"{where}: split {i + 1} is in layer {layer}, not a hidden layer of {tuple(widths)}")
+        if not 0 <= neuron < widths[layer] or not 0 <= copy <= widths[layer]:
+            raise EngineInputError(f"{where}: split {i + 1} (neuron {neuron}, copy {copy}) does not fit "
+                                   f"layer {layer} of width {widths[layer]}")
+        if not np.isfinite(lam):
+            raise EngineInputError(f"{where}: split {i + 1} has λ = {lam}")
+        widths[layer] += 1
+    if tuple(widths) != arch.widths:
+        raise EngineInputError(f"{where}: the history's splits lead to widths {tuple(widths)}, "
+                               f"but the network has {arch.widths}")
 
 
 def load_network(path) -> NetFile:
@@ -76,10 +152,18 @@ def load_network(path) -> NetFile:
     if Y.shape not in ((len(X),), (len(X), 1)):
         raise EngineInputError(f"{path}: Y has shape {Y.shape}; expected ({len(X)}, 1) to match X")
     arch = Arch((Ws[0].shape[1],) + tuple(W.shape[0] for W in Ws), activation, bias)
-    known = {"X", "Y", "activation"} | {f"W{l}" for l in range(1, n_layers + 1)} | (
+    known = {"X", "Y", "activation", *HISTORY_KEYS} | {f"W{l}" for l in range(1, n_layers + 1)} | (
         {f"b{l}" for l in range(1, n_layers + 1)} if bias else set())
     extras = {k: v for k, v in arrays.items() if k not in known}
-    return NetFile(arch, deep.pack(Ws, bs if bias else None), X, Y.reshape(-1, 1), extras)
+    return NetFile(arch, deep.pack(Ws, bs if bias else None), X, Y.reshape(-1, 1), extras,
+                   _history_from_arrays(path, arch, arrays))
+
+
+def _integers(path, arrays, key, ndim) -> np.ndarray:
+    a = arrays[key]
+    if not np.issubdtype(a.dtype, np.integer) or a.ndim != ndim:
+        raise EngineInputError(f"{path}: {key} has dtype {a.dtype} and shape {a.shape}; expected a {ndim}-D integer array")
+    return a.astype(np.int64)
 
 
 def _numeric(path, arrays, key, ndim) -> np.ndarray:
