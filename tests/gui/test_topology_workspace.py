@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from engine import invariants as inv
-from engine.shallow import ShallowNet, init_params
+from engine.initialization import initial_params
+from engine.shallow import ShallowNet
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
@@ -72,7 +73,7 @@ def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     assert shown["effective_components"] == inv.effective_components(2, 1, c) == 3
     # The preset starts both neurons in the s = (+1, +1) component (MATH A8).
     net = ShallowNet(2, 2, 1)
-    start = init_params(net, "uniform", seed=3, a=1.41421356, c=[-0.1, -0.1], signs=[1, 1])
+    start = initial_params(net, "uniform", seed=3, a=2 ** 0.5, c=[-0.1, -0.1], signs=[1, 1], positive_inputs=True)
     assert shown["label"] == list(inv.component_label(start.W1, start.W2)) == [1, 1]
     text = ws.invariants.label.text()
     assert "β₀" in text and "4" in text and "−0.1" in text.replace("-", "−")
@@ -85,7 +86,8 @@ def test_free_flips_and_barrier_jumps_are_labelled_apart(window, qtbot):
     assert ws.curves.event_labels() == ["v₂ flips sign"]
     assert "flipped sign" in ws.quadrics.cells[1].caption.text()
     window.load_preset("fig3-obstructed", run=False)
-    ws.parameters["optimizer", "lr"] = 1.0  # so large that pathological v₂ hops over v = 0
+    ws.parameters["optimizer", "lr"] = 1.0  # so large that pathological v₂ hops over v = 0 ...
+    ws.parameters["init", "positive_inputs"] = False  # ... and, with this draw, only v₂
     window.run(steps=30)
     wait_until_idle(qtbot, window)
     assert ws.curves.event_labels() == ["v₂ jumps the barrier (finite step)"]
