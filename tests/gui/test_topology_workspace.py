@@ -1,11 +1,14 @@
 """The invariant-sets tab as a speaker uses it: presets open and draw, the trajectory grows
 live, the invariants panel shows the engine's numbers, and bad input starts nothing."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 from engine import invariants as inv
 from engine.initialization import initial_params
 from engine.shallow import ShallowNet
+from gui.session import read_session, write_session
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
@@ -140,7 +143,7 @@ def test_layout_replay_and_session(window, qtbot):
     assert ws.timeline_length() == n
 
 
-def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot):
+def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot, tmp_path):
     ws = topology(window)
     window.load_preset("fig4-breast-cancer", run=False)
     ws.parameters["fig4", "inits"] = 1
@@ -151,6 +154,7 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot):
     assert ws.fig4.has_data() and ws.fig4.heat.image.image is not None
     assert "done" in ws.fig4.caption.text()
     save_screenshot(window, "topology_fig4-breast-cancer")
+    assert_session_round_trip(ws, tmp_path / "fig4.lens", ws.fig4)
     window.load_preset("fig5-probability", run=False)
     ws.parameters["fig5", "d_max"] = 8
     ws.parameters["fig5", "l_max"] = 8
@@ -164,3 +168,21 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot):
     heat = ws.fig5.maps["kaiming_normal"]
     assert "closed form" in heat.describe(0, 0)
     save_screenshot(window, "topology_fig5-probability")
+    assert_session_round_trip(ws, tmp_path / "fig5.lens", ws.fig5)
+
+
+def assert_session_round_trip(ws, path, view):
+    """The view's typed result survives a session file (plain data only) field for field."""
+    before = view.result
+    write_session(path, ws.session_state())
+    ws.reset()
+    assert view.result is None
+    ws.restore_session_state(read_session(path))
+    after = view.result
+    assert type(after) is type(before) and after.settings == before.settings
+    for field in dataclasses.fields(before):
+        a, b = getattr(before, field.name), getattr(after, field.name)
+        if isinstance(a, dict):
+            assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+        elif field.name != "settings":
+            np.testing.assert_array_equal(a, b)
