@@ -1,7 +1,7 @@
 """Time the full topo-breast-cancer grid: batched sweep vs Python loops of per-run training.
 
 Two per-run baselines do the same work run by run:
-- "hand-written": engine.obstruction.train_run_bce (exact gradients, no autograd), the tight one;
+- "hand-written": engine.sweep.train_run_bce (exact gradients, no autograd), the tight one;
 - "autograd": the usual plain-PyTorch loop (BCEWithLogits, loss.backward(), torch.optim.SGD).
 A full loop takes long, so by default each runs an evenly spaced subset of the runs (keeping the
 mix of hidden sizes l) and is extrapolated by run count; --full-loop times all of the first.
@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from engine import datasets  # noqa: E402
-from engine.obstruction import (WORKER_THREADS, breast_cancer_sweep, held_out_bce, sweep_init,  # noqa: E402
-                               train_run_bce)
 from engine.progress import run_to_completion  # noqa: E402
 from engine.runtime import configure_torch_threads  # noqa: E402
 from engine.shallow import ShallowParams  # noqa: E402
+from engine.sweep import (WORKER_THREADS, SweepSettings, breast_cancer_sweep, held_out_bce,  # noqa: E402
+                          sweep_init, train_run_bce)
 
 
 def autograd_run(X, Y, p: ShallowParams, lr: float, steps: int) -> ShallowParams:
@@ -59,9 +59,10 @@ def main() -> None:
     configure_torch_threads()
     split = datasets.breast_cancer(seed=0)
 
+    settings = SweepSettings(n_inits=args.n_inits, steps=args.steps)
     res, bw, bc = timed(lambda: run_to_completion(
-        breast_cancer_sweep(n_inits=args.n_inits, steps=args.steps, chunk=args.chunk, threads=args.threads)))
-    runs = res["runs"]
+        breast_cancer_sweep(settings, chunk=args.chunk, threads=args.threads)))
+    runs = res.runs
     print(f"grid: {len(runs)} runs x {args.steps} steps (l = 2..9, l+ = 0..l, {args.n_inits} inits)")
     print(f"batched sweep (chunk {args.chunk}, {args.threads} thread(s)): wall {bw:.1f} s, CPU {bc:.1f} s")
 
@@ -74,7 +75,7 @@ def main() -> None:
             for j in subset:
                 l, lp, i = runs[j]
                 p = trainer(split.X_train, split.Y_train, sweep_init(30, l, lp, i, 0), 0.1, args.steps)
-                diff = max(diff, abs(held_out_bce(p) - res["test_bce"][j]))
+                diff = max(diff, abs(held_out_bce(p) - res.test_bce[j]))
             return diff
 
         diff, lw, lc = timed(loop)

@@ -7,15 +7,14 @@ from pathlib import Path
 import numpy as np
 
 from .errors import EngineInputError
+from .validation import integer
 
 
 def toy_dataset(n: int = 8000, seed: int = 0, d: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """MATH A8 toy, in any dimension: X ~ U([0,1]^d), Y = −Σ x_i (d = 2 is the paper's Fig. 3).
     Returns X (n, d), Y (n, 1), float64; the same seed gives the same points."""
-    for name, v in (("number of points n", n), ("dimension d", d)):
-        if isinstance(v, bool) or int(v) != v or v < 1:
-            raise EngineInputError(f"{name} = {v!r} must be a positive integer")
-    X = np.random.default_rng(seed).uniform(0.0, 1.0, size=(int(n), int(d)))
+    n, d = integer("number of points n", n, 1), integer("dimension d", d, 1)
+    X = np.random.default_rng(seed).uniform(0.0, 1.0, size=(n, d))
     return X, -(X.sum(axis=1, keepdims=True))
 
 

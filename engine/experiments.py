@@ -30,11 +30,11 @@ class Experiment:
 
 _EXPERIMENTS = [
     Experiment("topo-toy", "Paper Fig. 3: a disconnected invariant set blocks GD and gradient flow on a toy target",
-               "engine.obstruction:run_toy"),
+               "engine.topology_experiments:run_toy"),
     Experiment("topo-breast-cancer", "Paper Fig. 4: test BCE on breast cancer vs hidden size l and free neurons l+",
-               "engine.obstruction:run_breast_cancer"),
+               "engine.topology_experiments:run_breast_cancer"),
     Experiment("topo-probability", "Paper Fig. 5: probability of an obstruction at init vs (d, l), closed form "
-               "and Monte Carlo", "engine.obstruction:run_probability"),
+               "and Monte Carlo", "engine.topology_experiments:run_probability"),
     Experiment("nonattr-deep", "B7 / Fig. 3: 2—1—1—1 minimum split to 2—21—21—1; slices at the minimum and a saddle",
                "engine.nonattracting:run_deep"),
     Experiment("nonattr-shallow", "Fukumizu–Amari 1—1—1 → 1—2—1, then widened beyond N samples (Theorem 13)",

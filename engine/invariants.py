@@ -9,6 +9,7 @@ import numpy as np
 
 from .errors import EngineInputError
 from .shallow import ShallowParams
+from .validation import integer
 
 
 def balances(W1, W2, b1=None) -> np.ndarray:
@@ -34,9 +35,7 @@ def _check_c(c, l: Optional[int] = None) -> np.ndarray:
 
 
 def _check_de(d, e) -> None:
-    for name, v in (("d", d), ("e", e)):
-        if isinstance(v, bool) or int(v) != v or v < 1:
-            raise EngineInputError(f"{name} = {v!r} must be an integer >= 1")
+    integer("d", d, 1), integer("e", e, 1)
 
 
 def counts(c) -> tuple[int, int, int]:

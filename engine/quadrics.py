@@ -12,17 +12,15 @@ import math
 import numpy as np
 
 from .errors import EngineInputError
+from .validation import integer, real
 
 Mesh = tuple[np.ndarray, np.ndarray]  # vertices (n, 3) float64, triangle faces (m, 3) int
 
 
 def _check(c: float, extent: float, resolution: int, name: str = "resolution") -> None:
-    if not math.isfinite(c):
-        raise EngineInputError(f"c = {c!r} is not a finite number")
-    if not (math.isfinite(extent) and extent > 0):
-        raise EngineInputError(f"extent = {extent!r} must be a positive finite number")
-    if int(resolution) != resolution or resolution < 3:
-        raise EngineInputError(f"{name} = {resolution!r} must be an integer >= 3")
+    real("c", c)
+    real("extent", extent, positive=True)
+    integer(name, resolution, 3)
 
 
 def _revolve(r: np.ndarray, v: np.ndarray, n_angle: int) -> Mesh:

@@ -15,16 +15,11 @@ import numpy as np
 import torch
 
 from .errors import EngineInputError
+from .validation import integer
 
 ACTIVATIONS = ("relu", "leaky_relu")
 LOSSES = ("mse", "bce")
 INITS = ("uniform", "xavier_normal", "xavier_uniform", "kaiming_normal", "kaiming_uniform", "pytorch")
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise EngineInputError(f"{name} = {value!r} must be an integer >= 1")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -39,7 +34,7 @@ class ShallowNet:
 
     def __post_init__(self):
         for name in ("d", "l", "e"):
-            object.__setattr__(self, name, _positive_int(name, getattr(self, name)))
+            object.__setattr__(self, name, integer(name, getattr(self, name), 1))
         if self.activation not in ACTIVATIONS:
             raise EngineInputError(f"activation {self.activation!r} unknown; choose one of {ACTIVATIONS}")
         if not (math.isfinite(self.leaky_slope) and 0.0 <= self.leaky_slope <= 1.0):
@@ -214,12 +209,11 @@ def sample_init(net: ShallowNet, scheme: str, rng: np.random.Generator, size: tu
 
 
 def init_params(net: ShallowNet, scheme: str = "kaiming_normal", seed=0, a: Optional[float] = None,
-                c: Optional[Sequence[float]] = None, signs: Optional[Sequence[int]] = None) -> ShallowParams:
+                signs: Optional[Sequence[int]] = None) -> ShallowParams:
     """One initialization. ``seed`` is an int or a numpy Generator.
 
     ``signs`` (e = 1 only): set the output weights' signs to these ±1 values (MATH A8).
-    ``c``: afterwards rescale each neuron onto Q(c_k) (MATH A6); rescaling is by α > 0, so it
-    keeps the signs and the function.
+    To also place each neuron on Q(c_k), use engine.initialization.initial_params.
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     p = sample_init(net, scheme, rng, a=a)
@@ -228,7 +222,4 @@ def init_params(net: ShallowNet, scheme: str = "kaiming_normal", seed=0, a: Opti
         if net.e != 1 or s.shape != (net.l,) or not np.all(np.abs(s) == 1):
             raise EngineInputError(f"signs {list(signs)!r} must be l={net.l} values of ±1 (e = 1 only)")
         p.W2 = s[None, :] * np.abs(p.W2)
-    if c is not None:
-        from .invariants import rescale_to  # invariants imports this module
-        p = rescale_to(p, c)
     return p

@@ -17,9 +17,10 @@ from scipy.integrate import RK45
 
 from .errors import EngineInputError
 from .invariants import balances
-from .progress import Job, Progress
+from .progress import Job, Progress, wait_for
 from .runtime import configure_torch_threads
 from .shallow import ShallowNet, ShallowParams, check_data, check_params, loss_and_grads, loss_and_grads_np
+from .validation import integer, real
 
 OPTIMIZERS = ("gd", "sgd", "adam", "momentum", "flow")
 _YIELD_S = 0.03  # yield at least this often (the contract asks for <= 50 ms)
@@ -46,14 +47,10 @@ class TrainConfig:
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
             raise EngineInputError(f"optimizer {self.optimizer!r} unknown; choose one of {OPTIMIZERS}")
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
-            raise EngineInputError(f"learning rate lr = {self.lr!r} must be a positive finite number")
-        for name, low in (("steps", 0), ("stride", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or int(v) != v or v < low:
-                raise EngineInputError(f"{name} = {v!r} must be an integer >= {low}")
-        if self.batch_size is not None and (int(self.batch_size) != self.batch_size or self.batch_size < 1):
-            raise EngineInputError(f"batch_size = {self.batch_size!r} must be an integer >= 1 or None")
+        real("learning rate lr", self.lr, positive=True)
+        integer("steps", self.steps, 0), integer("stride", self.stride, 1)
+        if self.batch_size is not None:
+            integer("batch_size (None: full batch)", self.batch_size, 1)
         if not (math.isfinite(self.momentum) and 0 <= self.momentum < 1):
             raise EngineInputError(f"momentum = {self.momentum!r} must lie in [0, 1)")
         if len(self.betas) != 2 or not all(math.isfinite(b) and 0 <= b < 1 for b in self.betas):
@@ -148,7 +145,9 @@ def _train_discrete(net, params, X, Y, config) -> Job[Trajectory]:
     rec = _Recorder(net, config)
     Xt, Yt = torch.from_numpy(X), torch.from_numpy(Y)
     tensors = [torch.tensor(a) for a in (params.W1, params.W2, params.b1, params.b2) if a is not None]
-    opt = _make_optimizer(config, tensors)
+    # The first optimizer of a process imports torch._dynamo (~1 s, 13 s on a busy machine):
+    # built on a helper thread, so pause and cancel still act meanwhile.
+    opt = yield from wait_for(lambda stop: _make_optimizer(config, tensors), "preparing the optimizer")
     gen = torch.Generator().manual_seed(config.seed)
     batch = config.batch_size if config.optimizer == "sgd" else None
     order, pos = None, X.shape[0]

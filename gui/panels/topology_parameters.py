@@ -13,7 +13,10 @@ from pyqtgraph.parametertree import Parameter
 
 from engine.datasets import breast_cancer, load_xy_file, toy_dataset
 from engine.errors import EngineInputError
-from engine.shallow import INITS, ShallowNet, ShallowParams, init_params
+from engine.initialization import initial_params
+from engine.probability import MapSettings
+from engine.shallow import INITS, ShallowNet, ShallowParams
+from engine.sweep import SweepSettings
 from engine.training import TrainConfig
 
 MODES = {"training: neurons on their quadrics": "training",
@@ -42,7 +45,9 @@ PARAMETERS = [
     ]},
     {"name": "init", "title": "Initialization", "type": "group", "children": [
         {"name": "scheme", "type": "list", "value": "uniform", "limits": list(INITS)},
-        {"name": "a", "title": "uniform bound a", "type": "float", "value": 1.41421356, "step": 0.1},
+        {"name": "a", "title": "uniform bound a", "type": "float", "value": 2 ** 0.5, "step": 0.1},
+        {"name": "positive_inputs", "title": "input weights ≥ 0 (alive on [0, 1]ᵈ)", "type": "bool",
+         "value": False},
         {"name": "c", "title": "target c_k (blank: as drawn)", "type": "str", "value": "-0.1, 0.1"},
         {"name": "signs", "title": "output signs (e = 1; blank: as drawn)", "type": "str",
          "value": "+, +"},
@@ -154,10 +159,21 @@ def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
     if signs is not None and e != 1:
         raise EngineInputError(f"output signs apply only when e = 1 (here e = {e}); leave the field blank")
     a = p["init", "a"] if p["init", "scheme"] == "uniform" else None
-    params = init_params(net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs)
+    params = initial_params(net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs,
+                            positive_inputs=p["init", "positive_inputs"])
     o = p.child("optimizer")
     config = TrainConfig(optimizer=o["name"], lr=o["lr"], steps=steps or o["steps"],
                          stride=o["stride"], batch_size=o["batch"] if o["name"] == "sgd" else None,
                          weight_decay=o["weight_decay"], seed=seed,
                          rtol=o["rtol"], atol=o["rtol"] * 1e-2)  # atol: weights are O(1)
     return TrainingSetup(net, params, X, Y, config)
+
+
+def fig4_settings(p: Parameter, steps: int | None = None) -> SweepSettings:
+    """The Fig. 4 group's values as the engine's sweep settings (l = 2..largest l)."""
+    return SweepSettings(ls=range(2, p["l_max"] + 1), n_inits=p["inits"], steps=steps or p["steps"], lr=p["lr"],
+                         c0=p["c0"], sign_policy=p["sign_policy"], seed=p["seed"])
+
+
+def fig5_settings(p: Parameter) -> MapSettings:
+    return MapSettings(p["d_max"], p["l_max"], p["mc_samples"], p["mc_stride"], p["seed"])

@@ -5,13 +5,16 @@ done and an ETA from the elapsed time (the engine reports counts, the view keeps
 """
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import Union
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from engine.obstruction import breast_cancer_sweep
+from engine.errors import EngineInputError
+from engine.sweep import SweepProgress, SweepResult, SweepSettings
 
 from .heatmap_plot import HeatmapPlot
 from .plot_style import add_legend, set_plot_fonts
@@ -52,14 +55,7 @@ class Fig4View(QWidget):
         layout.addLayout(row, 1)
         self.result = None
         self._started = time.monotonic()
-        self._ls = list(range(2, 10))
         self.reset()
-
-    def make_job(self, p, steps=None):
-        self._ls = list(range(2, p["l_max"] + 1))
-        return breast_cancer_sweep(ls=self._ls, n_inits=p["inits"], c0=p["c0"],
-                                   sign_policy=p["sign_policy"], lr=p["lr"],
-                                   steps=steps or p["steps"], seed=p["seed"])
 
     def reset(self):
         self.result = None
@@ -69,18 +65,16 @@ class Fig4View(QWidget):
         self.caption.setText("Breast cancer, two-layer ReLU, BCE: each cell averages the test loss "
                              "over random inits with l₊ neurons at c = +c₀ and the rest at −c₀.")
 
-    def show_partial(self, partial: dict):
-        ls = self._ls
-        self._show(dict(partial, ls=ls, l_plus=list(range(max(ls) + 1))), final=False)
+    def show_partial(self, partial: SweepProgress):
+        self._show(partial, final=False)
 
-    def show_result(self, result: dict):
+    def show_result(self, result: SweepResult):
         self._show(result, final=True)
 
-    def _show(self, result: dict, final: bool):
-        """The engine's sweep dict: ls, l_plus, mean (len(ls), max l + 1) NaN where not run."""
+    def _show(self, result: Union[SweepProgress, SweepResult], final: bool):
+        """Cells (l, l₊) of result.mean, NaN where not run (yet)."""
         self.result = result
-        l, lp = np.asarray(result["ls"]), np.asarray(result["l_plus"])
-        mean = np.asarray(result["mean"], dtype=float)
+        l, lp, mean = result.ls, result.l_plus, result.mean
         self.heat.set_grid(l, lp, mean)
         self.heat.describe = lambda i, j: (f"l = {l[i]}, l₊ = {lp[j]}\nmean test BCE = {mean[i, j]:.4f}"
                                            if np.isfinite(mean[i, j]) else f"l = {l[i]}, l₊ = {lp[j]}")
@@ -93,13 +87,12 @@ class Fig4View(QWidget):
                 color = LINE_CMAP.map(i / max(len(l) - 1, 1), mode="qcolor")
                 self.lines.plot(lp[ok] / li, mean[i, ok], pen=pg.mkPen(color, width=2), symbol="o",
                                 symbolSize=6, symbolBrush=color, symbolPen=None, name=f"l = {li}")
-        total = len(result["runs"]) if "runs" in result else int(result["total"])
-        done = total if final else int(result["done"])
-        self.caption.setText(f"Fig. 4 sweep: {eta_text(done, total, time.monotonic() - self._started)}"
+        elapsed = time.monotonic() - self._started
+        self.caption.setText(f"Fig. 4 sweep: {eta_text(result.done, result.total, elapsed)}"
                              + ("" if not final else " — done"))
 
     def has_data(self) -> bool:
-        return self.result is not None and np.isfinite(np.asarray(self.result["mean"])).any()
+        return self.result is not None and np.isfinite(self.result.mean).any()
 
     def plot_widgets(self):
         return {"Fig. 4 heatmap": self.heat, "Fig. 4 against l₊ / l": self.lines_widget}
@@ -108,10 +101,17 @@ class Fig4View(QWidget):
         for plot in (self.heat.plot, self.lines):
             set_plot_fonts(plot, on)
 
-    KEPT = ("ls", "l_plus", "mean", "std", "test_bce", "runs")
+    def result_state(self, result: SweepResult) -> dict:
+        """The finished sweep as plain data: its arrays, counts and settings."""
+        state = {f.name: getattr(result, f.name) for f in dataclasses.fields(SweepResult)}
+        state["settings"] = dataclasses.asdict(result.settings)
+        return state
 
-    def result_state(self, result: dict) -> dict:
-        return {k: np.asarray(result[k]) for k in self.KEPT if k in result}
-
-    def result_from_state(self, state: dict) -> dict:
-        return {k: state[k] for k in self.KEPT if k in state}
+    def result_from_state(self, state: dict) -> SweepResult:
+        try:
+            fields = {f.name: state[f.name] for f in dataclasses.fields(SweepResult)}
+            fields["settings"] = SweepSettings(**fields["settings"])
+            fields["n_diverged"] = int(fields["n_diverged"])
+            return SweepResult(**fields)
+        except (KeyError, TypeError) as error:
+            raise EngineInputError(f"saved Fig. 4 sweep does not fit: {error}") from None

@@ -5,16 +5,20 @@ that disappears into its cell agrees); hovering a cell shows both numbers.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from engine.obstruction import probability_maps_job
+from engine.errors import EngineInputError
+from engine.probability import CLOSED_FORM_SCHEMES, MapSettings, ProbabilityMaps
 
 from .heatmap_plot import HeatmapPlot
 from .plot_style import set_plot_fonts
 
-SCHEMES = {"xavier_normal": "Xavier normal", "kaiming_normal": "Kaiming normal"}  # engine's CLOSED_FORM_SCHEMES
+NAMES = {"xavier_normal": "Xavier normal", "kaiming_normal": "Kaiming normal"}
+SCHEMES = {scheme: NAMES[scheme] for scheme in CLOSED_FORM_SCHEMES}
 CMAP = pg.colormap.get("viridis")
 
 
@@ -41,9 +45,6 @@ class Fig5View(QWidget):
         layout.addLayout(row, 1)
         self.result = None
 
-    def make_job(self, p, steps=None):
-        return probability_maps_job(p["d_max"], p["l_max"], p["mc_samples"], p["mc_stride"], p["seed"])
-
     def reset(self):
         self.result = None
         for scheme in SCHEMES:
@@ -53,13 +54,11 @@ class Fig5View(QWidget):
     def show_partial(self, result):
         self.show_result(result)
 
-    def show_result(self, result: dict):
-        """The engine's maps: d (nd,), l (nl,), closed[scheme] (nd, nl), mc[scheme] rows (d, l, p, se)."""
+    def show_result(self, result: ProbabilityMaps):
         self.result = result
-        d, l = np.asarray(result["d"]), np.asarray(result["l"])
+        d, l = result.d, result.l
         for scheme in SCHEMES:
-            closed = np.asarray(result["closed"][scheme], dtype=float)
-            mc = np.asarray(result["mc"].get(scheme, np.zeros((0, 4))), dtype=float).reshape(-1, 4)
+            closed, mc = result.closed[scheme], result.mc[scheme]
             heat = self.maps[scheme]
             heat.set_grid(d, l, closed)
             heat.describe = self._describer(d, l, closed, mc)
@@ -86,11 +85,13 @@ class Fig5View(QWidget):
         for heat in self.maps.values():
             set_plot_fonts(heat.plot, on)
 
-    def result_state(self, result: dict) -> dict:
-        return {"d": np.asarray(result["d"]), "l": np.asarray(result["l"]),
-                **{f"closed_{s}": np.asarray(result["closed"][s]) for s in SCHEMES},
-                **{f"mc_{s}": np.asarray(result["mc"].get(s, np.zeros((0, 4)))) for s in SCHEMES}}
+    def result_state(self, result: ProbabilityMaps) -> dict:
+        return {"settings": dataclasses.asdict(result.settings), "d": result.d, "l": result.l,
+                "closed": dict(result.closed), "mc": dict(result.mc)}
 
-    def result_from_state(self, state: dict) -> dict:
-        return {"d": state["d"], "l": state["l"], "closed": {s: state[f"closed_{s}"] for s in SCHEMES},
-                "mc": {s: state[f"mc_{s}"] for s in SCHEMES}}
+    def result_from_state(self, state: dict) -> ProbabilityMaps:
+        try:
+            return ProbabilityMaps(MapSettings(**state["settings"]), state["d"], state["l"],
+                                   {s: state["closed"][s] for s in SCHEMES}, {s: state["mc"][s] for s in SCHEMES})
+        except (KeyError, TypeError) as error:
+            raise EngineInputError(f"saved Fig. 5 maps do not fit: {error}") from None

@@ -16,12 +16,15 @@ from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.errors import EngineInputError
 from engine.invariants import barrier_jumps, c_of, component_label
+from engine.probability import probability_maps_job
 from engine.quadrics import reduced_coordinates
 from engine.shallow import ShallowNet
+from engine.sweep import breast_cancer_sweep
 from engine.training import Trajectory, train
 
 from ..panels.invariants_panel import InvariantsPanel, summary
-from ..panels.topology_parameters import TrainingSetup, create_parameters, training_setup
+from ..panels.topology_parameters import (TrainingSetup, create_parameters, fig4_settings, fig5_settings,
+                                          training_setup)
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
@@ -117,9 +120,9 @@ class TopologyWorkspace(Workspace):
     # ------------------------------------------------------------------ jobs
     def make_job(self, steps: Optional[int] = None):
         if self.mode == "fig4":
-            return self.fig4.make_job(self.parameters.child("fig4"), steps)
+            return breast_cancer_sweep(fig4_settings(self.parameters.child("fig4"), steps))
         if self.mode == "fig5":
-            return self.fig5.make_job(self.parameters.child("fig5"))
+            return probability_maps_job(fig5_settings(self.parameters.child("fig5")))
         setup = training_setup(self.parameters, steps)
         self._pending = setup
         return train(setup.net, setup.params, setup.X, setup.Y, setup.config)

@@ -28,7 +28,7 @@ def test_toy_dataset_in_d_dimensions(d):
 
 @pytest.mark.parametrize("kwargs", [{"n": 0}, {"d": 0}, {"d": 2.5}, {"n": True}])
 def test_toy_dataset_bad_input(kwargs):
-    with pytest.raises(EngineInputError, match="positive integer"):
+    with pytest.raises(EngineInputError, match="must be an integer >= 1"):
         toy_dataset(**kwargs)
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from engine.errors import EngineInputError
+from engine.initialization import initial_params
 from engine.invariants import (balances, barrier_jumps, beta0, component_label, counts, effective_component_index,
                                effective_components, invariant_set_summary, poincare, rescale_to, same_component,
                                same_effective_component)
@@ -76,7 +77,7 @@ def test_rescale_degenerate_cases():
 
 def test_component_labels_and_same_component():
     net = ShallowNet(d=2, l=3, e=1)
-    base = init_params(net, "kaiming_normal", 0, signs=[1, -1, 1], c=[-0.5, -0.5, 0.5])
+    base = initial_params(net, "kaiming_normal", 0, signs=[1, -1, 1], c=[-0.5, -0.5, 0.5])
     assert component_label(base.W1, base.W2).tolist() == [1, -1, 0]
     flipped_free = base.copy()
     flipped_free.W2[0, 2] *= -1  # free neuron: same component
@@ -116,7 +117,7 @@ def test_effective_component_index_brute_force(l):
 
 def test_effective_component_index_of_real_parameters():
     net = ShallowNet(d=3, l=4, e=1)
-    p = init_params(net, "kaiming_normal", 1, signs=[1, -1, -1, 1], c=[-0.5, -0.5, 0.5, -1.0])
+    p = initial_params(net, "kaiming_normal", 1, signs=[1, -1, -1, 1], c=[-0.5, -0.5, 0.5, -1.0])
     label = component_label(p.W1, p.W2)
     assert label.tolist() == [1, -1, 0, 1]
     assert effective_component_index(label) == 2  # l− = 3, sum 1: class (1 + 3) / 2 of 0..3
@@ -136,8 +137,7 @@ def test_barrier_jumps_tell_finite_step_jumps_from_free_flips():
     from engine.training import TrainConfig, train
     X, Y = toy_dataset(500, 0)
     net = ShallowNet(2, 2, 1)
-    p = init_params(net, "uniform", seed=0, a=1.41421356, c=[-0.1, 0.1], signs=[1, 1])
-    p.W1 = np.abs(p.W1)
+    p = initial_params(net, "uniform", seed=0, a=1.41421356, c=[-0.1, 0.1], signs=[1, 1], positive_inputs=True)
     tr = run_to_completion(train(net, p, X, Y, TrainConfig("gd", lr=0.3, steps=20, stride=1)))
     assert tr.sign_flips == [(1, 0), (1, 1)]
     assert barrier_jumps(tr.step, tr.c, tr.sign_flips) == [True, False]

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from engine.errors import EngineInputError
+from engine.initialization import initial_params
 from engine.shallow import (ShallowNet, ShallowParams, forward, gradients, init_params, loss,
                             loss_and_grads, loss_and_grads_np, sample_init)
 
@@ -87,7 +88,7 @@ def test_init_scales(scheme, w1_std, w2_std):
 
 def test_init_signs_rescale_and_bias():
     net = ShallowNet(d=2, l=3, e=1, bias=True)
-    p = init_params(net, "pytorch", 0, signs=[1, -1, 1], c=[0.5, -0.5, 0.0])
+    p = initial_params(net, "pytorch", 0, signs=[1, -1, 1], c=[0.5, -0.5, 0.0])
     assert np.array_equal(np.sign(p.W2[0]), [1, -1, 1])
     c = np.sum(p.W1 ** 2, 1) + p.b1 ** 2 - p.W2[0] ** 2
     np.testing.assert_allclose(c, [0.5, -0.5, 0.0], atol=1e-12)

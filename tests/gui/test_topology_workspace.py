@@ -1,10 +1,14 @@
 """The invariant-sets tab as a speaker uses it: presets open and draw, the trajectory grows
 live, the invariants panel shows the engine's numbers, and bad input starts nothing."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 from engine import invariants as inv
-from engine.shallow import ShallowNet, init_params
+from engine.initialization import initial_params
+from engine.shallow import ShallowNet
+from gui.session import read_session, write_session
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
@@ -72,7 +76,7 @@ def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     assert shown["effective_components"] == inv.effective_components(2, 1, c) == 3
     # The preset starts both neurons in the s = (+1, +1) component (MATH A8).
     net = ShallowNet(2, 2, 1)
-    start = init_params(net, "uniform", seed=3, a=1.41421356, c=[-0.1, -0.1], signs=[1, 1])
+    start = initial_params(net, "uniform", seed=3, a=2 ** 0.5, c=[-0.1, -0.1], signs=[1, 1], positive_inputs=True)
     assert shown["label"] == list(inv.component_label(start.W1, start.W2)) == [1, 1]
     text = ws.invariants.label.text()
     assert "β₀" in text and "4" in text and "−0.1" in text.replace("-", "−")
@@ -85,7 +89,8 @@ def test_free_flips_and_barrier_jumps_are_labelled_apart(window, qtbot):
     assert ws.curves.event_labels() == ["v₂ flips sign"]
     assert "flipped sign" in ws.quadrics.cells[1].caption.text()
     window.load_preset("fig3-obstructed", run=False)
-    ws.parameters["optimizer", "lr"] = 1.0  # so large that pathological v₂ hops over v = 0
+    ws.parameters["optimizer", "lr"] = 1.0  # so large that pathological v₂ hops over v = 0 ...
+    ws.parameters["init", "positive_inputs"] = False  # ... and, with this draw, only v₂
     window.run(steps=30)
     wait_until_idle(qtbot, window)
     assert ws.curves.event_labels() == ["v₂ jumps the barrier (finite step)"]
@@ -138,7 +143,7 @@ def test_layout_replay_and_session(window, qtbot):
     assert ws.timeline_length() == n
 
 
-def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot):
+def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot, tmp_path):
     ws = topology(window)
     window.load_preset("fig4-breast-cancer", run=False)
     ws.parameters["fig4", "inits"] = 1
@@ -149,6 +154,7 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot):
     assert ws.fig4.has_data() and ws.fig4.heat.image.image is not None
     assert "done" in ws.fig4.caption.text()
     save_screenshot(window, "topology_fig4-breast-cancer")
+    assert_session_round_trip(ws, tmp_path / "fig4.lens", ws.fig4)
     window.load_preset("fig5-probability", run=False)
     ws.parameters["fig5", "d_max"] = 8
     ws.parameters["fig5", "l_max"] = 8
@@ -162,3 +168,21 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot):
     heat = ws.fig5.maps["kaiming_normal"]
     assert "closed form" in heat.describe(0, 0)
     save_screenshot(window, "topology_fig5-probability")
+    assert_session_round_trip(ws, tmp_path / "fig5.lens", ws.fig5)
+
+
+def assert_session_round_trip(ws, path, view):
+    """The view's typed result survives a session file (plain data only) field for field."""
+    before = view.result
+    write_session(path, ws.session_state())
+    ws.reset()
+    assert view.result is None
+    ws.restore_session_state(read_session(path))
+    after = view.result
+    assert type(after) is type(before) and after.settings == before.settings
+    for field in dataclasses.fields(before):
+        a, b = getattr(before, field.name), getattr(after, field.name)
+        if isinstance(a, dict):
+            assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+        elif field.name != "settings":
+            np.testing.assert_array_equal(a, b)
