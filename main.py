@@ -125,6 +125,7 @@ class _UsageError(Exception):
 
 def _reproduce(args) -> int:
     from engine.experiments import experiments, run_experiment
+    from engine.exports import json_default
     from engine.progress import run_to_completion
 
     if args.list or not args.name:
@@ -139,7 +140,7 @@ def _reproduce(args) -> int:
 
     metrics = run_to_completion(run_experiment(args.name, args.out, args.quick, args.seed), report)
     print(file=sys.stderr)
-    print(json.dumps(metrics, indent=2, default=float))
+    print(json.dumps(metrics, indent=2, default=json_default))  # the same JSON as metrics.json
     return 0
 
 

@@ -2,12 +2,13 @@
 
 A construction trains a small net to a critical point (restarting until its minimum is strict and
 the B matrices of the neurons to be split are definite), then splits neurons by γ^r_λ and
-verifies every step with the full Hessian. Results are plain dataclasses the GUI renders.
+verifies every step with the full Hessian. Results are frozen dataclasses with typed verdicts
+(engine.verdicts); every Hessian and L-BFGS run goes through progress.wait_for, so the jobs
+yield every 50 ms however large the net.
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
@@ -15,8 +16,9 @@ import scipy.optimize
 from . import deep
 from .deep import Arch
 from .errors import EngineInputError
-from .progress import Job, Progress
+from .progress import Job, Progress, subjob, wait_for
 from .runtime import configure_torch_threads
+from .verdicts import INSIDE_0_1, OUTSIDE_0_1, Interval, Verdict
 
 # An eigenvalue counts as zero when |e| ≤ EIG_TOL_REL · max(1, max|e|). Rounding in a float64
 # Hessian of these nets is ~1e-14 (MATH.md B7 saw −4e−14), genuine curvatures are ≥ 1e−7.
@@ -47,10 +49,10 @@ def hessian_spectrum(arch: Arch, theta, X, Y) -> tuple[np.ndarray, HessianSummar
     return eigs, HessianSummary.of(eigs)
 
 
-def critical_point_kind(h: HessianSummary) -> str:
+def critical_point_kind(h: HessianSummary) -> Verdict:
     if h.n_negative:
-        return "saddle"
-    return "degenerate minimum candidate" if h.n_zero else "strict minimum"
+        return Verdict.SADDLE
+    return Verdict.DEGENERATE_MINIMUM if h.n_zero else Verdict.STRICT_MINIMUM
 
 
 def definiteness(eigs: np.ndarray) -> str:
@@ -102,16 +104,22 @@ def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
     return out
 
 
-def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_steps: int = 8):
-    """L-BFGS to near-convergence, then Newton steps (least squares if H is singular) to polish."""
+def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_steps: int = 8, stop=None):
+    """L-BFGS to near-convergence, then Newton steps (least squares if H is singular) to polish.
+    ``stop`` (a threading.Event, set when the job is cancelled) ends the work early."""
     fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
     configure_torch_threads()  # one BLAS thread: a multi-threaded OpenBLAS made L-BFGS 14x slower
-    res = scipy.optimize.minimize(fun, np.asarray(theta0, float), jac=True, method="L-BFGS-B",
+
+    def callback(intermediate_result):
+        if stop is not None and stop.is_set():
+            raise StopIteration  # scipy ends the run and returns the current point
+
+    res = scipy.optimize.minimize(fun, np.asarray(theta0, float), jac=True, method="L-BFGS-B", callback=callback,
                                   options=dict(maxiter=3000, gtol=1e-7, ftol=1e-15))
     theta = res.x
     value, g = fun(theta)
     for _ in range(newton_steps):
-        if np.linalg.norm(g) < 1e-3 * gtol:
+        if np.linalg.norm(g) < 1e-3 * gtol or (stop is not None and stop.is_set()):
             break
         step = np.linalg.lstsq(deep.hessian(arch, theta, X, Y), g, rcond=None)[0]
         cand_value, cand_g = fun(theta - step)
@@ -184,33 +192,45 @@ def set_split_lambda(arch: Arch, theta, split: Split, lam: float) -> np.ndarray:
 @dataclass(frozen=True)
 class Verification:
     lam: float
-    interval: str           # I of Theorem 9 for this split: "(0, 1)", "(-inf, 0) ∪ (1, inf)" or "none"
+    interval: Interval      # I of Theorem 9 for this split
     B_eigs: np.ndarray      # of the pair (= the origin's B before the split)
     D_norm: float
     loss: float
     hessian: HessianSummary
-    verdict: str
+    verdict: Verdict
+    unmet: tuple[str, ...] = ()  # why Theorem 9 does not apply (empty when it does)
     pair_B: np.ndarray = field(repr=False, default=None)
 
 
-def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None = None) -> Verification:
-    """Theorem 9 (B4–B5) for the pair (new, origin) of ``split`` at the current λ."""
+def pair_B(arch: Arch, theta, X, Y, split: Split) -> tuple[np.ndarray, float]:
+    """B of the pair (new, origin) and ‖D‖ of the origin, from one forward/backward pass (no Hessian).
+
+    B is linear in the outgoing weights and the pair shares z and a, so B_new + B_r is the
+    origin's B before the split; D does not depend on the outgoing weights at all."""
     bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
-    # B is linear in the outgoing weights and the pair shares z and a, so B_new + B_r is the
-    # origin's B before the split; D does not depend on the outgoing weights at all.
-    B = bd[split.layer, split.new].B + bd[split.layer, split.origin].B
+    return bd[split.layer, split.new].B + bd[split.layer, split.origin].B, bd[split.layer, split.origin].D_norm
+
+
+def theorem9_interval(B_eigs: np.ndarray) -> Interval:
+    """I from the sign of B: (0, 1) for B ≥ 0, (−∞, 0) ∪ (1, ∞) for B ≤ 0 (semidefinite counts: a
+    split of copied inputs has a kernel in B), none for an indefinite or zero B."""
+    sign = definiteness(B_eigs).split()[0]
+    return {"positive": INSIDE_0_1, "negative": OUTSIDE_0_1}.get(sign, Interval())
+
+
+def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None = None) -> Verification:
+    """Theorem 9 (B4–B5) for the pair (new, origin) of ``split`` at the current λ (one full Hessian
+    unless its eigenvalues ``eigs`` are given)."""
+    B, D_norm = pair_B(arch, theta, X, Y, split)
     B_eigs = np.linalg.eigvalsh(B)
-    D_norm = bd[split.layer, split.origin].D_norm
-    kind = definiteness(B_eigs)
-    interval = {"positive": "(0, 1)", "negative": "(-inf, 0) ∪ (1, inf)"}.get(kind.split()[0], "none")
+    interval = theorem9_interval(B_eigs)
     lam = split_lambda(arch, theta, split)
-    inside = (0 < lam < 1) if interval == "(0, 1)" else (interval != "none" and (lam < 0 or lam > 1))
     h = hessian_spectrum(arch, theta, X, Y)[1] if eigs is None else HessianSummary.of(eigs)
-    unmet = [msg for ok, msg in [(interval != "none", f"B is {kind}"), (D_norm <= D_TOL, f"D ≠ 0 (norm {D_norm:.2e})"),
-                                 (inside, f"λ = {lam:g} outside I = {interval}")] if not ok]
-    verdict = "saddle" if h.n_negative else ("non-attracting region of local minima" if not unmet
-                                             else "conditions not met: " + "; ".join(unmet))
-    return Verification(lam, interval, B_eigs, D_norm, deep.loss(arch, theta, X, Y), h, verdict, B)
+    unmet = tuple(msg for ok, msg in [(not interval.empty, f"B is {definiteness(B_eigs)}"),
+                                      (D_norm <= D_TOL, f"D ≠ 0 (norm {D_norm:.2e})"),
+                                      (interval.contains(lam), f"λ = {lam:g} outside I = {interval}")] if not ok)
+    verdict = Verdict.SADDLE if h.n_negative else (Verdict.CONDITIONS_NOT_MET if unmet else Verdict.NON_ATTRACTING)
+    return Verification(lam, interval, B_eigs, D_norm, deep.loss(arch, theta, X, Y), h, verdict, unmet, B)
 
 
 def split_lambda(arch: Arch, theta, split: Split) -> float:
@@ -253,6 +273,8 @@ def descent_direction(arch: Arch, theta, split: Split, B: np.ndarray) -> np.ndar
     return d / np.linalg.norm(d)
 
 
+
+
 @dataclass(frozen=True)
 class Step:
     description: str
@@ -260,7 +282,7 @@ class Step:
     loss: float
     grad_norm: float
     hessian: HessianSummary
-    verdict: str
+    verdict: Verdict
 
 
 @dataclass(frozen=True)
@@ -272,7 +294,7 @@ class Restart:
     reason: str  # why it was rejected ("" when accepted)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Construction:
     arch: Arch                  # final (wide) network
     params: np.ndarray          # final flat vector
@@ -280,16 +302,45 @@ class Construction:
     Y: np.ndarray
     small_arch: Arch
     small_params: np.ndarray
-    small_neurons: list         # NeuronBD of the small net
-    neurons: list               # NeuronBD of the final net
-    restarts: list              # Restart records of the search
-    steps: list                 # Step records: the small net, then one per split
-    splits: list                # Split history
+    small_neurons: tuple        # NeuronBD of the small net
+    neurons: tuple              # NeuronBD of the final net
+    restarts: tuple             # Restart records of the search
+    steps: tuple                # Step records: the small net, then one per split
+    splits: tuple               # Split history
     verification: Verification | None  # of the last split
 
     @property
     def activation(self) -> str:
         return self.arch.activation
+
+    @property
+    def weights(self) -> list:
+        """W1, W2, … of the final net, (n_l, n_{l−1}) each."""
+        return [np.array(W) for W in deep.unpack(self.arch, self.params)[0]]
+
+    @property
+    def split_lams(self) -> list[float]:
+        """Each split's current λ (later splits of the same neuron change it from ``Split.lam``)."""
+        return [split_lambda(self.arch, self.params, s) for s in self.splits]
+
+
+def spectrum_job(arch: Arch, theta, X, Y, message: str = "Hessian") -> Job[tuple[np.ndarray, HessianSummary]]:
+    """hessian_spectrum as a job: the Hessian runs on a helper thread while the job keeps yielding."""
+    return (yield from wait_for(lambda stop: hessian_spectrum(arch, theta, X, Y), message))
+
+
+def _restart(arch: Arch, X, Y, theta0, split_layers, stop):
+    """One restart of the search: (theta, loss, grad_norm, reason it is rejected or "")."""
+    theta, value, gnorm = train_to_critical(arch, X, Y, theta0, stop=stop)
+    if gnorm >= GRAD_TOL:
+        return theta, value, gnorm, f"not converged (grad norm {gnorm:.1e})"
+    kind = critical_point_kind(hessian_spectrum(arch, theta, X, Y)[1])
+    if kind is not Verdict.STRICT_MINIMUM:
+        return theta, value, gnorm, kind.value
+    bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
+    bad = [f"B({l}) {bd[l, 0].badge} (eigs {np.array2string(bd[l, 0].B_eigs, precision=2)})"
+           for l in split_layers if bd[l, 0].badge not in ("positive definite", "negative definite")]
+    return theta, value, gnorm, "; ".join(bad)
 
 
 def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), seed: int = 0, max_restarts: int = 100,
@@ -302,40 +353,42 @@ def search_minimum_job(arch: Arch, X, Y, split_layers=(1,), seed: int = 0, max_r
     rng = np.random.default_rng(seed)
     restarts = []
     for k in range(max_restarts):
-        theta, value, gnorm = train_to_critical(arch, X, Y, deep.init_params(arch, rng, init_scale))
-        reason = ""
-        if gnorm >= GRAD_TOL:
-            reason = f"not converged (grad norm {gnorm:.1e})"
-        else:
-            kind = critical_point_kind(hessian_spectrum(arch, theta, X, Y)[1])
-            bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
-            bad = [f"B({l}) {bd[l, 0].badge} (eigs {np.array2string(bd[l, 0].B_eigs, precision=2)})"
-                   for l in split_layers if bd[l, 0].badge not in ("positive definite", "negative definite")]
-            if kind != "strict minimum":
-                reason = kind
-            elif bad:
-                reason = "; ".join(bad)
+        theta0 = deep.init_params(arch, rng, init_scale)
+        theta, value, gnorm, reason = yield from wait_for(
+            lambda stop: _restart(arch, X, Y, theta0, split_layers, stop), f"restart {k + 1}")
         restarts.append(Restart(k, value, gnorm, not reason, reason))
-        yield Progress((k + 1) / max_restarts, f"restart {k + 1}: " + (reason or "accepted"),
-                       [replace(r) for r in restarts])
+        yield Progress((k + 1) / max_restarts, f"restart {k + 1}: " + (reason or "accepted"), tuple(restarts))
         if not reason:
-            return theta, value, gnorm, restarts
+            return theta, value, gnorm, tuple(restarts)
     raise EngineInputError(f"no strict minimum with definite B in layers {list(split_layers)} after "
                            f"{max_restarts} restarts of {arch.widths}; try another seed or more restarts")
 
 
-def step_of(description: str, arch: Arch, theta, X, Y, verdict: str | None = None, eigs=None) -> Step:
+def step_of(description: str, arch: Arch, theta, X, Y, verdict: Verdict | None = None, eigs=None) -> Step:
     """One row of the steps table; ``eigs`` (the Hessian's eigenvalues) when already computed."""
     value, g = deep.loss_and_grad(arch, theta, X, Y)
     h = hessian_spectrum(arch, theta, X, Y)[1] if eigs is None else HessianSummary.of(eigs)
     return Step(description, arch.widths, value, float(np.linalg.norm(g)), h, verdict or critical_point_kind(h))
 
 
+def _split_once(arch: Arch, theta, X, Y, layer: int, lam: float, lam_outside: float):
+    """Choose, embed and verify one split: (arch, theta, Split, Verification, Step); one Hessian."""
+    r, lam_used = choose_split(arch, theta, X, Y, layer, lam, lam_outside)
+    arch, theta = embed(arch, theta, layer, r, lam_used)
+    split = Split(layer, r, arch.widths[layer] - 1, lam_used)
+    eigs = hessian_spectrum(arch, theta, X, Y)[0]
+    verification = verify_split(arch, theta, X, Y, split, eigs)
+    step = step_of(f"split neuron {r} of layer {layer} (λ={lam_used:g})", arch, theta, X, Y,
+                   verification.verdict, eigs)
+    return arch, theta, split, verification, step
+
+
 def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", bias: bool = False,
                   schedule=((1, 20), (2, 20)), lam: float = 0.5, lam_outside: float = -1.0, seed: int = 0,
                   max_restarts: int = 100, theta0=None) -> Job[Construction]:
     """Small minimum (searched, or trained from ``theta0``), then ``schedule``: (layer, count) pairs of
-    splits of neuron 0's copies in that layer (see ``choose_split``). Every step is verified."""
+    splits of neuron 0's copies in that layer (see ``choose_split``). Every step is verified.
+    Partials are the tuple of Steps so far."""
     configure_torch_threads()
     arch = Arch(tuple(small_widths), activation, bias)
     X, Y = deep.check_data(arch, X, Y)
@@ -345,35 +398,28 @@ def construct_job(X, Y, small_widths=(2, 1, 1, 1), activation: str = "sigmoid", 
             raise EngineInputError(f"schedule layer {l} is not a hidden layer of {arch.widths}"
                                    + ("" if arch.n_layers > 1 else " (it has no hidden layer)"))
     if theta0 is None:
-        theta, _, _, restarts = yield from _sub(search_minimum_job(arch, X, Y, sorted({l for l, _ in schedule}),
-                                                                  seed, max_restarts), 0.0, 0.3)
+        theta, _, _, restarts = yield from subjob(search_minimum_job(arch, X, Y, sorted({l for l, _ in schedule}),
+                                                                     seed, max_restarts), 0.0, 0.3, "search: ",
+                                                  partial=lambda _: None)
     else:
-        theta, restarts = train_to_critical(arch, X, Y, theta0)[0], []
+        theta = (yield from wait_for(lambda stop: train_to_critical(arch, X, Y, theta0, stop=stop), "training"))[0]
+        restarts = ()
     small_arch, small_theta = arch, theta
-    steps = [step_of(f"trained {'—'.join(map(str, arch.widths))}", arch, theta, X, Y)]
-    splits, verification = [], None
+    first = yield from wait_for(lambda stop: step_of(f"trained {'—'.join(map(str, arch.widths))}", arch, theta, X, Y),
+                                "Hessian of the small net")
+    steps, splits, verification = [first], [], None
     total = sum(c for _, c in schedule)
-    last_yield = time.perf_counter()
     for layer, count in schedule:
         for _ in range(count):
-            r, lam_used = choose_split(arch, theta, X, Y, layer, lam, lam_outside)
-            arch, theta = embed(arch, theta, layer, r, lam_used)
-            splits.append(Split(layer, r, arch.widths[layer] - 1, lam_used))
-            eigs = hessian_spectrum(arch, theta, X, Y)[0]
-            verification = verify_split(arch, theta, X, Y, splits[-1], eigs)
-            steps.append(step_of(f"split neuron {r} of layer {layer} (λ={lam_used:g})", arch, theta, X, Y,
-                               verification.verdict, eigs))
-            if time.perf_counter() - last_yield > 0.05 or len(splits) == total:
-                last_yield = time.perf_counter()
-                yield Progress(0.3 + 0.7 * len(splits) / max(total, 1),
-                               f"{'—'.join(map(str, arch.widths))}: {verification.verdict}", list(steps))
-    return Construction(arch, theta, X, Y, small_arch, small_theta, neuron_bd(small_arch, small_theta, X, Y),
-                        neuron_bd(arch, theta, X, Y), restarts, steps, splits, verification)
-
-
-def _sub(job, start, stop):
-    from .progress import subjob
-    return subjob(job, start, stop, "search: ")
+            arch, theta, split, verification, step = yield from wait_for(
+                lambda stop: _split_once(arch, theta, X, Y, layer, lam, lam_outside),
+                f"splitting layer {layer}")
+            splits.append(split)
+            steps.append(step)
+            yield Progress(0.3 + 0.7 * len(splits) / max(total, 1),
+                           f"{'—'.join(map(str, arch.widths))}: {verification.verdict}", tuple(steps))
+    return Construction(arch, theta, X, Y, small_arch, small_theta, tuple(neuron_bd(small_arch, small_theta, X, Y)),
+                        tuple(neuron_bd(arch, theta, X, Y)), restarts, tuple(steps), tuple(splits), verification)
 
 
 @dataclass(frozen=True)
@@ -382,7 +428,8 @@ class LambdaProbe:
     params: np.ndarray
     loss: float
     hessian_min: float
-    verdict: str
+    verdict: Verdict
+    unmet: tuple[str, ...] = ()
     split: int = -1  # index into Construction.splits of the split whose λ moved
 
 
@@ -402,36 +449,67 @@ def move_lambda(c: Construction, lam: float, split: int = -1) -> LambdaProbe:
         raise EngineInputError(f"λ = {lam!r} is not a finite number")
     theta = set_split_lambda(c.arch, c.params, s, lam)
     v = verify_split(c.arch, theta, c.X, c.Y, s)
-    return LambdaProbe(float(lam), theta, v.loss, v.hessian.min, v.verdict, split)
+    return LambdaProbe(float(lam), theta, v.loss, v.hessian.min, v.verdict, v.unmet, split)
 
 
 def move_last_lambda(c: Construction, lam: float) -> LambdaProbe:
     return move_lambda(c, lam, -1)
 
 
-def degenerate_path_job(c: Construction, lams, split: int = -1) -> Job[dict]:
-    """B9: loss, smallest Hessian eigenvalue and Theorem 9 verdict along one split's λ."""
+def probe_job(c: Construction, lam: float, split: int = -1) -> Job[LambdaProbe]:
+    """move_lambda as a job (its Hessian on a helper thread): the slider's live readout."""
+    _split_at(c, split)  # a bad split fails at once, not on the helper thread
+    return (yield from wait_for(lambda stop: move_lambda(c, lam, split), f"λ = {lam:.3g}"))
+
+
+@dataclass(frozen=True)
+class DegeneratePath:
+    """B9 along one split's λ: loss, smallest Hessian eigenvalue and verdict at each λ."""
+    lam: np.ndarray
+    loss: np.ndarray
+    hessian_min: np.ndarray
+    verdicts: tuple[Verdict, ...]
+    interval: Interval  # Theorem 9's I of this split
+    split: int          # index into Construction.splits, ≥ 0
+
+
+def degenerate_path_job(c: Construction, lams, split: int = -1) -> Job[DegeneratePath]:
+    """B9: loss, smallest Hessian eigenvalue and Theorem 9 verdict along one split's λ; partials
+    are the path so far."""
+    s = _split_at(c, split)
     lams = np.asarray(lams, float)
-    out = {"lam": [], "loss": [], "hessian_min": [], "verdicts": []}
+    B, _ = pair_B(c.arch, c.params, c.X, c.Y, s)
+    interval = theorem9_interval(np.linalg.eigvalsh(B))
+    probes = []
+    path = None
     for k, lam in enumerate(lams):
-        probe = move_lambda(c, lam, split)
-        for key, value in zip(out, (float(lam), probe.loss, probe.hessian_min, probe.verdict)):
-            out[key].append(value)
-        yield Progress((k + 1) / len(lams), f"λ = {lam:.3g}", {key: list(v) for key, v in out.items()})
-    return out
+        probes.append((yield from probe_job(c, lam, split)))
+        path = DegeneratePath(lams[:k + 1].copy(), np.array([p.loss for p in probes]),
+                              np.array([p.hessian_min for p in probes]), tuple(p.verdict for p in probes),
+                              interval, split % len(c.splits))
+        yield Progress((k + 1) / len(lams), f"λ = {lam:.3g}", path)
+    return path
 
 
-def descent_curve(c: Construction, probe: LambdaProbe, ts) -> dict:
+@dataclass(frozen=True)
+class Line:
+    """L(θ + t d) along a unit direction d."""
+    direction: np.ndarray
+    t: np.ndarray
+    loss: np.ndarray
+
+
+def descent_curve(c: Construction, probe: LambdaProbe, ts) -> Line:
     """B6 at a saddle ``probe``: the direction (flat, unit norm) and the loss along θ + t d."""
     split = _split_at(c, probe.split)
-    B = verify_split(c.arch, probe.params, c.X, c.Y, split).pair_B
+    B, _ = pair_B(c.arch, probe.params, c.X, c.Y, split)
     return line_losses(c, probe.params, descent_direction(c.arch, probe.params, split, B), ts)
 
 
-def line_losses(c: Construction, theta, d, ts) -> dict:
+def line_losses(c: Construction, theta, d, ts) -> Line:
     """L(θ + t d) for every t, in one batch."""
     import torch
     Xt, yt = deep.tensors(c.X, c.Y)
     ts = np.asarray(ts, float)
     values = deep.loss_batch(c.arch, torch.as_tensor(np.asarray(theta, float) + np.outer(ts, d)), Xt, yt).numpy()
-    return {"direction": np.asarray(d), "t": ts.tolist(), "loss": values.tolist()}
+    return Line(np.asarray(d), ts, values)

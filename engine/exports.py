@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 
-def _plain(value):
+def json_default(value):
     """json.dumps's fallback: numpy scalars and arrays as Python numbers and lists."""
     if isinstance(value, np.ndarray):
         return value.tolist()
@@ -25,7 +25,7 @@ def _plain(value):
 
 def write_metrics(out_dir: Path, metrics: dict) -> dict:
     """Write ``metrics.json`` in ``out_dir`` and return ``metrics`` unchanged."""
-    (Path(out_dir) / "metrics.json").write_text(json.dumps(metrics, indent=2, default=_plain))
+    (Path(out_dir) / "metrics.json").write_text(json.dumps(metrics, indent=2, default=json_default))
     return metrics
 
 

@@ -234,7 +234,9 @@ class MainWindow(QMainWindow):
         self._owner = None
 
     def run(self, steps: Optional[int] = None, step: bool = False):
-        if self.runner.busy:
+        # Run resumes only a paused job. Otherwise it builds anew, queued behind whatever is still
+        # finishing (a cancelled or superseded job slow to reach its next yield): never a re-slice.
+        if self.runner.state == "paused":
             self.runner.resume()
             return
         try:
@@ -252,7 +254,7 @@ class MainWindow(QMainWindow):
             self.runner.resume()
 
     def step(self):
-        if self.runner.busy:
+        if self.runner.active:
             self.runner.step()
         else:
             self.run(step=True)

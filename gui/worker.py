@@ -132,8 +132,13 @@ class JobRunner(QObject):
         return self._thread is not None or self._waiting is not None
 
     @property
+    def active(self) -> bool:
+        """A job that still counts runs or waits; a superseded one finishing its last yield does not."""
+        return self._waiting is not None or (self._thread is not None and self._thread not in self._stale)
+
+    @property
     def state(self) -> str:
-        if self._thread is None:
+        if self._thread is None or self._thread in self._stale:
             return "running" if self._waiting else "idle"
         return "paused" if self._thread.paused else "running"
 

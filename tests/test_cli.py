@@ -44,3 +44,19 @@ def test_inspect_refuses_a_corrupt_file_in_one_line(tmp_path):
     result = run_main("inspect", str(bad))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and str(bad) in result.stderr
+
+
+def test_reproduce_nonattr_quick_writes_metrics_and_arrays(tmp_path):
+    """Each nonattr target runs from the command line; verdicts are JSON strings, arrays load plain."""
+    expected = {"nonattr-deep": "descent.npz", "nonattr-shallow": "descent.npz",
+                "nonattr-infinity": "infinity.npz", "nonattr-path": "path.npz"}
+    for name, arrays in expected.items():
+        out = tmp_path / name
+        result = run_main("reproduce", name, "--quick", "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert metrics and np.load(out / arrays, allow_pickle=False).files
+        if name in ("nonattr-deep", "nonattr-shallow"):
+            assert metrics["saddle"]["verdict"] == "saddle"
+    report = json.loads(run_main("inspect", str(tmp_path / "nonattr-deep" / "big_min.npz")).stdout)
+    assert report["critical_point"] == "degenerate minimum candidate" and report["gamma_construction"]["possible"]

@@ -12,26 +12,28 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QGridLayout, QGro
                                QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
+from engine.verdicts import Verdict
+
 SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
 SLIDER_STEPS = 300
 VERDICT_COLORS = {"minimum": "#009E73", "saddle": "#D62728", "other": "#8a6d00"}
 BADGE_COLORS = {"definite": "#d9f2e6", "indefinite": "#fde0dc", "other": "#f3f0d8"}
 
 
-def verdict_kind(verdict: str) -> str:
-    if verdict.startswith("saddle"):
+def verdict_kind(verdict: Verdict) -> str:
+    if verdict is Verdict.SADDLE:
         return "saddle"
-    return "minimum" if "minim" in verdict and "not met" not in verdict else "other"
+    return "minimum" if verdict.is_minimum else "other"
 
 
-def short_verdict(verdict: str) -> str:
-    """Table cells get a word or two; the full verdict is the cell's tooltip."""
-    for start, short in (("saddle", "saddle"), ("strict minimum", "strict min"),
-                         ("non-attracting", "non-attracting min"), ("degenerate", "degenerate"),
-                         ("conditions not met", "not met")):
-        if verdict.startswith(start):
-            return short
-    return verdict
+# Table cells get a word or two; the full verdict (and why Theorem 9 fails) is the cell's tooltip.
+SHORT_VERDICT = {Verdict.SADDLE: "saddle", Verdict.STRICT_MINIMUM: "strict min",
+                 Verdict.NON_ATTRACTING: "non-attracting min", Verdict.DEGENERATE_MINIMUM: "degenerate",
+                 Verdict.CONDITIONS_NOT_MET: "not met", Verdict.NOT_CRITICAL: "not critical"}
+
+
+def verdict_text(verdict: Verdict, unmet=()) -> str:
+    return verdict.value + (": " + "; ".join(unmet) if unmet else "")
 
 
 def _table(headers) -> QTableWidget:
@@ -117,11 +119,13 @@ class LambdaBox(QGroupBox):
         self.setTitle(f"λ of split {description}" if description else "λ (no split)")
         self.setToolTip("select a row of the construction steps to move that split's λ")
 
-    def show_probe(self, lam: float, loss: float, hessian_min: float, verdict: str):
+    def show_probe(self, lam: float, loss: float, hessian_min: float, verdict: str, unmet=()):
+        """``verdict``: a Verdict or its value (sessions keep values); ``unmet``: Theorem 9's failed conditions."""
+        verdict = Verdict(verdict)
         self.loss_label.setText(f"loss L = {loss:.10g}")
         self.hmin_label.setText(f"λ_min(H) = {hessian_min:.3e}  at λ = {lam:.3g}")
         color = VERDICT_COLORS[verdict_kind(verdict)]
-        self.verdict_label.setText(verdict)
+        self.verdict_label.setText(verdict_text(verdict, unmet))
         self.verdict_label.setStyleSheet(f"color: white; background: {color}; border-radius: 4px; padding: 4px;")
 
     def show_pending(self):
@@ -173,26 +177,28 @@ class InspectorPanel(QWidget):
         if path:
             self.export_requested.emit(path if path.endswith(".npz") else path + ".npz")
 
-    def show_steps(self, steps, restarts_note: str = ""):
-        rows, colors = [], []
-        for s in steps:
-            h = s.hessian
-            rows.append(["—".join(map(str, s.widths)), short_verdict(s.verdict), s.loss, s.grad_norm,
-                         h.min, h.max, str(h.n_zero), str(h.n_negative)])
-            tint = {"saddle": "#fde0dc", "minimum": "#e3f4ec"}.get(verdict_kind(s.verdict))
+    def show_steps(self, rows: list[dict], restarts_note: str = ""):
+        """One row per construction step (the engine's Step fields as plain data)."""
+        table, colors = [], []
+        for r in rows:
+            verdict = Verdict(r["verdict"])
+            table.append(["—".join(map(str, r["widths"])), SHORT_VERDICT[verdict], r["loss"], r["grad_norm"],
+                          r["min"], r["max"], str(r["n_zero"]), str(r["n_negative"])])
+            tint = {"saddle": "#fde0dc", "minimum": "#e3f4ec"}.get(verdict_kind(verdict))
             colors.append([None, tint] + [None] * 6)
-        _fill(self.steps, rows, colors)
-        for row, s in enumerate(steps):
-            self.steps.item(row, 1).setToolTip(f"{s.description}: {s.verdict}")
+        _fill(self.steps, table, colors)
+        for row, r in enumerate(rows):
+            self.steps.item(row, 1).setToolTip(f"{r['description']}: {r['verdict']}")
         self.steps.scrollToBottom()
         self.restarts_label.setText(restarts_note)
 
-    def show_neurons(self, neurons):
+    def show_neurons(self, neurons: list[dict]):
         rows, colors = [], []
         for n in neurons:
-            eigs = ", ".join(f"{e:.3g}" for e in np.asarray(n.B_eigs))
-            rows.append([str(n.layer), str(n.neuron), n.badge, n.D_norm, eigs])
-            kind = "indefinite" if n.badge == "indefinite" else ("definite" if n.badge.endswith(" definite") else "other")
+            eigs = ", ".join(f"{e:.3g}" for e in np.asarray(n["B_eigs"]))
+            badge = n["badge"]
+            rows.append([str(n["layer"]), str(n["neuron"]), badge, n["D_norm"], eigs])
+            kind = "indefinite" if badge == "indefinite" else ("definite" if badge.endswith(" definite") else "other")
             colors.append([None, None, BADGE_COLORS[kind], None, None])
         _fill(self.neurons, rows, colors)
 

@@ -73,5 +73,7 @@ class PlaneView(QWidget):
     def clear_plane(self):
         self.image.clear()
         self.point.setData([], [])
-        self.surface.setData(z=np.zeros((2, 2)))
+        # x, y and colours too: a 2×2 z against the last grid's x and y raises in setData (issue 13).
+        unit = np.array([0.0, 1.0])
+        self.surface.setData(x=unit, y=unit, z=np.zeros((2, 2)), colors=np.ones((4, 4)))
         self.marker.setData(pos=np.zeros((0, 3)))

@@ -1,7 +1,8 @@
 """Non-attracting regions of local minima (paper Fig. 3): build one, inspect it, walk off it.
 
-The workspace only orders engine jobs and draws their plain results; every number on screen
-comes from engine.construction, engine.landscape and engine.nonattracting.
+The workspace starts the engine's pipeline jobs (engine.figure3, engine.infinity,
+engine.descending_path) through ``window.start_job`` and draws their typed results; every
+number on screen comes from those jobs, the same ones ``main.py reproduce`` runs.
 """
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QFrame, QGridLayout, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
                                QWidget)
 
+from engine.descending_path import DescendingPath, descending_path_job
 from engine.errors import EngineInputError
+from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, figure3_job, load_job, probe_job,
+                            reslice_job)
+from engine.infinity import infinity_job
+from engine.netio import save_network
 
 from ..panels.inspector import InspectorPanel
 from ..views.curves_view import CurvesView
@@ -25,7 +31,7 @@ from ..views.slice_view import SliceView
 from ..views.spectrum_view import SpectrumView
 from ..worker import JobRunner
 from ..workspace import Workspace
-from . import minima_jobs as jobs
+from .minima_draw import STAGES, parse_schedule, parse_widths, probe_data, stages
 
 PARAMETERS = [
     {"name": "experiment", "title": "Experiment", "type": "group", "children": [
@@ -83,8 +89,9 @@ class MinimaWorkspace(Workspace):
         self.network = NetworkDiagram()
         self.inspector = InspectorPanel()
         self._build_layout()
-        self.result: dict = {}
-        self.construction = None
+        self.shown: dict = {}   # stage -> plain view data: what is on screen, what a session saves
+        self._seen: dict = {}   # result field -> the object last drawn from it (identity)
+        self.figure = None      # the latest Figure3 / DescendingPath: what λ moves and Export saves
         self._split = -1  # which split the slider moves: the steps table's selected row
         # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on their own
         # worker so the slider never blocks and the main runner stays free for the slices.
@@ -136,42 +143,53 @@ class MinimaWorkspace(Workspace):
 
     # ------------------------------------------------------------------ jobs
     def make_job(self, steps: Optional[int] = None):
-        p = self.parameters
-        slices = self._slice_settings()
-        kind = p["experiment", "kind"]
+        """Run: always a fresh build (or B10), never a re-slice of what is on screen."""
+        kind = self.parameters["experiment", "kind"]
         if kind == "infinity":
             self.figures.setCurrentIndex(2)
-            return jobs.infinity_job(p["experiment", "seed"], steps)
-        config = jobs.ConstructionSettings(
-            kind="shallow" if kind == "shallow" else "deep", seed=p["experiment", "seed"],
-            widths=jobs.parse_widths(p["construction", "widths"]), activation=p["construction", "activation"],
-            bias=p["construction", "bias"], schedule=jobs.parse_schedule(p["construction", "schedule"]),
-            lam=p["construction", "lam"], lam_outside=p["construction", "lam_outside"], max_restarts=p["construction", "restarts"],
-            n_samples=p["experiment", "samples"], saddle_lam=p["construction", "saddle_lam"],
-            path=self._path_range(),
-            plane=(p["plane", "points"], p["plane", "extent"]))
+            return infinity_job(self.parameters["experiment", "seed"], steps or 200_000)
+        settings = self._settings()
         if kind == "path":
             self.figures.setCurrentIndex(3)
-            return jobs.descending_path_job(config)
+            return descending_path_job(settings)
         self.figures.setCurrentIndex(0)
-        return jobs.figure3_job(config, slices)
+        return figure3_job(settings)
+
+    def _settings(self) -> Figure3Settings:
+        p = self.parameters
+        return Figure3Settings(
+            kind="shallow" if p["experiment", "kind"] == "shallow" else "deep", seed=p["experiment", "seed"],
+            widths=parse_widths(p["construction", "widths"]), activation=p["construction", "activation"],
+            bias=p["construction", "bias"], schedule=parse_schedule(p["construction", "schedule"]),
+            lam=p["construction", "lam"], lam_outside=p["construction", "lam_outside"],
+            max_restarts=p["construction", "restarts"], n_samples=p["experiment", "samples"],
+            saddle_lam=p["construction", "saddle_lam"], slices=self._slice_settings(), path=self._path_range(),
+            plane=(p["plane", "points"], p["plane", "extent"]))
 
     def show_partial(self, partial):
-        if isinstance(partial, tuple) and len(partial) == 2 and isinstance(partial[0], str):
-            self._draw(*partial)
+        self.show_result(partial)
 
     def show_result(self, result):
-        if isinstance(result, dict):
-            for stage, data in result.items():
-                self._draw(stage, data)
+        """Partials and final results alike: draw the fields not drawn yet (by identity)."""
+        if isinstance(result, (Figure3, DescendingPath)):
+            self.figure = result
+        if result is not None and hasattr(result, "__dataclass_fields__"):
+            self._draw_all(stages(result, self._seen))
+
+    def _draw_all(self, data: dict):
+        for stage in STAGES:  # a fixed order: the construction before the slider reads its splits
+            if stage in data:
+                self._draw(stage, data[stage])
 
     def _draw(self, stage: str, data):
-        """One handler per kind of result, so partials and final results draw the same way."""
-        self.result[stage] = data
+        """One handler per view; ``data`` is plain (what a session stores)."""
+        self.shown[stage] = data
         if stage == "steps":
-            self.inspector.show_steps(data["steps"], data.get("note", ""))
+            self.inspector.show_steps(data["rows"], data.get("note", ""))
         elif stage == "construction":
             self._show_construction(data)
+        elif stage == "spectrum":
+            self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
         elif stage == "slices_min":
             self.slice_min.show_slices(**data)
         elif stage == "slices_saddle":
@@ -190,25 +208,26 @@ class MinimaWorkspace(Workspace):
             self.path_view.set_current(data["lam"])
         elif stage == "infinity_bias":
             self.bias_view.show_curves(data["curves"], log_y=True, note=data.get("note", ""))
-        elif stage == "infinity_gd":
-            self.gd_view.show_curves(data["curves"], note=data.get("note", ""))
-        elif stage == "descending_path":
-            self.descend_view.show_curves(data["curves"], note=data.get("note", ""))
+        elif stage in ("infinity_gd", "descending_path"):
+            view = self.gd_view if stage == "infinity_gd" else self.descend_view
+            view.show_curves(data["curves"], note=data.get("note", ""))
 
     def _show_construction(self, data):
-        self.construction = data.get("construction")
         self._split = -1
         self.inspector.show_neurons(data["neurons"])
-        self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
         self.network.show_network(data["widths"], data["weights"], data["splits"])
-        self.inspector.lam.set_split(data.get("split_label"))
-        if data.get("lam") is not None:
-            self.inspector.lam.set_value(data["lam"])
-        self.inspector.export_button.setEnabled(self.construction is not None)
+        # The slider moves a split of a live construction; a restored session has none.
+        labels = data["split_labels"] if self._construction() is not None else []
+        self.inspector.lam.set_split(labels[-1] if labels else None)
+        if data["split_lams"]:
+            self.inspector.lam.set_value(data["split_lams"][-1])
+        self.inspector.export_button.setEnabled(self._construction() is not None)
+
+    def _construction(self):
+        return None if self.figure is None else self.figure.construction
 
     def reset(self):
-        self.result = {}
-        self.construction = None
+        self.shown, self._seen, self.figure = {}, {}, None
         for view in (self.slice_min, self.slice_saddle):
             view.clear_slices()
         self.path_view.clear_path()
@@ -220,39 +239,46 @@ class MinimaWorkspace(Workspace):
         self.inspector.clear()
 
     # ------------------------------------------------------------- λ slider
+    def _movable(self) -> bool:
+        """λ moves a split of a live Fig. 3 construction (not a restored session's, not a loaded net's)."""
+        c = self._construction()
+        return isinstance(self.figure, Figure3) and c is not None and bool(c.splits)
+
     def _on_lambda_moved(self, lam: float):
-        if self.construction is None:
+        if not self._movable():
             return
         self.inspector.lam.show_pending()
         # The newest λ replaces any probe still waiting; a running one finishes or is dropped.
-        self.probe_runner.submit(jobs.probe_job(self.construction, lam, self._split))
+        self.probe_runner.submit(probe_job(self.figure, lam, self._split))
 
     def _on_probe(self, probe):
-        self._draw("probe", probe)
+        self._draw("probe", probe_data(probe))
 
     def _on_probe_failed(self, message: str):
         self._message(message)
 
     def _on_lambda_released(self, lam: float):
         window = self.window()
-        if self.construction is None or not hasattr(window, "start_job"):
+        if not self._movable() or not hasattr(window, "start_job"):
             return
-        path = None if self.result.get("path", {}).get("split") == self._split_index() else self._path_range()
-        window.start_job(self, jobs.reslice_job(self.construction, lam, self._slice_settings(), self._split, path),
-                         keep=True)
+        shown_split = self.figure.path.split if self.figure.path is not None else None
+        path = None if shown_split == self._split_index() else self._path_range()
+        window.start_job(self, reslice_job(self.figure, lam, self._split, self._slice_settings(), path), keep=True)
 
     def _on_step_selected(self):
         """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
-        data = self.result.get("construction", {})
-        labels, row = data.get("split_labels") or [], self.inspector.steps.currentRow()
-        if self.construction is None or not 1 <= row <= len(labels):
+        c = self._construction()
+        row = self.inspector.steps.currentRow()
+        if c is None or not 1 <= row <= len(c.splits):
             return
         self._split = row - 1
-        self.inspector.lam.set_split(labels[self._split])
+        data = self.shown["construction"]
+        self.inspector.lam.set_split(data["split_labels"][self._split])
         self.inspector.lam.set_value(data["split_lams"][self._split])
 
     def _split_index(self) -> int:
-        n = len(self.construction.splits) if self.construction is not None else 0
+        c = self._construction()
+        n = len(c.splits) if c is not None else 0
         return self._split % n if n else -1
 
     def _path_range(self) -> tuple:
@@ -263,7 +289,7 @@ class MinimaWorkspace(Workspace):
     def load_network(self, path: str):
         window = self.window()
         try:
-            job = jobs.load_job(path, self._slice_settings())
+            job = load_job(path, self._slice_settings())
         except EngineInputError as error:
             self._message(str(error))
             return
@@ -271,18 +297,22 @@ class MinimaWorkspace(Workspace):
             window.start_job(self, job)
 
     def export_network(self, path: str):
+        c = self._construction()
+        if c is None:
+            self._message("nothing to export: build or load a construction first")
+            return
         try:
-            jobs.export_network(self.construction, path)
-        except EngineInputError as error:
+            save_network(path, c.arch, c.params, c.X, c.Y)
+        except (EngineInputError, OSError) as error:
             self._message(str(error))
             return
         if hasattr(self.window(), "message_bar"):
             self.window().message_bar.show_info(f"wrote {path}")
 
-    def _slice_settings(self):
+    def _slice_settings(self) -> SliceSettings:
         p = self.parameters
-        return jobs.SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"],
-                                  p["slices", "normalize"], p["slices", "seed"])
+        return SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"], p["slices", "normalize"],
+                             p["slices", "seed"])
 
     def _message(self, text: str):
         bar = getattr(self.window(), "message_bar", None)
@@ -302,10 +332,10 @@ class MinimaWorkspace(Workspace):
 
     def timeline_length(self) -> int:
         # Replay walks along the degenerate path: every λ sample is a frame.
-        return len(self.result.get("path", {}).get("lam", []))
+        return len(self.shown.get("path", {}).get("lam", []))
 
     def show_frame(self, index: int):
-        path = self.result.get("path")
+        path = self.shown.get("path")
         if not path:
             return
         lam = path["lam"][index]
@@ -315,11 +345,15 @@ class MinimaWorkspace(Workspace):
                                       path["verdicts"][index])
 
     def session_state(self) -> dict:
-        return jobs.plain_state(self.result)
+        """What is drawn, as plain data; the live construction stays behind (λ cannot move after restore)."""
+        return dict(self.shown)
 
     def restore_session_state(self, state: dict):
+        unknown = set(state) - set(STAGES)
+        if unknown:
+            raise EngineInputError(f"session has unknown minima results {sorted(unknown)}")
         self.reset()
-        self.show_result(jobs.from_plain_state(state))
+        self._draw_all(state)
 
     def set_presentation(self, on: bool):
         for plot in self.plot_widgets().values():

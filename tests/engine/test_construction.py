@@ -5,8 +5,9 @@ import pytest
 from engine import construction as C
 from engine import deep
 from engine.errors import EngineInputError
-from engine.nonattracting import teacher_data
+from engine.figure3 import teacher_data
 from engine.progress import run_to_completion
+from engine.verdicts import INSIDE_0_1, OUTSIDE_0_1, Verdict
 
 
 def second_difference(f, h=1e-4):
@@ -73,7 +74,8 @@ def built():
 
 def test_constructed_minimum_is_psd_and_turns_saddle_outside_I(built):
     c, updates = built
-    assert updates and all(0 <= u.fraction <= 1 for u in updates)
+    # fractions are in [0, 1], or NaN (unknown) while a Hessian or an L-BFGS run is under way
+    assert updates and all(0 <= u.fraction <= 1 or u.fraction != u.fraction for u in updates)
     assert c.arch.widths == (2, 4, 4, 1) and len(c.steps) == 7 and len(c.restarts) >= 1
     small_eigs = np.linalg.eigvalsh(deep.hessian(c.small_arch, c.small_params, c.X, c.Y))
     assert small_eigs.min() > 0 and c.steps[0].grad_norm < 1e-8
@@ -82,7 +84,11 @@ def test_constructed_minimum_is_psd_and_turns_saddle_outside_I(built):
     assert c.steps[-1].grad_norm < 1e-8
     eigs = np.linalg.eigvalsh(deep.hessian(c.arch, c.params, c.X, c.Y))
     assert eigs.min() > -1e-10 and (np.abs(eigs) < 1e-9).sum() > 0
-    assert c.verification.verdict == "non-attracting region of local minima"
+    v = c.verification
+    assert v.verdict is Verdict.NON_ATTRACTING and v.unmet == ()
+    # I from the sign of the pair's B (B checked against finite differences above), and it holds λ
+    assert v.interval == (INSIDE_0_1 if v.B_eigs.max() > 0 else OUTSIDE_0_1) and v.interval.contains(v.lam)
+    assert c.steps[-1].verdict is Verdict.NON_ATTRACTING and c.steps[0].verdict is Verdict.STRICT_MINIMUM
     # D vanishes in the B5 cases: every neuron of the constructed net
     assert max(n.D_norm for n in c.neurons) < 1e-9
     for lam, saddle in ((0.9, False), (1.0, False), (1.3, True), (-0.5, True)):
@@ -90,7 +96,10 @@ def test_constructed_minimum_is_psd_and_turns_saddle_outside_I(built):
         assert abs(probe.loss - c.steps[-1].loss) < 1e-12
         independent_min = np.linalg.eigvalsh(deep.hessian(c.arch, probe.params, c.X, c.Y)).min()
         assert (independent_min < -1e-7) == saddle
-        assert (probe.verdict == "saddle") == saddle
+        assert (probe.verdict is Verdict.SADDLE) == saddle
+        assert v.interval.contains(lam) == (not saddle) or lam == 1.0  # λ = 1: on I's boundary
+        if saddle:  # negative curvature, and the reason names λ outside I
+            assert any("outside I" in reason for reason in probe.unmet)
 
 
 def test_descent_direction_lowers_loss_as_B6_predicts(built):
@@ -98,11 +107,11 @@ def test_descent_direction_lowers_loss_as_B6_predicts(built):
     probe = C.move_last_lambda(c, 2.0)
     ts = np.array([-1e-2, 1e-2, 0.3])
     curve = C.descent_curve(c, probe, ts)
-    assert all(value < probe.loss for value in curve["loss"])
-    d = curve["direction"]
+    assert all(value < probe.loss for value in curve.loss)
+    d = curve.direction
     H = deep.hessian(c.arch, probe.params, c.X, c.Y)
     # the change is quadratic in t to leading order: ½ dᵀHd t² (higher orders ~1% at t = 0.01)
-    assert (curve["loss"][1] - probe.loss) / (0.5 * d @ H @ d * 1e-4) == pytest.approx(1, abs=0.03)
+    assert (curve.loss[1] - probe.loss) / (0.5 * d @ H @ d * 1e-4) == pytest.approx(1, abs=0.03)
     # B4 with ε_d = e (B's top eigenvector), normalised: ‖d_raw‖² = (1−λ)² + λ²
     lam, B_top = 2.0, C.verify_split(c.arch, probe.params, c.X, c.Y, c.splits[-1]).B_eigs.max()
     assert d @ H @ d == pytest.approx(lam * (1 - lam) * B_top / ((1 - lam) ** 2 + lam**2), rel=1e-8)
@@ -126,17 +135,18 @@ def test_degenerate_direction_moves_lambda_and_keeps_the_loss(built):
             moved = C.set_split_lambda(c.arch, c.params, split, lam0 + s * per_unit)
             assert np.abs(c.params + s * d - moved).max() < 1e-12
         line = C.line_losses(c, c.params, d, np.linspace(-2, 2, 9))
-        assert np.ptp(line["loss"]) < 1e-12
+        assert np.ptp(line.loss) < 1e-12
 
 
 def test_any_split_can_be_moved_and_the_path_carries_verdicts(built):
     c, _ = built
     # the first layer-1 split, not the last; which side of 1 is a saddle depends on the sign of its B
     path = run_to_completion(C.degenerate_path_job(c, [0.5, 2.0], split=0))
-    assert sorted(path["verdicts"]) == ["non-attracting region of local minima", "saddle"]
-    probe = C.move_lambda(c, [0.5, 2.0][path["verdicts"].index("saddle")], split=0)
+    assert sorted(path.verdicts) == [Verdict.NON_ATTRACTING, Verdict.SADDLE]
+    assert path.interval.contains(path.lam[path.verdicts.index(Verdict.NON_ATTRACTING)])
+    probe = C.move_lambda(c, path.lam[path.verdicts.index(Verdict.SADDLE)], split=0)
     assert probe.split == 0 and abs(probe.loss - c.steps[-1].loss) < 1e-12 and probe.hessian_min < -1e-7
-    assert C.descent_curve(c, probe, [0.1])["loss"][0] < probe.loss
+    assert C.descent_curve(c, probe, [0.1]).loss[0] < probe.loss
     with pytest.raises(EngineInputError, match="does not exist"):
         C.move_lambda(c, 0.5, split=len(c.splits))
 
@@ -153,5 +163,22 @@ def test_shallow_split_outside_0_1_with_negative_B_is_a_minimum():
     X, Y = teacher_data((1, 2, 1), 10, 0, input_scale=2.0)
     c = run_to_completion(C.construct_job(X, Y, (1, 1, 1), schedule=((1, 1),), lam=0.5, lam_outside=1.5))
     assert c.small_neurons[0].badge == "negative definite" and c.splits[0].lam == 1.5
-    assert c.verification.verdict == "non-attracting region of local minima"
-    assert C.move_lambda(c, 0.5).verdict == "saddle"
+    assert c.verification.verdict is Verdict.NON_ATTRACTING and c.verification.interval == OUTSIDE_0_1
+    assert c.verification.interval.contains(1.5) and not c.verification.interval.contains(0.5)
+    probe = C.move_lambda(c, 0.5)
+    assert probe.verdict is Verdict.SADDLE and probe.unmet
+
+
+def test_descent_line_and_plane_need_no_hessian(built, monkeypatch):
+    """B6's direction needs only the pair's B (one backward pass), never the full Hessian."""
+    from engine import figure3
+    c, _ = built
+    probe = C.move_last_lambda(c, 2.0)
+    expected = C.descent_curve(c, probe, [0.2])
+
+    def no_hessian(*args, **kwargs):
+        raise AssertionError("a full Hessian was computed")
+    monkeypatch.setattr(deep, "hessian", no_hessian)
+    assert C.descent_curve(c, probe, [0.2]).loss == pytest.approx(expected.loss, abs=0)
+    plane = run_to_completion(figure3.plane_job(c, probe, 5, 0.5))
+    assert plane.losses[2, 2] == pytest.approx(probe.loss, rel=1e-12)

@@ -1,6 +1,13 @@
-"""The local-minima workspace in the real window: presets draw, one slice item, λ flips the verdict."""
+"""The local-minima workspace in the real window: presets draw, one slice item, λ flips the verdict,
+and a job slow to yield never draws over a Reset or a restored session."""
+import threading
+
+import numpy as np
 import pyqtgraph as pg
 import pytest
+
+from engine.progress import Progress
+from engine.verdicts import Verdict
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
@@ -40,12 +47,97 @@ def test_shallow_preset_draws_and_lambda_flips_verdict(window, qtbot):
     assert_not_blank(gl_pixels(ws.plane.surface_view))
 
 
-def test_fig3_preset_draws(window, qtbot):
-    ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"}})
-    assert ws.construction is not None and ws.construction.arch.widths == (2, 2, 2, 1)
+@pytest.fixture
+def fig3(window, qtbot):
+    return open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"}})
+
+
+def test_fig3_preset_draws(window, qtbot, fig3):
+    ws = fig3
+    assert ws.figure.construction.arch.widths == (2, 2, 2, 1)
+    assert ws.figure.saddle.probe.verdict is Verdict.SADDLE and ws.shown["probe"]["verdict"] == "saddle"
     assert ws.slice_saddle.n_curves == 300
     assert "saddle" in ws.inspector.lam.verdict
     save_screenshot(window, "minima-fig3")
+    # issue 13: after a finished run (the plane drawn on a 15 × 15 grid), Reset and Run must not raise
+    # "Z values must have shape".
+    window.reset()
+    assert window.workspace.plane.surface._z.shape == (2, 2) and not ws.shown
+    window.run()
+    wait_until_idle(qtbot, window, timeout_ms=240000)
+    assert not window.message_bar.text, window.message_bar.text
+    assert ws.figure.plane is not None and ws.slice_min.n_curves == 300
+
+
+def blocking_job(release: threading.Event, result, calls: list):
+    """A job that yields once, then blocks in its work (like a Hessian that cannot yield) until
+    ``release``; then it yields ``result`` as a partial and returns it."""
+    def job():
+        calls.append(1)
+        yield Progress(0.0, "started")
+        release.wait(30)
+        yield Progress(0.5, "late partial", result)
+        return result
+    return job()
+
+
+def test_a_job_slow_to_yield_never_draws_over_reset_or_a_restored_session(window, qtbot, fig3, monkeypatch):
+    import gui.workspaces.minima as minima
+    ws = fig3
+    state, finished = ws.session_state(), ws.figure
+    release, calls = threading.Event(), []
+    monkeypatch.setattr(minima, "figure3_job", lambda settings: blocking_job(release, finished, calls))
+    # 1. Reset while the job blocks: its late partial and result are dropped.
+    window.run()
+    qtbot.waitUntil(lambda: calls == [1], timeout=10000)
+    window.reset()
+    release.set()
+    wait_until_idle(qtbot, window, timeout_ms=30000)
+    qtbot.wait(100)
+    assert ws.shown == {} and ws.figure is None and ws.inspector.steps.rowCount() == 0
+    # 2. A restored session while the job blocks: it stays as restored.
+    release.clear()
+    window.run()
+    qtbot.waitUntil(lambda: calls == [1, 1], timeout=10000)
+    window.stop_jobs()
+    ws.restore_session_state(state)
+    release.set()
+    wait_until_idle(qtbot, window, timeout_ms=30000)
+    qtbot.wait(100)
+    assert ws.figure is None and set(ws.shown) == set(state)
+    assert ws.slice_min.n_curves == 300 and ws.inspector.steps.rowCount() == 3
+    assert not ws.inspector.lam.slider.isEnabled()  # no live construction behind a restored session
+
+
+def test_run_after_a_superseded_reslice_builds(window, qtbot, fig3, monkeypatch):
+    import gui.workspaces.minima as minima
+    ws = fig3
+    old = ws.figure
+    release, calls = threading.Event(), []
+    monkeypatch.setattr(minima, "reslice_job", lambda *args, **kwargs: blocking_job(release, old, calls))
+    ws._on_lambda_released(0.5)
+    qtbot.waitUntil(lambda: calls == [1], timeout=10000)
+    window.cancel()          # the re-slice is blocked in its work: the cancel cannot land yet
+    window.run()             # ... and Run must build, not resume or re-slice
+    release.set()
+    wait_until_idle(qtbot, window, timeout_ms=240000)
+    assert calls == [1] and not window.message_bar.text
+    assert ws.figure is not old and ws.figure.construction is not old.construction
+    assert np.array_equal(ws.figure.construction.params, old.construction.params)  # same settings, same build
+    assert ws.inspector.steps.rowCount() == 3
+
+
+def test_minima_session_round_trips(window, qtbot, fig3, tmp_path):
+    from gui import session
+    ws = fig3
+    path = tmp_path / "minima.lens"
+    window.save_session(str(path))
+    before = {k: v for k, v in ws.shown.items()}
+    window.reset()
+    assert session.load_session(window, str(path))
+    assert set(ws.shown) == set(before)
+    np.testing.assert_array_equal(ws.shown["slices_min"]["losses"], before["slices_min"]["losses"])
+    assert ws.slice_saddle.n_curves == 300 and "saddle" in ws.inspector.lam.verdict
 
 
 def test_infinity_preset_draws(window, qtbot):

@@ -1,0 +1,224 @@
+"""The Fig. 3 pipeline (MATH.md B7–B9): construction → Hessian spectrum → slices at the minimum →
+degenerate path of a split → the saddle at λ outside I (probe, slices, B6 descent line) → 2-D plane.
+
+One job, ``figure3_job``, serves ``reproduce nonattr-deep`` / ``nonattr-shallow`` and the GUI's
+presets; ``reslice_job`` (λ slider released), ``probe_job`` (live λ readout) and ``load_job``
+(a saved network) are its follow-ups. Every job returns a frozen ``Figure3``; its partials are the
+same dataclass filled stage by stage (``dataclasses.replace``), so a field that did not change is
+the identical object and a view can skip redrawing it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import construction as C
+from . import deep, landscape
+from .construction import Construction, DegeneratePath, HessianSummary, LambdaProbe, Line
+from .deep import Arch
+from .errors import EngineInputError
+from .progress import Job, Progress, subjob, wait_for
+from .runtime import configure_torch_threads
+
+
+@dataclass(frozen=True)
+class SliceSettings:
+    K: int = 5000
+    P: int = 101
+    T: float = 1.0
+    normalize: str = "unit"  # "unit" or "neuron" (Li et al.)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Figure3Settings:
+    kind: str = "deep"              # "deep": teacher widths like the small net's, 5 per hidden layer;
+                                    # "shallow": a 1-hidden-layer teacher of width 2 (Fukumizu–Amari)
+    seed: int = 0
+    widths: tuple = (2, 1, 1, 1)    # the small network
+    activation: str = "sigmoid"
+    bias: bool = False
+    schedule: tuple = ((1, 20), (2, 20))
+    lam: float = 0.5                # λ of splits whose B is positive definite
+    lam_outside: float = -1.0       # λ of splits whose B is negative definite (I = (−∞, 0) ∪ (1, ∞))
+    max_restarts: int = 15
+    n_samples: int = 20
+    data_tries: int = 10            # new data draws when one has no suitable minimum
+    saddle_lam: float = 2.0
+    slices: SliceSettings | None = SliceSettings()  # None: no slices
+    path: tuple | None = (-0.5, 2.0, 26)            # (λ from, λ to, points); None: no path
+    descent: tuple | None = (3.0, 121)  # (T, points) of the B6 line; None: the slices' t grid
+    plane: tuple | None = (41, 1.0)                 # (points, extent); None: no plane
+
+
+@dataclass(frozen=True)
+class Saddle:
+    probe: LambdaProbe
+    slices: landscape.Slices | None = None
+    descent: Line | None = None  # B6 direction and the loss along it
+
+
+@dataclass(frozen=True)
+class Figure3:
+    steps: tuple = ()                       # construction Steps so far
+    construction: Construction | None = None
+    data_seed: int | None = None            # seed of the data draw that had a suitable minimum
+    eigs: np.ndarray | None = None          # the final net's Hessian spectrum
+    hessian: HessianSummary | None = None
+    slices_min: landscape.Slices | None = None
+    path: DegeneratePath | None = None
+    saddle: Saddle | None = None
+    plane: landscape.Plane | None = None
+    loaded_from: str = ""                   # the file, when the network was loaded
+
+
+def teacher_data(widths, n_samples: int, seed: int, scale: float = 4.0, input_scale: float = 1.0):
+    """Samples of a random teacher net: the student of the same widths fits them exactly (loss 0)."""
+    rng = np.random.default_rng(seed)
+    arch = Arch(tuple(widths), "sigmoid", False)
+    theta = deep.init_params(arch, rng, scale)
+    X = input_scale * rng.standard_normal((n_samples, widths[0]))
+    return X, deep.predict(arch, theta, X)
+
+
+def data_draw(s: Figure3Settings, k: int):
+    """The k-th data draw of ``s``: B7's deep teacher, or the shallow 1—2—1 one on wider inputs."""
+    w = tuple(s.widths)
+    if s.kind == "deep":
+        return teacher_data((w[0],) + (5,) * (len(w) - 2) + (w[-1],), s.n_samples, s.seed + 1000 * k)
+    if s.kind == "shallow":
+        return teacher_data((w[0], 2, w[-1]), s.n_samples, s.seed + 1000 * k, input_scale=2.0)
+    raise EngineInputError(f"unknown construction kind {s.kind!r}; choose 'deep' or 'shallow'")
+
+
+def construction_job(s: Figure3Settings) -> Job[tuple[Construction, int]]:
+    """B7: draw data and search a suitable minimum; if a draw has none within ``max_restarts``,
+    draw new data. Returns (construction, data seed); partials are the Steps so far."""
+    for k in range(s.data_tries):
+        # On a helper thread: the first torch call of a process compiles kernels for ~0.2 s.
+        X, Y = yield from wait_for(lambda stop: data_draw(s, k), f"data draw {k + 1}")
+        try:
+            c = yield from subjob(C.construct_job(X, Y, s.widths, s.activation, s.bias, s.schedule, s.lam,
+                                                  s.lam_outside, seed=s.seed + k, max_restarts=s.max_restarts),
+                                  k / s.data_tries, (k + 1) / s.data_tries, f"data draw {k + 1}: ")
+            return c, s.seed + 1000 * k
+        except EngineInputError as error:
+            if "restarts" not in str(error):  # a bad schedule or width: new data will not help
+                raise
+    raise EngineInputError(f"no suitable minimum of {tuple(s.widths)} in {s.data_tries} data draws × "
+                           f"{s.max_restarts} restarts")
+
+
+def slices_job(arch: Arch, theta, X, Y, s: SliceSettings) -> Job[landscape.Slices]:
+    return (yield from landscape.slices_job(arch, theta, X, Y, K=s.K, P=s.P, T=s.T, normalization=s.normalize,
+                                            seed=s.seed))
+
+
+def path_job(c: Construction, path: tuple, split: int = -1) -> Job[DegeneratePath]:
+    """(b): the degenerate path of one split; ``path`` is (λ from, λ to, points)."""
+    return (yield from C.degenerate_path_job(c, np.linspace(path[0], path[1], int(path[2])), split))
+
+
+def saddle_job(c: Construction, lam: float, slices: SliceSettings | None, descent: tuple | None = None,
+               split: int = -1) -> Job[Saddle]:
+    """(c), (d): the point at ``lam`` (a saddle outside I), its slices and the B6 descent line.
+    Random directions in P dimensions almost never see the one negative eigenvalue (B8); the
+    analytic direction, at the same unit norm, shows the saddle is there. Partial: the probe."""
+    probe = yield from C.probe_job(c, lam, split)
+    yield Progress(float("nan"), f"saddle at λ = {lam:g}: {probe.verdict}", Saddle(probe))
+    cut = None if slices is None else (yield from slices_job(c.arch, probe.params, c.X, c.Y, slices))
+    if descent is not None:
+        ts = np.linspace(-descent[0], descent[0], int(descent[1]))
+    else:
+        ts = cut.t if cut is not None else np.linspace(-3.0, 3.0, 121)
+    return Saddle(probe, cut, C.descent_curve(c, probe, ts))
+
+
+def plane_job(c: Construction, probe: LambdaProbe, points: int, extent: float) -> Job[landscape.Plane]:
+    """The loss on the plane of the degenerate direction (moves λ) and the B6 descent direction."""
+    split = c.splits[probe.split]
+    B, _ = C.pair_B(c.arch, probe.params, c.X, c.Y, split)
+    d1 = C.degenerate_direction(c.arch, probe.params, split)
+    d2 = C.descent_direction(c.arch, probe.params, split, B)
+    return (yield from landscape.plane_job(c.arch, probe.params, c.X, c.Y, d1, d2, n=int(points), T=extent))
+
+
+def _stage(fig: Figure3, job, start: float, stop: float, field: str, message: str):
+    """Run one stage's job mapped into [start, stop]; its partials fill ``field`` of ``fig``."""
+    value = yield from subjob(job, start, stop, message,
+                              partial=lambda p: replace(fig, **{field: p}) if not isinstance(p, tuple) else None)
+    fig = replace(fig, **{field: value})
+    yield Progress(stop, message.rstrip(": "), fig)
+    return fig
+
+
+def _after_construction(fig: Figure3, s: Figure3Settings, start: float) -> Job[Figure3]:
+    """The stages after the construction: spectrum, slices, path, saddle, plane (those ``s`` asks for)."""
+    c = fig.construction
+    eigs, h = yield from C.spectrum_job(c.arch, c.params, c.X, c.Y, "Hessian spectrum")
+    fig = replace(fig, eigs=eigs, hessian=h)
+    yield Progress(start, "Hessian spectrum", fig)
+    span = 1.0 - start
+    if s.slices is not None:
+        fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, s.slices), start, start + 0.4 * span,
+                                "slices_min", "slices at the minimum: ")
+    if not c.splits:
+        return fig
+    if s.path is not None:
+        fig = yield from _stage(fig, path_job(c, s.path), start + 0.4 * span, start + 0.6 * span, "path",
+                                "degenerate path: ")
+    fig = yield from _stage(fig, saddle_job(c, s.saddle_lam, s.slices, s.descent), start + 0.6 * span,
+                            start + 0.85 * span, "saddle", "saddle: ")
+    if s.plane is not None:
+        fig = yield from _stage(fig, plane_job(c, fig.saddle.probe, *s.plane), start + 0.85 * span, 1.0,
+                                "plane", "2-D slice: ")
+    return fig
+
+
+def figure3_job(s: Figure3Settings = Figure3Settings()) -> Job[Figure3]:
+    configure_torch_threads()
+    fig = Figure3()
+    c, data_seed = yield from subjob(construction_job(s), 0.0, 0.4, "construction: ",
+                                     partial=lambda steps: Figure3(steps=steps))
+    fig = Figure3(c.steps, c, data_seed)
+    yield Progress(0.4, "construction done", fig)
+    return (yield from _after_construction(fig, s, 0.45))
+
+
+def reslice_job(fig: Figure3, lam: float, split: int = -1, slices: SliceSettings | None = None,
+                path: tuple | None = None, descent: tuple | None = Figure3Settings.descent) -> Job[Figure3]:
+    """After the λ slider is released: the saddle (or minimum) at the new λ of one split, and its
+    degenerate path again when ``path`` is given (another split was chosen). Everything else of
+    ``fig`` stays the identical object."""
+    c = fig.construction
+    if c is None:
+        raise EngineInputError("build or load a construction before moving λ")
+    if path is not None:
+        fig = yield from _stage(fig, path_job(c, path, split), 0.0, 0.4, "path", "degenerate path: ")
+    return (yield from _stage(fig, saddle_job(c, lam, slices, descent, split), 0.4, 1.0, "saddle", "saddle: "))
+
+
+def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
+    """The λ slider's live readout: one Hessian, on a helper thread."""
+    if fig.construction is None:
+        raise EngineInputError("build or load a construction before moving λ")
+    return (yield from C.probe_job(fig.construction, lam, split))
+
+
+def load_job(path, slices: SliceSettings | None = SliceSettings()) -> Job[Figure3]:
+    """A saved network: its inspection (engine.inspect) as a construction without split history,
+    then slices through it. The file is read before the first yield, so a bad one fails at once."""
+    from .inspect import inspect_job, read_network
+    net = read_network(path)
+
+    def job():
+        report = yield from inspect_job(net, str(path))
+        c = report.as_construction()
+        fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=str(path))
+        yield Progress(0.3, "loaded", fig)
+        if slices is not None:
+            fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, slices), 0.3, 1.0, "slices_min",
+                                    "slices: ")
+        return fig
+    return job()

@@ -1,0 +1,164 @@
+"""What the minima workspace's views draw, as plain data, from the engine's typed results.
+
+``stages(result, seen)`` turns a ``Figure3``, ``DescendingPath``, ``InfinityResult`` or
+``LambdaProbe`` into {stage: view data} for the fields not drawn yet: a field that is the identical
+object as last time (``seen``) is skipped, so a partial and the final result draw the same way and
+nothing is drawn twice. View data holds numpy arrays, numbers and strings only (verdicts as their
+enum values), which is what a session saves. Nothing here computes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from engine.descending_path import DescendingPath
+from engine.errors import EngineInputError
+from engine.figure3 import Figure3
+from engine.infinity import InfinityResult
+from engine.verdicts import Verdict
+
+STAGES = ("steps", "construction", "spectrum", "slices_min", "path", "probe", "slices_saddle", "descent",
+          "plane", "infinity_bias", "infinity_gd", "descending_path")
+
+# Plot titles name the verdict in a word or two; the inspector shows it whole, with its reasons.
+SHORT = {Verdict.NON_ATTRACTING: "non-attracting minimum", Verdict.SADDLE: "saddle",
+         Verdict.CONDITIONS_NOT_MET: "conditions not met", Verdict.STRICT_MINIMUM: "strict minimum",
+         Verdict.DEGENERATE_MINIMUM: "degenerate minimum", Verdict.NOT_CRITICAL: "not critical"}
+
+
+def parse_widths(text: str) -> tuple:
+    try:
+        return tuple(int(p) for p in text.replace("—", ",").replace("-", ",").split(",") if p.strip())
+    except ValueError:
+        raise EngineInputError(f"small network {text!r}: write layer widths like 2, 1, 1, 1") from None
+
+
+def parse_schedule(text: str) -> tuple:
+    try:
+        pairs = [part.split(":") for part in text.split(",") if part.strip()]
+        return tuple((int(l), int(c)) for l, c in pairs)
+    except ValueError:
+        raise EngineInputError(f"splits {text!r}: write layer:count pairs like 1:20, 2:20") from None
+
+
+def split_label(s) -> str:
+    return f"layer {s.layer}, neuron {s.origin} → copy {s.new}"
+
+
+def stages(result, seen: dict) -> dict:
+    """{stage: view data} for every field of ``result`` not drawn yet; updates ``seen``."""
+    out = {}
+    for name, value in vars(result).items():
+        if value is None or (isinstance(value, tuple) and not value) or seen.get(name) is value:
+            continue
+        seen[name] = value
+        out.update(_FIELD_STAGES.get((type(result), name), lambda v, r: {})(value, result))
+    return out
+
+
+def probe_data(probe) -> dict:
+    return {"lam": probe.lam, "loss": probe.loss, "hessian_min": probe.hessian_min,
+            "verdict": probe.verdict.value, "unmet": list(probe.unmet)}
+
+
+def _steps(steps, result) -> dict:
+    rows = [{"description": s.description, "widths": list(s.widths), "verdict": s.verdict.value, "loss": s.loss,
+             "grad_norm": s.grad_norm, "min": s.hessian.min, "max": s.hessian.max, "n_zero": s.hessian.n_zero,
+             "n_negative": s.hessian.n_negative} for s in steps]
+    return {"steps": {"rows": rows, "note": _note(result)}}
+
+
+def _note(result) -> str:
+    c = result.construction
+    if getattr(result, "loaded_from", ""):
+        return f"loaded {'—'.join(map(str, c.arch.widths))} from {result.loaded_from}"
+    if c is None:
+        return ""
+    if not c.restarts:
+        return "small network trained from the given start"
+    rejected = sum(not r.accepted for r in c.restarts)
+    return f"restart search: {len(c.restarts)} tried, {rejected} rejected"
+
+
+def _construction(c, result) -> dict:
+    lams = c.split_lams
+    neurons = [{"layer": n.layer, "neuron": n.neuron, "B_eigs": np.asarray(n.B_eigs), "badge": n.badge,
+                "D_norm": n.D_norm} for n in c.small_neurons]
+    out = {"construction": {
+        "neurons": neurons, "widths": list(c.arch.widths), "weights": c.weights,
+        "splits": [[s.layer, s.origin, s.new] for s in c.splits],
+        "split_labels": [split_label(s) for s in c.splits], "split_lams": lams}}
+    return dict(out, **_steps(result.steps, result))  # the note changes once the construction is known
+
+
+def _spectrum(eigs, fig) -> dict:
+    c = fig.construction
+    return {"spectrum": {"eigs": np.asarray(eigs), "tol": fig.hessian.tol,
+                         "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params"}}
+
+
+def slices_data(s, **extra) -> dict:
+    return dict({"t": s.t, "losses": s.curves, "envelope": s.envelope, "lstar": s.L_star, "gap": s.envelope_gap,
+                 "n_below": s.n_below}, **extra)
+
+
+def _path(path, fig) -> dict:
+    return {"path": {"lam": path.lam, "loss": path.loss, "hessian_min": path.hessian_min,
+                     "verdicts": [v.value for v in path.verdicts], "intervals": [list(p) for p in path.interval.parts],
+                     "label": split_label(fig.construction.splits[path.split]), "split": path.split}}
+
+
+def _saddle(saddle, fig) -> dict:
+    probe, line = saddle.probe, saddle.descent
+    out = {"probe": probe_data(probe)}
+    if line is not None:
+        title = f"(c) slices at λ = {probe.lam:g}: {SHORT[probe.verdict]}"
+        if saddle.slices is not None:
+            out["slices_saddle"] = slices_data(saddle.slices, title=title, descent=(line.t, line.loss))
+        out["descent"] = {"curves": [{"name": "L(θ + t·e)", "x": line.t, "y": line.loss},
+                                     {"name": "L*", "hline": probe.loss, "color": "#000000", "style": "dash"}],
+                          "note": f"λ = {probe.lam:g}; λ_min(H) = {probe.hessian_min:.2e}"}
+    return out
+
+
+def _plane(plane, fig) -> dict:
+    # The engine indexes losses[i, j] by (d1_i, d2_j); the heatmap wants rows along d2.
+    return {"plane": {"a": plane.s, "b": plane.t, "loss": plane.losses.T, "center": (0.0, 0.0),
+                      "labels": ("degenerate direction (moves λ)", "descent direction e (B6)")}}
+
+
+def _bias(curve, r) -> dict:
+    return {"infinity_bias": {
+        "curves": [{"name": "L(b) − L∞ (above the limit for every b)", "x": curve.b,
+                    "y": np.maximum(curve.loss_minus_Linf, 1e-300)}],
+        "note": f"L∞ = {curve.L_inf:.4g} (constant output mean(y)); log scale"}}
+
+
+def _gd(gd, r) -> dict:
+    curves = [{"name": "L − L∞", "x": gd.step, "y": gd.loss_minus_Linf},
+              {"name": "mean bias / 100", "x": gd.step, "y": gd.mean_bias / 100}]
+    if r.lower is not None:
+        curves.append({"name": "L-BFGS loss − L∞", "hline": r.lower.loss - gd.L_inf, "color": "#000000",
+                       "style": "dash"})
+    escape = gd.escape_step
+    return {"infinity_gd": {"curves": curves, "note": f"GD from b0 = {r.b0:g}: " + (
+        f"escapes below L∞ at step {escape}" if escape is not None
+        else "still on the flat set at infinity (escape takes ~e^b0 steps)")}}
+
+
+def _descending(p, r) -> dict:
+    return {"descending_path": {
+        "curves": [{"name": "B11 path (A gather | B re-point | C descend)", "x": p.s, "y": p.loss_path},
+                   {"name": "straight segment, same endpoints", "x": p.s, "y": p.loss_straight, "style": "dash"}],
+        "note": f"monotone: {'yes' if p.monotone else 'NO'} · end loss {p.loss_path[-1]:.2g} · "
+                f"condition number {p.condition_number:.2g}"}}
+
+
+_FIELD_STAGES = {
+    (Figure3, "steps"): _steps, (Figure3, "construction"): _construction, (Figure3, "eigs"): _spectrum,
+    (Figure3, "slices_min"): lambda s, fig: {"slices_min": slices_data(s)}, (Figure3, "path"): _path,
+    (Figure3, "saddle"): _saddle, (Figure3, "plane"): _plane,
+    (DescendingPath, "steps"): _steps, (DescendingPath, "construction"): _construction,
+    (DescendingPath, "path"): _descending,
+    (InfinityResult, "curve"): _bias, (InfinityResult, "gd"): _gd,
+    (InfinityResult, "lower"): lambda lower, r: _gd(r.gd, r),
+}

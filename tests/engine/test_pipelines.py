@@ -1,0 +1,96 @@
+"""The pipeline jobs: their results equal the separate engine functions, partials are the same
+dataclass filled stage by stage, and every job yields often enough for pause and cancel."""
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from engine import construction as C
+from engine import figure3 as F
+from engine import infinity as INF
+from engine import landscape
+from engine.progress import run_to_completion
+from engine.verdicts import Verdict
+
+SMALL = F.Figure3Settings(schedule=((1, 2), (2, 2)), slices=F.SliceSettings(40, 11, 1.0, "unit", 3),
+                          path=(-0.5, 2.0, 4), plane=(5, 0.5), descent=(2.0, 9))
+
+
+@pytest.fixture(scope="module")
+def run():
+    partials = []
+    fig = run_to_completion(F.figure3_job(SMALL), lambda u: partials.append(u.partial))
+    return fig, [p for p in partials if p is not None]
+
+
+def test_figure3_equals_the_separate_engine_functions(run):
+    fig, _ = run
+    c = fig.construction
+    c_alone, seed = run_to_completion(F.construction_job(SMALL))
+    assert seed == fig.data_seed and np.array_equal(c_alone.params, c.params)
+    eigs, h = C.hessian_spectrum(c.arch, c.params, c.X, c.Y)
+    assert np.array_equal(eigs, fig.eigs) and h == fig.hessian and h.n_negative == 0
+    slices = run_to_completion(landscape.slices_job(c.arch, c.params, c.X, c.Y, K=40, P=11, T=1.0, seed=3))
+    assert np.array_equal(slices.curves, fig.slices_min.curves)
+    path = run_to_completion(C.degenerate_path_job(c, np.linspace(-0.5, 2.0, 4)))
+    assert np.array_equal(path.loss, fig.path.loss) and path.verdicts == fig.path.verdicts
+    probe = C.move_lambda(c, SMALL.saddle_lam)
+    assert probe.verdict is fig.saddle.probe.verdict is Verdict.SADDLE
+    assert np.array_equal(probe.params, fig.saddle.probe.params) and probe.loss == fig.saddle.probe.loss
+    line = C.descent_curve(c, probe, np.linspace(-2.0, 2.0, 9))
+    assert np.array_equal(line.loss, fig.saddle.descent.loss)
+    assert fig.plane.losses.shape == (5, 5) and fig.plane.losses[2, 2] == pytest.approx(probe.loss, rel=1e-12)
+
+
+def test_partials_fill_one_dataclass_and_keep_finished_fields(run):
+    fig, partials = run
+    assert all(isinstance(p, F.Figure3) for p in partials)
+    assert partials[0].construction is None and partials[0].steps  # the steps table fills first
+    built = [p for p in partials if p.construction is not None]
+    assert all(p.construction is fig.construction for p in built)  # identity: drawn once
+    with_slices = [p for p in built if p.slices_min is not None]
+    assert with_slices and all(p.slices_min is fig.slices_min for p in with_slices)
+
+
+def test_reslice_keeps_the_rest_and_moves_the_saddle(run):
+    fig, _ = run
+    moved = run_to_completion(F.reslice_job(fig, 0.5, slices=None))
+    assert moved.construction is fig.construction and moved.slices_min is fig.slices_min
+    assert moved.path is fig.path and moved.plane is fig.plane
+    assert moved.saddle.probe.lam == 0.5 and moved.saddle.probe.verdict is Verdict.NON_ATTRACTING
+    other = run_to_completion(F.reslice_job(fig, 2.0, split=0, slices=None, path=(0.5, 2.0, 2)))
+    assert other.path.split == 0 and other.path is not fig.path
+
+
+def test_load_job_inspects_a_saved_network(run, tmp_path):
+    from engine import netio
+    fig, _ = run
+    c = fig.construction
+    netio.save_network(tmp_path / "net.npz", c.arch, c.params, c.X, c.Y)
+    loaded = run_to_completion(F.load_job(tmp_path / "net.npz", F.SliceSettings(10, 5)))
+    assert loaded.loaded_from.endswith("net.npz") and loaded.construction.splits == ()
+    assert np.array_equal(loaded.eigs, fig.eigs) and loaded.steps[0].verdict is Verdict.DEGENERATE_MINIMUM
+    assert loaded.slices_min.curves.shape == (10, 5)
+
+
+def largest_gap(job) -> float:
+    """Seconds of the longest single ``next(job)``: the work done between two yields."""
+    worst = 0.0
+    while True:
+        start = time.perf_counter()
+        try:
+            next(job)
+        except StopIteration:
+            return max(worst, time.perf_counter() - start)
+        worst = max(worst, time.perf_counter() - start)
+
+
+def test_slowest_jobs_yield_within_200_ms(run):
+    """GD from infinity (200,000 steps), and the Fig. 3 pipeline at the paper's 2—21—21—1 (restart
+    search, 40 split Hessians, slices, path, saddle, plane). Measured after the module fixture
+    warmed torch up: a process's first torch calls compile kernels once."""
+    assert largest_gap(INF.gd_from_infinity(*INF.infinity_data(0), *INF.infinity_point(*INF.infinity_data(0)),
+                                            steps=200_000)) < 0.2
+    deep = replace(F.Figure3Settings(), slices=F.SliceSettings(300, 21), path=(-0.5, 2.0, 3), plane=(11, 1.0))
+    assert largest_gap(F.figure3_job(deep)) < 0.2
