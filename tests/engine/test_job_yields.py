@@ -5,8 +5,6 @@ test machine is shared. Each job runs with work units as large as the GUI's: ful
 (l = 9), full-size chunks for the sweep; the widest Fig. 5 grid the panel allows; the Fig. 3
 data size for training.
 """
-import time
-
 import pytest
 import torch
 
@@ -16,6 +14,8 @@ from engine.sweep import SweepSettings, breast_cancer_sweep
 from engine.topology_experiments import toy_init
 from engine.shallow import ShallowNet
 from engine.training import TrainConfig, train
+
+from .job_timing import largest_work_between_yields
 
 BOUND_S = 0.2
 
@@ -27,18 +27,6 @@ def warm_imports():
     a process's first torch.optim optimizer imports). Both happen before measuring."""
     breast_cancer(seed=0)
     torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
-
-
-def largest_gap(job) -> float:
-    """Longest wall time the job ran between handing back control (start to first yield included)."""
-    worst, count = 0.0, 0
-    while True:
-        began = time.perf_counter()
-        try:
-            next(job)
-        except StopIteration:
-            return max(worst, time.perf_counter() - began)
-        worst, count = max(worst, time.perf_counter() - began), count + 1
 
 
 def toy_training(optimizer: str, n: int, steps: int):
@@ -56,5 +44,5 @@ JOBS = {
 
 @pytest.mark.parametrize("name", JOBS)
 def test_largest_gap_between_yields(name):
-    gap = largest_gap(JOBS[name]())
+    gap = largest_work_between_yields(JOBS[name]())
     assert gap < BOUND_S, f"{name}: {gap * 1000:.0f} ms between two yields"

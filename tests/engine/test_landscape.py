@@ -5,7 +5,7 @@ import torch
 
 from engine import construction, deep, landscape
 from engine.errors import EngineInputError
-from engine.nonattracting import teacher_data
+from engine.figure3 import teacher_data
 from engine.progress import run_to_completion
 
 rng = np.random.default_rng(0)

@@ -1,6 +1,5 @@
 """The pipeline jobs: their results equal the separate engine functions, partials are the same
 dataclass filled stage by stage, and every job yields often enough for pause and cancel."""
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -12,6 +11,8 @@ from engine import infinity as INF
 from engine import landscape
 from engine.progress import run_to_completion
 from engine.verdicts import Verdict
+
+from .job_timing import largest_work_between_yields
 
 SMALL = F.Figure3Settings(schedule=((1, 2), (2, 2)), slices=F.SliceSettings(40, 11, 1.0, "unit", 3),
                           path=(-0.5, 2.0, 4), plane=(5, 0.5), descent=(2.0, 9))
@@ -74,23 +75,11 @@ def test_load_job_inspects_a_saved_network(run, tmp_path):
     assert loaded.slices_min.curves.shape == (10, 5)
 
 
-def largest_gap(job) -> float:
-    """Seconds of the longest single ``next(job)``: the work done between two yields."""
-    worst = 0.0
-    while True:
-        start = time.perf_counter()
-        try:
-            next(job)
-        except StopIteration:
-            return max(worst, time.perf_counter() - start)
-        worst = max(worst, time.perf_counter() - start)
-
-
 def test_slowest_jobs_yield_within_200_ms(run):
     """GD from infinity (200,000 steps), and the Fig. 3 pipeline at the paper's 2—21—21—1 (restart
     search, 40 split Hessians, slices, path, saddle, plane). Measured after the module fixture
     warmed torch up: a process's first torch calls compile kernels once."""
-    assert largest_gap(INF.gd_from_infinity(*INF.infinity_data(0), *INF.infinity_point(*INF.infinity_data(0)),
-                                            steps=200_000)) < 0.2
+    X, Y = INF.infinity_data(0)
+    assert largest_work_between_yields(INF.gd_from_infinity(X, Y, *INF.infinity_point(X, Y), steps=200_000)) < 0.2
     deep = replace(F.Figure3Settings(), slices=F.SliceSettings(300, 21), path=(-0.5, 2.0, 3), plane=(11, 1.0))
-    assert largest_gap(F.figure3_job(deep)) < 0.2
+    assert largest_work_between_yields(F.figure3_job(deep)) < 0.2
