@@ -26,6 +26,7 @@ from . import deep, hessian
 from .construction import EIG_TOL_REL
 from .deep import Arch
 from .errors import EngineInputError
+from .progress import Job, Progress, run_to_completion
 from .runtime import configure_torch_threads
 
 FAMILY_KINDS = ("all", "layer", "neuron", "pair")
@@ -35,8 +36,11 @@ DEFAULT_TS = np.array([-0.1, -0.05, -0.02, -0.01, 0.01, 0.02, 0.05, 0.1])
 # Widest family predicted from HVPs on a big net: dim HVPs and a dim³ eigensolve, as costly as
 # the full Hessian of a net at hessian.FULL_SPECTRUM_MAX_PARAMS.
 MAX_FAMILY_DIM = hessian.FULL_SPECTRUM_MAX_PARAMS
-# Directions per batch of loss evaluations (× len(ts) parameter vectors each).
-CURVE_CHUNK = 1000
+# Columns of V per batched HVP when restricting a big net's Hessian: 64 × 41k floats = 21 MB.
+HVP_BATCH = 64
+# Parameter vectors per batch of loss evaluations (directions × len(ts)): about engine.landscape's
+# cache-sized chunks, and a progress yield every few tens of ms on 2—21—21—1.
+CURVE_POINTS = 2000
 
 
 def negative_probability(eigenvalues, zero_tol_rel: float = EIG_TOL_REL) -> float:
@@ -140,7 +144,7 @@ def family_indices(arch: Arch, kind: str, layer: Optional[int] = None, neuron: O
 
 
 def index_family(arch: Arch, kind: str, **where) -> Family:
-    """``family_indices`` as a Family, named for display (e.g. "pair (1: 0, 20)")."""
+    """``family_indices`` as a Family, named for display (e.g. "pair 1:(0, 20)")."""
     idx = family_indices(arch, kind, **where)
     label = {"all": "all parameters", "layer": f"layer {where.get('layer')}",
              "neuron": f"neuron {where.get('layer')}:{where.get('neuron')}",
@@ -165,9 +169,12 @@ def restricted_hessian(arch: Arch, theta, X, Y, family: Family, H: Optional[np.n
     if family.dim > MAX_FAMILY_DIM:
         raise EngineInputError(f"family {family.name!r} spans {family.dim} dimensions; an exact prediction "
                                f"needs at most {MAX_FAMILY_DIM} (choose a layer, neuron or pair)")
-    V = family.directions(np.eye(family.dim))  # (dim, P): one HVP per column of V
-    HV = hessian.hvp_function(arch, theta, X, Y)(torch.from_numpy(V)).numpy()
-    R = V @ HV.T
+    hvp = hessian.hvp_function(arch, theta, X, Y)
+    R = np.empty((family.dim, family.dim))
+    for j0 in range(0, family.dim, HVP_BATCH):  # a batch of V's columns at a time: (batch, P) memory
+        V = family.directions(np.eye(family.dim)[j0:j0 + HVP_BATCH])
+        HV = hvp(torch.from_numpy(V)).numpy()
+        R[j0:j0 + len(V)] = HV[:, family.indices] if family.basis is None else HV @ family.basis
     return 0.5 * (R + R.T)
 
 
@@ -188,9 +195,15 @@ class DipFractions:
     ts: tuple
 
 
-def dip_fractions(arch: Arch, theta, X, Y, family: Family, n: int = 20_000, ts=DEFAULT_TS,
-                  seed: int = 0, H: Optional[np.ndarray] = None, margin: Optional[float] = None) -> DipFractions:
-    """Predicted and observed dip fractions of ``n`` unit-norm directions from ``family``.
+def dip_fractions(arch: Arch, theta, X, Y, family: Family, **options) -> DipFractions:
+    """``dip_fractions_job`` run to completion (headless callers and tests)."""
+    return run_to_completion(dip_fractions_job(arch, theta, X, Y, family, **options))
+
+
+def dip_fractions_job(arch: Arch, theta, X, Y, family: Family, n: int = 20_000, ts=DEFAULT_TS,
+                      seed: int = 0, H: Optional[np.ndarray] = None,
+                      margin: Optional[float] = None) -> Job[DipFractions]:
+    """Job: predicted and observed dip fractions of ``n`` unit-norm directions from ``family``.
 
     A curve dips when min over ``ts`` of L(θ + t d) < L* − ``margin`` (default 1e-12·max(1, L*),
     above float rounding of L so flat directions do not count as dips).
@@ -198,21 +211,25 @@ def dip_fractions(arch: Arch, theta, X, Y, family: Family, n: int = 20_000, ts=D
     if n < 1:
         raise EngineInputError(f"number of directions n = {n} must be at least 1")
     configure_torch_threads()
+    yield Progress(0.0, f"Hessian restricted to {family.name}")
     HF = restricted_hessian(arch, theta, X, Y, family, H)
     predicted = predicted_dip_fraction(HF)
+    yield Progress(0.0, f"predicted {predicted:.3g}; sampling {n} directions", partial={"predicted": predicted})
     z = np.random.default_rng(seed).standard_normal((n, family.dim))
-    quadratic = float((np.einsum("ni,ij,nj->n", z, HF, z) < 0).mean())
+    quadratic = float((((z @ HF) * z).sum(1) < 0).mean())  # a BLAS product: einsum took 18 s at dim 504
     L_star = deep.loss(arch, theta, X, Y)
     margin = 1e-12 * max(1.0, abs(L_star)) if margin is None else margin
     ts_t = torch.as_tensor(np.asarray(ts, float))
     th, Xt, yt = deep.tensors(theta, X, deep.as_targets(Y))
-    dips = 0
-    for i0 in range(0, n, CURVE_CHUNK):
-        d = family.directions(z[i0:i0 + CURVE_CHUNK])
+    dips, chunk = 0, max(1, CURVE_POINTS // len(ts_t))
+    for i0 in range(0, n, chunk):
+        d = family.directions(z[i0:i0 + chunk])
         d = torch.from_numpy(d / np.linalg.norm(d, axis=1, keepdims=True))
         points = th + ts_t[None, :, None] * d[:, None, :]  # (chunk, len(ts), P)
         losses = deep.loss_batch(arch, points.reshape(-1, arch.n_params), Xt, yt).reshape(len(d), -1)
         dips += int((losses.min(1).values < L_star - margin).sum())
+        done = min(i0 + chunk, n)
+        yield Progress(done / n, f"loss curves: {done}/{n} directions", partial={"curve_dips": dips, "done": done})
     se = float(np.sqrt(max(predicted * (1 - predicted), 0.0) / n))
     return DipFractions(family.name, family.dim, n, predicted, quadratic, dips / n, se,
                         tuple(float(t) for t in ts))

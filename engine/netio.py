@@ -2,7 +2,7 @@
 
 Extra arrays (e.g. ``descent_direction``) may ride along; loading returns them untouched.
 A construction history (base network and every split) travels as plain ``history_*`` arrays.
-PyTorch MLPs come in as state_dicts (engine.torchio), loaded into the same NetFile.
+PyTorch MLPs load into the same NetFile: state_dicts (engine.torchio), torch.export archives (engine.pt2io).
 """
 from __future__ import annotations
 

@@ -2,8 +2,12 @@
 
 The file is read with ``torch.load(weights_only=True)``: torch's restricted unpickler accepts
 tensors and plain containers only, so a file carrying any other pickled object is refused before
-that object is built. (``torch.export.load`` is not used: torch 2.13 reads an archive's weights
-and constants with ``weights_only=False`` and ``pickle.loads``, which runs whatever they carry.)
+that object is built.
+
+An ``nn.Sequential`` saved by ``torch.export.save`` (.pt2) is read by ``engine.pt2io``
+WITHOUT ``torch.export.load``: torch 2.13 reads an archive's weights and constants with
+``weights_only=False`` and ``pickle.loads``, which runs whatever they carry. Here only the JSON
+graph and the raw weight bytes are read; an archive with pickled weights is refused.
 
 Layers are the ``nn.Linear`` entries ``<name>.weight`` (out, in) and ``<name>.bias`` (out,); their
 order is the dict's (a state_dict lists modules in definition order), or the number ending the
@@ -30,7 +34,11 @@ def load_state_dict_network(path, activation: str, data_path) -> NetFile:
     data in ``data_path`` (see ``load_data``), in engine.deep's flat layout."""
     path = Path(path)
     deep.check_activation(activation)  # before the file: the cheapest mistake to report
-    layers = _linear_layers(path, _read_state_dict(path))
+    return network_from_layers(path, _linear_layers(path, _read_state_dict(path)), activation, data_path)
+
+
+def network_from_layers(path, layers, activation: str, data_path) -> NetFile:
+    """NetFile from [(name, W, b or None)] in order, once the layers chain and the data fits."""
     Ws, bs = [w for _, w, _ in layers], [b for _, _, b in layers]
     has_bias = [b is not None for b in bs]
     if any(has_bias) and not all(has_bias):
