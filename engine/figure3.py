@@ -95,6 +95,7 @@ def data_draw(s: Figure3Settings, k: int):
 def construction_job(s: Figure3Settings) -> Job[tuple[Construction, int]]:
     """B7: draw data and search a suitable minimum; if a draw has none within ``max_restarts``,
     draw new data. Returns (construction, data seed); partials are the Steps so far."""
+    last = None
     for k in range(s.data_tries):
         # On a helper thread: the first torch call of a process compiles kernels for ~0.2 s.
         X, Y = yield from wait_for(lambda stop: data_draw(s, k), f"data draw {k + 1}")
@@ -103,11 +104,10 @@ def construction_job(s: Figure3Settings) -> Job[tuple[Construction, int]]:
                                                   s.lam_outside, seed=s.seed + k, max_restarts=s.max_restarts),
                                   k / s.data_tries, (k + 1) / s.data_tries, f"data draw {k + 1}: ")
             return c, s.seed + 1000 * k
-        except EngineInputError as error:
-            if "restarts" not in str(error):  # a bad schedule or width: new data will not help
-                raise
+        except EngineInputError as error:  # no suitable minimum, or no split possible: new data
+            last = error
     raise EngineInputError(f"no suitable minimum of {tuple(s.widths)} in {s.data_tries} data draws × "
-                           f"{s.max_restarts} restarts")
+                           f"{s.max_restarts} restarts; the last draw: {last}")
 
 
 def slices_job(arch: Arch, theta, X, Y, s: SliceSettings) -> Job[landscape.Slices]:

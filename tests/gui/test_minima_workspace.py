@@ -152,3 +152,20 @@ def test_corrupt_npz_shows_a_message(window, qtbot, tmp_path):
     window.show_workspace("minima")
     window.workspaces["minima"].load_network(str(bad))
     assert "broken.npz" in window.message_bar.text
+
+
+def test_presets_and_reproduce_run_the_same_job_settings(window):
+    """The nonattr-fig3 preset builds exactly what `reproduce nonattr-deep` builds, and the
+    nonattr-path preset's construction is `reproduce nonattr-path`'s (same job, same settings)."""
+    from dataclasses import replace
+
+    from engine.figure3 import Figure3Settings
+    from engine.nonattracting import deep_settings
+    ws = window.workspaces["minima"]
+    window.load_preset("nonattr-fig3", run=False)
+    assert ws._settings() == deep_settings(quick=False, seed=0)
+    window.load_preset("nonattr-path", run=False)
+    built = ws._settings()
+    # B11 uses the construction only: slices, path and plane settings play no part in it.
+    assert replace(built, slices=None, path=None, plane=None, descent=None, saddle_lam=0) == \
+        replace(Figure3Settings(seed=0), slices=None, path=None, plane=None, descent=None, saddle_lam=0)
