@@ -121,6 +121,12 @@ def pack(Ws, bs=None) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def arch_of(Ws, bs, activation: str) -> Arch:
+    """The architecture of weight matrices ``Ws`` (and biases ``bs``, or None), e.g. a loaded model's."""
+    return Arch((Ws[0].shape[1],) + tuple(W.shape[0] for W in Ws), activation,
+                bs is not None and bs[0] is not None)
+
+
 def init_params(arch: Arch, rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
     """Gaussian weights with variance scale²/fan_in, zero biases."""
     Ws = [rng.normal(0, scale / np.sqrt(arch.widths[l - 1]), (arch.widths[l], arch.widths[l - 1]))

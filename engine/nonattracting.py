@@ -17,6 +17,7 @@ from .exports import save_arrays, write_metrics
 from .figure3 import Figure3Settings, SliceSettings, figure3_job
 from .infinity import infinity_job
 from .progress import Job, Progress, subjob
+from .figures import nonattr as figures
 
 
 def deep_settings(quick: bool, seed: int) -> Figure3Settings:
@@ -72,7 +73,7 @@ def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
                 interval=np.array(path.interval.parts, float).reshape(-1, 2))
     save_arrays(out_dir, "plane.npz", s=fig.plane.s, t=fig.plane.t, losses=fig.plane.losses)
     B, D = _bd_metrics(c.small_neurons)
-    figures().figure3(out_dir, fig)
+    figures.figure3(out_dir, fig)
     yield Progress(1.0, "done")
     return write_metrics(out_dir, {
         "data_seed": fig.data_seed,
@@ -101,7 +102,7 @@ def run_shallow(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     netio.save_network(out_dir / "small_min.npz", c.small_arch, c.small_params, c.X, c.Y)
     netio.save_network(out_dir / "wide_min.npz", c.arch, c.params, c.X, c.Y)
     B, _ = _bd_metrics(c.small_neurons)
-    figures().shallow_descent(out_dir, fig)
+    figures.shallow_descent(out_dir, fig)
     yield Progress(1.0, "done")
     return write_metrics(out_dir, {
         "data_seed": fig.data_seed, "n_samples": s.n_samples, "restarts": len(c.restarts),
@@ -119,7 +120,7 @@ def run_infinity(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]
                 gd_step=gd.step, gd_W=gd.W, gd_b=gd.b, gd_v=gd.v, gd_b_out=gd.b_out, gd_loss=gd.loss,
                 gd_excess=gd.loss_minus_Linf, gd_lr=gd.lr,
                 lower_W=lower.W, lower_b=lower.b, lower_v=lower.v, lower_b_out=lower.b_out, lower_loss=lower.loss)
-    figures().infinity(out_dir, r)
+    figures.infinity(out_dir, r)
     yield Progress(1.0, "done")
     return write_metrics(out_dir, {
         "L_inf": curve.L_inf,
@@ -141,7 +142,7 @@ def run_path(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     netio.save_network(out_dir / "global_min.npz", c.arch, p.theta_end, c.X, c.Y)
     save_arrays(out_dir, "path.npz", X=c.X, Y=c.Y, widths=np.array(c.arch.widths), s=p.s, points=p.points,
                 loss_path=p.loss_path, loss_straight=p.loss_straight)
-    figures().descending_path(out_dir, p)
+    figures.descending_path(out_dir, p)
     yield Progress(1.0, "done")
     return write_metrics(out_dir, {
         "data_seed": r.data_seed, "widths": list(c.arch.widths), "activation": c.arch.activation,
@@ -150,9 +151,3 @@ def run_path(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
         "loss_start": float(p.loss_path[0]), "loss_end": float(p.loss_path[-1]),
         "straight_max": float(p.loss_straight.max()),
     })
-
-
-def figures():
-    """engine.figures.nonattr, imported only when a figure is drawn: the GUI never loads matplotlib."""
-    from .figures import nonattr
-    return nonattr
