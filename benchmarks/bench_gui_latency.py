@@ -7,8 +7,10 @@ preset it reports:
 - worker-to-window signal latency: from the job's yield to the window's handling of it;
 - redraws per second of each 3D view (QOpenGLWidget.frameSwapped) during the run.
 Targets (issue 13): timer p95 ≤ 30 ms and max ≤ 150 ms; ≥ 20 redraws/s per 3D view live.
+With ``--lambda-preview`` it also builds nonattr-fig3 (K = 5,000 curves) and times, for several
+λ moves, how long until panel (c) and the 41 × 41 plane show the preview (issue 14: ≤ 150 ms).
 
-    python benchmarks/bench_gui_latency.py [--presets fig3-free,fig3-obstructed] [--seconds 8]
+    python benchmarks/bench_gui_latency.py [--presets fig3-free,fig3-obstructed] [--seconds 8] [--lambda-preview]
 """
 from __future__ import annotations
 
@@ -84,10 +86,31 @@ def measure(window, preset: str, seconds: float) -> dict:
     return dict(probe.summary(elapsed), seconds=elapsed)
 
 
+def lambda_preview_latency(window, moves=(2.5, 3.0, 3.5, 4.0, 1.5, 5.0)) -> list[float]:
+    """Seconds from a λ move to panel (c) showing that λ's preview (slices and plane drawn)."""
+    window.load_preset("nonattr-fig3")
+    while window.runner.busy:
+        spin(100)
+    ws = window.workspaces["minima"]
+    title = lambda: ws.slice_saddle.getPlotItem().titleLabel.text
+    out = []
+    for lam in moves:
+        began = time.perf_counter()
+        ws.inspector.lam.set_value(lam)
+        ws._on_lambda_moved(lam)
+        while f"preview at λ = {lam:.3g}" not in title():
+            spin(2)
+        out.append(time.perf_counter() - began)
+        while ws.probe_runner.busy or ws.preview_runner.busy:  # let the probe finish: moves are spaced
+            spin(20)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presets", default=DEFAULT_PRESETS)
     parser.add_argument("--seconds", type=float, default=8.0, help="measure at most this long per preset")
+    parser.add_argument("--lambda-preview", action="store_true", help="also time λ-drag previews (builds nonattr-fig3)")
     args = parser.parse_args()
     from gui.app import create_app
     from gui.main_window import MainWindow
@@ -104,6 +127,10 @@ def main() -> None:
         redraws = ", ".join(f"{x:.1f}" for x in r["redraws_per_s"]) or "no 3D view"
         print(f"{preset:22s} {r['timer_p50']:8.1f}ms {r['timer_p95']:5.1f} {r['timer_max']:7.1f}  "
               f"{r['signal_p50']:9.1f}ms {r['signal_p95']:6.1f}  {redraws}   ({r['seconds']:.1f} s measured)")
+    if args.lambda_preview:
+        times = np.array(lambda_preview_latency(window)) * 1000
+        print(f"λ preview, K = 5000 curves + 41×41 plane, move to drawn: p50 {np.median(times):.0f} ms, "
+              f"max {times.max():.0f} ms over {len(times)} moves (target ≤ 150 ms)")
     window.close()
 
 

@@ -187,16 +187,51 @@ def figure3_job(s: Figure3Settings = Figure3Settings()) -> Job[Figure3]:
 
 
 def reslice_job(fig: Figure3, lam: float, split: int = -1, slices: SliceSettings | None = None,
-                path: tuple | None = None, descent: tuple | None = Figure3Settings.descent) -> Job[Figure3]:
-    """After the λ slider is released: the saddle (or minimum) at the new λ of one split, and its
-    degenerate path again when ``path`` is given (another split was chosen). Everything else of
-    ``fig`` stays the identical object."""
+                path: tuple | None = None, descent: tuple | None = Figure3Settings.descent,
+                plane: tuple | None = None) -> Job[Figure3]:
+    """After the λ slider is released: the saddle (or minimum) at the new λ of one split, its
+    2-D plane when ``plane`` is given, and its degenerate path again when ``path`` is given
+    (another split was chosen). Everything else of ``fig`` stays the identical object."""
     c = fig.construction
     if c is None:
         raise EngineInputError("build or load a construction before moving λ")
     if path is not None:
         fig = yield from _stage(fig, path_job(c, path, split), 0.0, 0.4, "path", "degenerate path: ")
-    return (yield from _stage(fig, saddle_job(c, lam, slices, descent, split), 0.4, 1.0, "saddle", "saddle: "))
+    fig = yield from _stage(fig, saddle_job(c, lam, slices, descent, split), 0.4, 0.9, "saddle", "saddle: ")
+    if plane is not None:
+        fig = yield from _stage(fig, plane_job(c, fig.saddle.probe, *plane), 0.9, 1.0, "plane", "2-D slice: ")
+    return fig
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a λ drag shows before the slider is released: (c) on a coarse t grid, and the plane."""
+    lam: float
+    slices: landscape.Slices
+    plane: landscape.Plane | None
+
+
+PREVIEW_POINTS = 21  # t values per curve while dragging; the release refines to the full grid
+
+
+def preview_job(fig: Figure3, lam: float, split: int, slices: SliceSettings,
+                plane: tuple | None = None) -> Job[Preview]:
+    """The λ slider's live preview: the same K directions as (c) at PREVIEW_POINTS values of t
+    in float32 (engine.landscape.preview_slices' setting), and the 41 × 41 plane. No Hessian: the
+    probe (λ_min and the verdict) runs beside it."""
+    c = fig.construction
+    if c is None or not c.splits:
+        raise EngineInputError("build or load a construction with a split before moving λ")
+    s = c.splits[split]
+    theta = C.set_split_lambda(c.arch, c.params, s, lam)
+    cut = yield from landscape.slices_job(c.arch, theta, c.X, c.Y, K=slices.K, P=PREVIEW_POINTS, T=slices.T,
+                                          normalization=slices.normalize, seed=slices.seed, dtype="float32")
+    if plane is None:
+        return Preview(lam, cut, None)
+    B, _ = C.pair_B(c.arch, theta, c.X, c.Y, s)
+    d1, d2 = C.degenerate_direction(c.arch, theta, s), C.descent_direction(c.arch, theta, s, B)
+    flat = yield from landscape.plane_job(c.arch, theta, c.X, c.Y, d1, d2, n=int(plane[0]), T=plane[1])
+    return Preview(lam, cut, flat)
 
 
 def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QScrollArea, QSplitter, QTab
 
 from engine.descending_path import DescendingPath, descending_path_job
 from engine.errors import EngineInputError
-from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, figure3_job, load_job, probe_job,
-                            reslice_job)
+from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, figure3_job, load_job, preview_job,
+                            probe_job, reslice_job)
 from engine.infinity import infinity_job
 from engine.netio import save_network
 
@@ -31,7 +31,7 @@ from ..views.slice_view import SliceView
 from ..views.spectrum_view import SpectrumView
 from ..worker import JobRunner
 from ..workspace import Workspace
-from .minima_draw import STAGES, parse_schedule, parse_widths, probe_data, stages
+from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, stages
 
 PARAMETERS = [
     {"name": "experiment", "title": "Experiment", "type": "group", "children": [
@@ -98,6 +98,9 @@ class MinimaWorkspace(Workspace):
         self.probe_runner = JobRunner(self)
         self.probe_runner.succeeded.connect(self._on_probe)
         self.probe_runner.failed.connect(self._on_probe_failed)
+        self.preview_runner = JobRunner(self)  # (c) and the plane at a coarse grid while λ is dragged
+        self.preview_runner.succeeded.connect(self._on_preview)
+        self.preview_runner.failed.connect(self._on_probe_failed)
         self.inspector.lam.moved.connect(self._on_lambda_moved)
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
@@ -164,7 +167,7 @@ class MinimaWorkspace(Workspace):
             lam=p["construction", "lam"], lam_outside=p["construction", "lam_outside"],
             max_restarts=p["construction", "restarts"], n_samples=p["experiment", "samples"],
             saddle_lam=p["construction", "saddle_lam"], slices=self._slice_settings(), path=self._path_range(),
-            plane=(p["plane", "points"], p["plane", "extent"]))
+            plane=self._plane_settings())
 
     def show_partial(self, partial):
         self.show_result(partial)
@@ -227,6 +230,8 @@ class MinimaWorkspace(Workspace):
         return None if self.figure is None else self.figure.construction
 
     def reset(self):
+        for runner in (self.probe_runner, self.preview_runner):  # nothing late may draw after a reset
+            runner.discard()
         self.shown, self._seen, self.figure = {}, {}, None
         for view in (self.slice_min, self.slice_saddle):
             view.clear_slices()
@@ -248,8 +253,14 @@ class MinimaWorkspace(Workspace):
         if not self._movable():
             return
         self.inspector.lam.show_pending()
-        # The newest λ replaces any probe still waiting; a running one finishes or is dropped.
+        # The newest λ replaces any probe or preview still waiting; a running one finishes or is
+        # dropped. Two runners: the coarse slices need not wait for the probe's Hessian.
         self.probe_runner.submit(probe_job(self.figure, lam, self._split))
+        self.preview_runner.submit(preview_job(self.figure, lam, self._split, self._slice_settings(),
+                                               self._plane_settings()))
+
+    def _on_preview(self, preview):
+        self._draw_all(preview_data(preview))
 
     def _on_probe(self, probe):
         self._draw("probe", probe_data(probe))
@@ -263,7 +274,9 @@ class MinimaWorkspace(Workspace):
             return
         shown_split = self.figure.path.split if self.figure.path is not None else None
         path = None if shown_split == self._split_index() else self._path_range()
-        window.start_job(self, reslice_job(self.figure, lam, self._split, self._slice_settings(), path), keep=True)
+        self.preview_runner.discard()  # a late preview must not overwrite the refined slices
+        window.start_job(self, reslice_job(self.figure, lam, self._split, self._slice_settings(), path,
+                                           plane=self._plane_settings()), keep=True)
 
     def _on_step_selected(self):
         """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
@@ -280,6 +293,9 @@ class MinimaWorkspace(Workspace):
         c = self._construction()
         n = len(c.splits) if c is not None else 0
         return self._split % n if n else -1
+
+    def _plane_settings(self) -> tuple:
+        return (self.parameters["plane", "points"], self.parameters["plane", "extent"])
 
     def _path_range(self) -> tuple:
         p = self.parameters

@@ -126,6 +126,15 @@ def _plane(plane, fig) -> dict:
                       "labels": ("degenerate direction (moves λ)", "descent direction e (B6)")}}
 
 
+def preview_data(preview) -> dict:
+    """A λ drag's preview, in the same stages as the refined result it stands in for."""
+    out = {"slices_saddle": slices_data(preview.slices, title=f"(c) preview at λ = {preview.lam:.3g} "
+                                        f"({len(preview.slices.t)} points; refines on release)")}
+    if preview.plane is not None:
+        out.update(_plane(preview.plane, None))
+    return out
+
+
 def _bias(curve, r) -> dict:
     return {"infinity_bias": {
         "curves": [{"name": "L(b) − L∞ (above the limit for every b)", "x": curve.b,

@@ -83,3 +83,20 @@ def test_slowest_jobs_yield_within_200_ms(run):
     assert largest_work_between_yields(INF.gd_from_infinity(X, Y, *INF.infinity_point(X, Y), steps=200_000)) < 0.2
     deep = replace(F.Figure3Settings(), slices=F.SliceSettings(300, 21), path=(-0.5, 2.0, 3), plane=(11, 1.0))
     assert largest_work_between_yields(F.figure3_job(deep)) < 0.2
+
+
+def test_the_lambda_preview_is_the_refined_saddle_on_a_coarse_grid(run):
+    """The drag preview at λ equals (to float32 rounding) the same directions' float64 slices at
+    λ on its coarse grid, and its plane equals the plane the release computes."""
+    fig, _ = run
+    c = fig.construction
+    preview = run_to_completion(F.preview_job(fig, 2.0, -1, SMALL.slices, SMALL.plane))
+    assert preview.lam == 2.0 and preview.slices.curves.shape == (40, F.PREVIEW_POINTS)
+    theta = C.move_lambda(c, 2.0).params
+    exact = run_to_completion(landscape.slices_job(c.arch, theta, c.X, c.Y, K=40, P=F.PREVIEW_POINTS,
+                                                   T=1.0, seed=3))
+    scale = np.abs(exact.curves).max()
+    assert np.abs(preview.slices.curves - exact.curves).max() < 1e-5 * scale
+    released = run_to_completion(F.reslice_job(fig, 2.0, -1, None, None, plane=SMALL.plane))
+    assert np.allclose(preview.plane.losses, released.plane.losses, rtol=1e-12, atol=0)
+    assert released.slices_min is fig.slices_min  # what the release did not touch stays the same object

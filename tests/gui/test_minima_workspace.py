@@ -81,6 +81,22 @@ def blocking_job(release: threading.Event, result, calls: list):
     return job()
 
 
+def test_dragging_lambda_previews_c_and_the_plane_then_refines_on_release(window, qtbot, fig3):
+    ws = fig3
+    title = lambda: ws.slice_saddle.getPlotItem().titleLabel.text
+    plane_before = ws.shown["plane"]["loss"]
+    ws.inspector.lam.set_value(3.0)
+    ws._on_lambda_moved(3.0)
+    qtbot.waitUntil(lambda: "preview at λ = 3" in title(), timeout=60000)
+    assert ws.slice_saddle.n_curves == 300  # every direction, on the coarse grid
+    assert len(ws.shown["slices_saddle"]["t"]) < len(ws.shown["slices_min"]["t"])
+    assert not np.array_equal(ws.shown["plane"]["loss"], plane_before)  # the plane moved with λ
+    ws._on_lambda_released(3.0)
+    wait_until_idle(qtbot, window, 60000)
+    assert "preview" not in title() and "λ = 3" in title()
+    assert len(ws.shown["slices_saddle"]["t"]) == len(ws.shown["slices_min"]["t"])
+
+
 def test_a_job_slow_to_yield_never_draws_over_reset_or_a_restored_session(window, qtbot, fig3, monkeypatch):
     import gui.workspaces.minima as minima
     ws = fig3
