@@ -230,6 +230,13 @@ def breast_cancer_sweep(settings: SweepSettings, chunk: int = 64, threads: int =
     tally = _Tally(ls, runs)
     W1_final, W2_final = np.zeros((len(runs), L, d)), np.zeros((len(runs), L))
 
+    pending, active = list(range(0, len(runs), chunk)), []
+
+    def progress(message: str) -> Progress:
+        done = int(tally.finished.sum())
+        in_flight = sum(c.steps_done / s.steps * len(c.W1) for c in active)
+        return Progress((done + in_flight) / len(runs), f"sweep: {done}/{len(runs)} runs {message}")
+
     def start_chunk(begin: int) -> Job[_Chunk]:
         part = runs[begin:begin + chunk]
         width = max(l for l, _, _ in part)  # runs are ordered by l: pad to this chunk's widest
@@ -249,13 +256,6 @@ def breast_cancer_sweep(settings: SweepSettings, chunk: int = 64, threads: int =
         tally.finished[rows] = True
         width = c.W1.shape[1]
         W1_final[rows, :width], W2_final[rows, :width] = c.W1.numpy(), c.W2.numpy()
-
-    pending, active = list(range(0, len(runs), chunk)), []
-
-    def progress(message: str) -> Progress:
-        done = int(tally.finished.sum())
-        in_flight = sum(c.steps_done / s.steps * len(c.W1) for c in active)
-        return Progress((done + in_flight) / len(runs), f"sweep: {done}/{len(runs)} runs {message}")
 
     with ThreadPoolExecutor(threads) as pool:
         while pending or active:
