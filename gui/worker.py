@@ -12,7 +12,7 @@ import threading
 import time
 import traceback
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine.errors import EngineInputError
 from engine.progress import Job, Progress
@@ -219,10 +219,13 @@ class JobRunner(QObject):
 
     @Slot(object)
     def _relay_progress(self, update):
-        if self.sender() is self._thread:
-            self._thread.acknowledge()
+        thread = self.sender()
         if self._is_current():
             self.progressed.emit(update)
+        # The next update may come once this one is drawn. A zero-delay timer fires only after
+        # the repaints it caused and the input that waited: acknowledging at once let a stream
+        # of updates starve Qt's timers for seconds (a 10 ms timer measured one tick in 15 s).
+        QTimer.singleShot(0, lambda: thread is self._thread and thread.acknowledge())
 
     @Slot(object)
     def _relay_success(self, result):

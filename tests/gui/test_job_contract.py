@@ -16,10 +16,11 @@ from .conftest import wait_until_idle
 
 
 class SlowJob:
-    """A job that yields ``("slow", i)`` partials and blocks before each until ``gate`` opens."""
+    """A job that yields ``(name, i)`` partials and blocks before each until ``gate`` opens."""
 
-    def __init__(self, steps=3):
+    def __init__(self, steps=3, name="slow"):
         self.gate, self.entered, self.steps, self.finished = threading.Event(), threading.Event(), steps, False
+        self.name = name
 
     def __call__(self, steps=None):
         return self._run()
@@ -28,9 +29,9 @@ class SlowJob:
         for i in range(self.steps):
             self.entered.set()
             self.gate.wait(30)
-            yield Progress((i + 1) / self.steps, f"slow {i}", ("slow", i))
+            yield Progress((i + 1) / self.steps, f"{self.name} {i}", (self.name, i))
         self.finished = True
-        return ("slow", "done")
+        return (self.name, "done")
 
 
 @pytest.fixture
@@ -63,31 +64,40 @@ def test_reset_is_never_drawn_over_by_a_slow_job(window, qtbot, monkeypatch, dra
 def test_switching_preset_drops_the_old_job_and_starts_the_new_after_it(window, qtbot, monkeypatch, drawn):
     slow = SlowJob()
     start_slow(window, monkeypatch, slow)
-    monkeypatch.setattr(window.workspaces["topology"], "make_job", SlowJob(steps=1))
+    preset_run = SlowJob(steps=1, name="preset")
+    preset_run.gate.set()
+    monkeypatch.setattr(window.workspaces["topology"], "make_job", preset_run)
     window.load_preset("fig3-free")   # cancels the slow job and queues the preset's run
     old_thread = window.runner._thread
     assert window.runner.busy and old_thread.isRunning()
+    assert not preset_run.entered.is_set()  # queued behind the old job, not beside it
+    slow.gate.set()
+    wait_until_idle(qtbot, window, 30000)
+    assert ("slow", 0) not in drawn   # nothing of the superseded job was drawn
+    assert preset_run.finished and drawn[-1] == ("preset", "done") and window.last_outcome == "succeeded"
+
+
+def test_cancel_keeps_what_was_computed(window, qtbot, monkeypatch, drawn):
+    slow = SlowJob()
+    start_slow(window, monkeypatch, slow)
+    window.cancel()
     slow.gate.set()
     wait_until_idle(qtbot, window, 10000)
-    assert ("slow", 0) not in drawn   # nothing of the superseded job was drawn
-    assert window.last_outcome in ("succeeded", "")
+    assert window.last_outcome == "cancelled" and drawn == [("slow", 0)]
 
 
 def test_run_after_a_slow_cancel_starts_only_when_the_old_job_ended(window, qtbot, monkeypatch, drawn):
     slow = SlowJob()
     start_slow(window, monkeypatch, slow)
     window.cancel()
-    second = SlowJob(steps=1)
+    second = SlowJob(steps=1, name="second")
     second.gate.set()
     monkeypatch.setattr(window.workspaces["topology"], "make_job", second)
-    window.run()                 # Run while busy resumes; it must not start a second thread
+    window.run()                 # a fresh run, queued behind the job still inside its step
     assert not second.entered.is_set()
     slow.gate.set()
     wait_until_idle(qtbot, window, 10000)
-    assert window.last_outcome == "cancelled" and drawn[-1] == ("slow", 0)  # cancelling keeps what was computed
-    window.run()
-    wait_until_idle(qtbot, window, 10000)
-    assert second.entered.is_set() and drawn[-1] == ("slow", "done")
+    assert second.finished and drawn[-1] == ("second", "done") and ("slow", 0) not in drawn
 
 
 def test_step_from_idle_starts_paused_after_one_yield(window, qtbot, monkeypatch, drawn):
