@@ -9,7 +9,9 @@ Encoding runs on a thread so the window stays responsive; its progress is a Qt s
 from __future__ import annotations
 
 import math
+import os
 import queue
+import shutil
 import sys
 import threading
 import time
@@ -179,30 +181,69 @@ def check_output(out) -> Path:
         raise EngineInputError(f"{out}: record to .mp4, .gif, or a folder (for PNG frames)")
     if not out.parent.is_dir():
         raise EngineInputError(f"folder {out.parent} does not exist")
+    if not os.access(out.parent, os.W_OK):
+        raise EngineInputError(f"cannot write {out}: folder {out.parent} is not writable")
     return out
 
 
 def _open_writer(out: Path, fps: int):
-    """Return (append(frame), close()) for the format the path names."""
+    """Return (append(frame), close()) for the format the path names.
+
+    Frames may be (H, W, 3) RGB or (H, W, 4) RGBX: the clip compositor paints 4-byte pixels,
+    and handing them to ffmpeg as they are saves a conversion per frame on the GUI thread.
+    """
     import imageio.v2 as imageio
     import imageio.v3 as iio
 
     suffix = out.suffix.lower()
     if suffix == ".mp4":
+        # yuv420p needs even sizes; every size passed here is even (even_size, clip sizes).
+        # veryfast: x264's default preset cannot keep up with 1080p clips on two cores, and
+        # at this quality the files are still small. Its output stays deterministic.
         writer = imageio.get_writer(str(out), format="FFMPEG", fps=fps, codec="libx264",
-                                    quality=8, pixelformat="yuv420p", macro_block_size=8,
-                                    ffmpeg_log_level="error")
+                                    quality=8, pixelformat="yuv420p", macro_block_size=2,
+                                    ffmpeg_log_level="error", output_params=["-preset", "veryfast"])
         return writer.append_data, writer.close
     if suffix == ".gif":
         writer = imageio.get_writer(str(out), mode="I", duration=1000 / fps, loop=0)
-        return writer.append_data, writer.close
+        return (lambda frame: writer.append_data(frame[..., :3])), writer.close
     out.mkdir(parents=True, exist_ok=True)
     count = iter(range(10**9))
-    return (lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame)), (lambda: None)
+    return ((lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame[..., :3])),
+            (lambda: None))
+
+
+def _partial_path(out: Path) -> Path:
+    """Where frames go until the file is complete: beside ``out``, same suffix (ffmpeg picks
+    the container from it), hidden, so a cancelled or failed recording never leaves a
+    truncated file under the name the user asked for."""
+    return out.with_name(f".{out.stem}.partial{out.suffix}")
+
+
+def _publish(partial: Path, out: Path) -> None:
+    if partial.is_dir():
+        out.mkdir(exist_ok=True)
+        for old in out.glob("frame_*.png"):
+            old.unlink()
+        for frame in sorted(partial.iterdir()):
+            frame.replace(out / frame.name)
+        partial.rmdir()
+    else:
+        partial.replace(out)
+
+
+def _discard(partial: Path) -> None:
+    if partial.is_dir():
+        shutil.rmtree(partial, ignore_errors=True)
+    else:
+        partial.unlink(missing_ok=True)
 
 
 class Encoder(QObject):
-    """Writes frames on a thread; ``progress(done, total)`` drives the encoding bar."""
+    """Writes frames on a thread; ``progress(done, total)`` drives the encoding bar.
+
+    The file appears under its name only once complete; ``abort`` discards it.
+    """
 
     progress = Signal(int, int)
     finished = Signal(str)   # the output path
@@ -211,18 +252,34 @@ class Encoder(QObject):
     def __init__(self, out, fps: int, parent=None):
         super().__init__(parent)
         self.out = check_output(out)
-        self._append, self._close = _open_writer(self.out, fps)
+        self._partial = _partial_path(self.out)
+        try:
+            if self.out.suffix:
+                self._partial.touch()  # an unwritable folder fails here, before any rendering
+        except OSError as error:
+            raise EngineInputError(f"cannot write {self.out}: {error.strerror}") from None
+        try:
+            self._append, self._close = _open_writer(self._partial, fps)
+        except OSError as error:
+            _discard(self._partial)
+            raise EngineInputError(f"cannot write {self.out}: {error}") from None
         # Bounded, so a slow encoder slows the grabbing instead of filling memory with 4K frames.
         self._queue: queue.Queue = queue.Queue(maxsize=16)
         self.submitted = self.done = 0
         self.error: Optional[str] = None
+        self._aborted = False
         self._thread = threading.Thread(target=self._work, daemon=True)
         self._thread.start()
 
     def add(self, frame: np.ndarray):
-        if self.error is None:
+        if self.error is None and not self._aborted:
             self.submitted += 1
             self._queue.put(frame)
+
+    @property
+    def has_room(self) -> bool:
+        """Whether ``add`` would return at once (the GUI renders only then, so it never blocks)."""
+        return not self._queue.full()
 
     @property
     def writing(self) -> bool:
@@ -234,16 +291,26 @@ class Encoder(QObject):
         if wait:
             self._thread.join()
 
+    def abort(self):
+        """Stop without a file: queued frames are dropped and the partial file deleted."""
+        self._aborted = True
+        self._queue.put(None)
+
     def _work(self):
         try:
             while (frame := self._queue.get()) is not None:
-                if self.error is None:
+                if self.error is None and not self._aborted:
                     self._append(frame)
                     self.done += 1
                     self.progress.emit(self.done, self.submitted)
             self._close()
+            if self._aborted:
+                _discard(self._partial)
+                return
+            _publish(self._partial, self.out)
         except Exception as error:  # disk full, ffmpeg gone: report, and keep draining
             self.error = f"recording to {self.out} failed: {error}"
+            _discard(self._partial)
             while self._queue.get() is not None:
                 pass
             self.failed.emit(self.error)

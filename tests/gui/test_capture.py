@@ -48,9 +48,9 @@ def test_record_command_writes_1080p(qapp, tmp_path, monkeypatch):
     (tmp_path / "short.json").write_text(json.dumps(preset))
     monkeypatch.setattr(presets, "PRESET_DIR", tmp_path)
     out = tmp_path / "clip.mp4"
-    assert headless.record_preset("short", str(out), (1920, 1080), 10, 0.6, True, "3d") == 0
+    assert headless.record_preset("short", str(out), (1920, 1080), 10, 0.6, orbit=True) == 0
     frames = iio.imread(out)
-    assert frames.shape == (6, 1080, 1920, 3)
+    assert frames.shape == (7, 1080, 1920, 3)  # 0.6 s at 10 fps, first and last key frame included
     assert frames.std() > 4 and (_frame_changes(frames) > 0.05).all()  # the camera orbits
 
 
@@ -76,6 +76,6 @@ def test_orbit_to_gif_and_png_frames(qtbot, window, tmp_path, name):
 
 def test_bad_output_is_refused_before_any_work(tmp_path):
     with pytest.raises(EngineInputError, match="mp4"):
-        headless.record_preset("fig3-free", str(tmp_path / "x.avi"), (64, 64), 5, 1, False, "3d")
+        headless.record_preset("fig3-free", str(tmp_path / "x.avi"), (64, 64), 5, 1)
     with pytest.raises(EngineInputError, match="does not exist"):
         capture.check_output(tmp_path / "missing" / "x.mp4")
