@@ -1,10 +1,8 @@
 """Recording: frame sources (3D view, plot, window), encoders (MP4, GIF, PNGs), and drivers.
 
-Two drivers feed the same encoder. ``LiveRecorder`` grabs frames on a timer while whatever
-happens on screen happens (a live run, a replay playing, a user turning the camera).
-``render_clip`` renders a fixed number of frames deterministically (orbit, replay), so a
-slow software renderer makes the clip take longer but never makes it stutter.
-Encoding runs on a thread so the window stays responsive; its progress is a Qt signal.
+``LiveRecorder`` films whatever happens on screen (a live run, a replay playing, a user
+turning the camera). Deterministic clips (replay, orbit, key frames) live in gui.clips and
+feed the same ``Encoder``, which writes on a thread so the window stays responsive.
 """
 from __future__ import annotations
 
@@ -266,6 +264,7 @@ class Encoder(QObject):
         # Bounded, so a slow encoder slows the grabbing instead of filling memory with 4K frames.
         self._queue: queue.Queue = queue.Queue(maxsize=16)
         self.submitted = self.done = 0
+        self.busy_seconds = 0.0  # time spent encoding, on the encoder's thread
         self.error: Optional[str] = None
         self._aborted = False
         self._thread = threading.Thread(target=self._work, daemon=True)
@@ -300,7 +299,9 @@ class Encoder(QObject):
         try:
             while (frame := self._queue.get()) is not None:
                 if self.error is None and not self._aborted:
+                    t = time.perf_counter()
                     self._append(frame)
+                    self.busy_seconds += time.perf_counter() - t
                     self.done += 1
                     self.progress.emit(self.done, self.submitted)
             self._close()
@@ -320,24 +321,37 @@ class Encoder(QObject):
 
 # ----------------------------------------------------------------- drivers
 class LiveRecorder(QObject):
-    """Grabs a frame every 1/fps s of wall time until stopped.
+    """Films what happens on screen: one grab per distinct drawn update, with its true time.
 
-    When a grab runs late the last frame is repeated, so the video's clock matches the
-    wall clock and a live run plays back at the speed it happened.
+    ``mark_changed`` (connected to whatever draws: a run's updates, the replay scrubber, a
+    camera move) says something new is on screen; a timer at the frame rate grabs it then,
+    and only then. Each grab is written for as many output frames as its time on screen spans
+    at ``fps``, so the video plays at the speed things happened and repeats only what timing
+    implies; ``distinct`` says how many different frames there were.
+
+    Grabbing costs the GUI thread, which draws the run: grabs are spaced so that they take
+    at most ``BUDGET`` of the wall time, and a run is not slowed by more than that.
     """
 
+    BUDGET = 0.15
     ticked = Signal(float)  # seconds recorded, for the REC indicator
 
     def __init__(self, source: FrameSource, encoder: Encoder, fps: int,
-                 seconds: Optional[float] = None, before_frame: Optional[Callable] = None,
-                 parent=None):
+                 seconds: Optional[float] = None, parent=None):
         super().__init__(parent)
         self.source, self.encoder, self.fps, self.seconds = source, encoder, fps, seconds
-        self.before_frame = before_frame
         self._timer = QTimer(self, interval=max(1, int(1000 / fps)))
         self._timer.timeout.connect(self._tick)
-        self._t0, self.frames = 0.0, 0
+        self._t0 = self._next_grab = 0.0
+        self._changed = True
+        self._held: Optional[np.ndarray] = None  # the latest grab, written once its span is known
+        self.frames = 0          # written to the file
+        self.distinct = 0        # different grabs
+        self.grab_seconds = 0.0  # GUI-thread time spent grabbing
         self.active = False
+
+    def mark_changed(self, *_):
+        self._changed = True
 
     def start(self):
         self._t0, self.active = time.monotonic(), True
@@ -348,56 +362,32 @@ class LiveRecorder(QObject):
         if self.active:
             self.active = False
             self._timer.stop()
+            end = time.monotonic() - self._t0
+            if self.seconds is not None:
+                end = min(end, self.seconds)
+            self._write_until(max(end, 1 / self.fps))
             self.encoder.close()
 
+    def _write_until(self, t: float):
+        """Write the held grab for every output frame that starts before ``t``."""
+        due = max(self.frames + (1 if self.frames == 0 else 0), math.ceil(t * self.fps - 1e-9))
+        while self._held is not None and self.frames < due:
+            self.encoder.add(self._held)
+            self.frames += 1
+
     def _tick(self):
-        elapsed = time.monotonic() - self._t0
-        due = int(elapsed * self.fps) + 1
-        if self.seconds is not None:
-            due = min(due, max(1, round(self.seconds * self.fps)))
-        if due > self.frames:
-            if self.before_frame:
-                self.before_frame(self.frames)
-            frame = self.source.grab()
-            while self.frames < due:
-                self.encoder.add(frame)
-                self.frames += 1
-        self.ticked.emit(self.frames / self.fps)
-        if self.seconds is not None and self.frames >= round(self.seconds * self.fps):
+        now = time.monotonic()
+        elapsed = now - self._t0
+        if self.seconds is not None and elapsed >= self.seconds:
             self.stop()
-
-
-def render_clip(source: FrameSource, encoder: Encoder, frames: int,
-                before_frame: Callable[[int], None], on_frame: Optional[Callable] = None):
-    """Render ``frames`` frames, calling ``before_frame(k)`` to pose each; then close.
-
-    A last ``before_frame(frames)`` lets the poser put things back as the user had them.
-    """
-    from PySide6.QtWidgets import QApplication
-
-    for k in range(frames):
-        before_frame(k)
-        QApplication.processEvents()  # let 2-D plots repaint the new pose before the grab
-        encoder.add(source.grab())
-        if on_frame:
-            on_frame(k + 1, frames)
-    before_frame(frames)
-    encoder.close()
-
-
-def clip_poser(workspace, frames: int, orbit: bool, replay: bool) -> Callable[[int], None]:
-    """Frame k of n: the replay at k/(n-1) of the timeline and/or the camera turned k/n·360°.
-
-    Pose n (after the clip) is the end of the run and the camera back where it started.
-    """
-    views = workspace.gl_views()
-    start = [view.opts["azimuth"] for view in views]
-    length = workspace.timeline_length() if replay else 0
-
-    def pose(k: int):
-        if length > 1:
-            workspace.show_frame(min(round(k * (length - 1) / max(frames - 1, 1)), length - 1))
-        if orbit:
-            for view, azimuth in zip(views, start):
-                view.setCameraPosition(azimuth=azimuth + 360.0 * (k % frames) / frames)
-    return pose
+            return
+        if self._changed and now >= self._next_grab:
+            self._changed = False
+            frame = self.source.grab()
+            cost = time.monotonic() - now
+            self.grab_seconds += cost
+            self._next_grab = now + cost / self.BUDGET
+            self._write_until(elapsed)  # the previous grab was on screen until now
+            self._held = frame
+            self.distinct += 1
+        self.ticked.emit(elapsed)

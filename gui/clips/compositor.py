@@ -47,6 +47,16 @@ class Compositor:
 
     def compose(self, state: FrameState, row: int) -> np.ndarray:
         """The frame for ``state`` as (H, W, 4) RGBX bytes (a copy: the image is reused)."""
+        steps = self.compose_steps(state, row)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def compose_steps(self, state: FrameState, row: int):
+        """``compose`` as a generator that yields after each costly source, so the GUI can
+        turn its event loop between them (a cancel waits for one source, not a whole frame)."""
         self.image.fill(self.bg)
         painter = QPainter(self.image)
         painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing
@@ -56,7 +66,7 @@ class Compositor:
                 if source not in state.panels:
                     continue
                 if source == GL_SOURCE:
-                    self._neurons(painter, rect, row)
+                    yield from self._neurons(painter, rect, row)
                 elif source == "title":
                     self._band(painter, rect, self.clip.title, 0.040, bold=True)
                 elif source == "caption":
@@ -64,6 +74,7 @@ class Compositor:
                     self._band(painter, rect, state.caption.format(**facts), 0.030, bold=False)
                 else:
                     self._widget(painter, source, rect, row)
+                    yield
         finally:
             painter.end()
         t = time.perf_counter()
@@ -114,6 +125,7 @@ class Compositor:
             painter.drawText(QRect(x + round(0.01 * self.h), y, cw, header),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
             self.times["compose"] += time.perf_counter() - t
+            yield
 
     def _widget(self, painter: QPainter, source: str, rect: QRect, row: int):
         """A Qt widget drawn at ``rect``'s size; cached while the run row stays the same

@@ -39,12 +39,22 @@ class ClipRenderer:
         return self.compositor.times
 
     def frame(self, i: int) -> np.ndarray:
+        steps = self.frame_steps(i)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def frame_steps(self, i: int):
+        """Frame ``i`` as a generator: it yields between its costly parts and returns the frame."""
         state = self.timeline.state(i)
         t = time.perf_counter()
         self.scene.show(state.row)
-        self.scene.apply_cameras(state.cameras)
         self.times["pose"] += time.perf_counter() - t
-        return self.compositor.compose(state, state.row)
+        yield
+        self.scene.apply_cameras(state.cameras)  # again after the yield: the user may have turned them
+        return (yield from self.compositor.compose_steps(state, state.row))
 
     def close(self):
         """The user's cameras and the run's end, as the replay dock shows after a run."""
@@ -77,14 +87,14 @@ def render_to_file(renderer: ClipRenderer, out, on_frame: Optional[Callable[[int
     if encoder.error:
         raise EngineInputError(encoder.error)
     return {"rendered": rendered, "total": time.perf_counter() - t0, "frames": renderer.frames,
-            **renderer.times}
+            "encode (thread)": encoder.busy_seconds, **renderer.times}
 
 
 class ClipJob(QObject):
     """A clip rendered from the GUI: one frame per event-loop turn, progress with ETA, cancel.
 
-    A tick renders only when the encoder has room, so the GUI thread never blocks on it and
-    cancel (``cancel``) takes effect at the next turn of the event loop: within one frame.
+    A frame starts only when the encoder has room, so the GUI thread never blocks on it, and
+    each tick renders one part of a frame, so ``cancel`` waits for one 3D view at most.
     """
 
     progressed = Signal(int, int, float)  # frames done, total, seconds left (estimate)
@@ -99,6 +109,9 @@ class ClipJob(QObject):
         self.encoder.finished.connect(self.finished)
         self.encoder.failed.connect(self._on_failed)
         self.done = 0
+        self._steps = None      # the frame being rendered, part by part
+        # The longest the event loop waited on us: what a click on Cancel may wait at most.
+        self.longest_tick = 0.0
         self.active = False
         self._timer = QTimer(self, interval=0)
         self._timer.timeout.connect(self._tick)
@@ -109,10 +122,22 @@ class ClipJob(QObject):
         self._timer.start()
 
     def _tick(self):
-        if not self.encoder.has_room:
-            return
+        """One costly part of a frame (posing, one 3D view, one plot) per turn of the event loop."""
+        started = time.perf_counter()
         try:
-            self.encoder.add(self.renderer.frame(self.done))
+            if self._steps is None:
+                if not self.encoder.has_room:
+                    return
+                self._steps = self.renderer.frame_steps(self.done)
+            try:
+                next(self._steps)
+                return
+            except StopIteration as done:
+                frame = done.value
+            finally:
+                self.longest_tick = max(self.longest_tick, time.perf_counter() - started)
+            self._steps = None
+            self.encoder.add(frame)
         except Exception as error:  # a frame that cannot render must not leave a half file
             self._stop()
             self.encoder.abort()
@@ -133,6 +158,9 @@ class ClipJob(QObject):
             self.cancelled.emit()
 
     def _stop(self):
+        if self._steps is not None:
+            self._steps.close()  # ends the half-drawn frame's painter
+            self._steps = None
         self._timer.stop()
         self.active = False
         self.renderer.close()
