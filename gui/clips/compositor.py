@@ -24,6 +24,7 @@ from .timeline import FrameState
 WIDGET_ZOOM = 1.5     # widgets at 1080p render as if on a 1.5× display: readable from the back row
 HEADER = 0.034        # a neuron's header line, as a fraction of the frame height
 MARGIN = 0.006
+TRAJECTORY_WIDTH = 6  # pixels in a 1080-line frame
 
 
 class Compositor:
@@ -106,7 +107,13 @@ class Compositor:
                                               self.neuron_cells(rect)):
             x, y, cw, ch = cell.x(), cell.y(), cell.width(), cell.height()
             t = time.perf_counter()
-            image, labels = self.gl.render(view, cw, ch - header, label_scale=1.3 * self.unit)
+            # Trajectories as thick as in presentation mode, in proportion to the frame.
+            width = view.trajectory.width
+            view.set_line_width(TRAJECTORY_WIDTH * self.unit)
+            try:
+                image, labels = self.gl.render(view, cw, ch - header, label_scale=1.3 * self.unit)
+            finally:
+                view.set_line_width(width)
             self.times["gl"] += time.perf_counter() - t
             t = time.perf_counter()
             painter.save()  # GL rows run bottom-up: mirror while drawing, no copy

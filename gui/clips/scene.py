@@ -30,13 +30,17 @@ class TopologyScene:
         flips = [(int(s), int(k)) for s, k in traj.sign_flips]
         self.events = [(s, k, j) for (s, k), j in zip(flips, barrier_jumps(traj.step, traj.c, flips))]
         # The clip's own curves, never shown: they keep the cell's size from frame to frame
-        # (resizing the window's plots back and forth cost more than drawing them), their axis
+        # (resizing the window's plots back and forth cost more than drawing them), their x axis
         # spans the whole run so the curves grow across it, and the window's plots stay as they are.
         self.curves = TrainingCurves()
         self.curves.configure(traj.c.shape[1], bool(workspace.parameters["display", "log_drift"]))
         self.curves.set_line_width(3.0)
-        for plot in (self.curves.loss_plot, self.curves.drift_plot):
-            plot.setXRange(float(traj.step[0]), float(traj.step[-1]), padding=0.02)
+        # The loss axis too is the whole run's, decided once: TrainingCurves would switch to a
+        # log scale mid-clip, the moment the partial loss spans a decade.
+        positive = traj.loss[np.isfinite(traj.loss) & (traj.loss > 0)]
+        self._log_loss = bool(positive.size and positive.max() > 10 * positive.min())
+        lo, hi = (positive.min(), positive.max()) if positive.size else (0.0, 1.0)
+        self._loss_range = (np.log10(lo), np.log10(hi)) if self._log_loss else (0.0, float(hi))
         self.widgets = {"loss": self.curves.loss_plot, "drift": self.curves.drift_plot,
                         "invariants": workspace.invariants}
         self._shown = None
@@ -76,6 +80,10 @@ class TopologyScene:
         past = [e for e in self.events if e[0] <= t.step[row]]
         self.curves.show(t.step[:row + 1], t.loss[:row + 1], t.c[:row + 1],
                          [(s, k) for s, k, _ in past], [j for _, _, j in past])
+        self.curves.loss_plot.setLogMode(y=self._log_loss)
+        self.curves.loss_plot.setYRange(*self._loss_range, padding=0.05)
+        for plot in (self.curves.loss_plot, self.curves.drift_plot):  # a log switch resets it
+            plot.setXRange(float(t.step[0]), float(t.step[-1]), padding=0.02)
 
     def forget(self) -> None:
         """Someone else (the scrubber, a run) changed the views; pose again next time."""
