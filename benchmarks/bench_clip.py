@@ -57,12 +57,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=2.0, help="1080p clip length (4K: half)")
     parser.add_argument("--steps", type=int, default=1500, help="training steps for the live test")
+    parser.add_argument("--live-only", action="store_true", help="skip the clip renders")
     args = parser.parse_args()
     app, window = headless.open_window((1600, 960))
     headless.settle()
     headless.run_preset(window, "fig3-free", steps=None)
-    bench_clip(window, (1920, 1080), args.seconds, "/tmp/bench_clip_1080.mp4")
-    bench_clip(window, (3840, 2160), args.seconds / 2, "/tmp/bench_clip_4k.mp4")
+    if not args.live_only:
+        bench_clip(window, (1920, 1080), args.seconds, "/tmp/bench_clip_1080.mp4")
+        bench_clip(window, (3840, 2160), args.seconds / 2, "/tmp/bench_clip_4k.mp4")
     plain, _ = timed_run(window, args.steps, False, None)
     filmed, note = timed_run(window, args.steps, True, "/tmp/bench_live.mp4")
     plain2, _ = timed_run(window, args.steps, False, None)  # again: the machine's load drifts

@@ -11,6 +11,7 @@ import os
 import queue
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -323,14 +324,16 @@ class Encoder(QObject):
 class LiveRecorder(QObject):
     """Films what happens on screen: one grab per distinct drawn update, with its true time.
 
-    ``mark_changed`` (connected to whatever draws: a run's updates, the replay scrubber, a
-    camera move) says something new is on screen; a timer at the frame rate grabs it then,
-    and only then. Each grab is written for as many output frames as its time on screen spans
+    ``mark_changed`` (connected, after the views, to whatever draws: a run's updates, the
+    replay scrubber, a camera move) says something new is on screen; it is grabbed then, or
+    by a timer once the time budget allows, and only then. While recording, only those distinct grabs are kept (spooled to disk by a
+    thread); on ``stop`` each is written for as many output frames as its time on screen spans
     at ``fps``, so the video plays at the speed things happened and repeats only what timing
-    implies; ``distinct`` says how many different frames there were.
+    implies. ``distinct`` says how many different frames there were.
 
-    Grabbing costs the GUI thread, which draws the run: grabs are spaced so that they take
-    at most ``BUDGET`` of the wall time, and a run is not slowed by more than that.
+    Recording must not slow a run: grabs are spaced so that they take at most ``BUDGET`` of
+    the wall time, and the encoding (which the repeats would make as costly as 30 real frames
+    a second) waits until the recording stops.
     """
 
     BUDGET = 0.15
@@ -344,14 +347,22 @@ class LiveRecorder(QObject):
         self._timer.timeout.connect(self._tick)
         self._t0 = self._next_grab = 0.0
         self._changed = True
-        self._held: Optional[np.ndarray] = None  # the latest grab, written once its span is known
-        self.frames = 0          # written to the file
+        self._times: list[float] = []  # when each distinct grab was taken
+        self._spool = Path(tempfile.mkdtemp(prefix="landscape-lens-live-"))
+        self._spooling: queue.Queue = queue.Queue()
+        self._spooler = threading.Thread(target=self._spool_frames, daemon=True)
+        self._spooler.start()
+        self.frames = 0          # in the file, known once stopped
         self.distinct = 0        # different grabs
         self.grab_seconds = 0.0  # GUI-thread time spent grabbing
         self.active = False
 
-    def mark_changed(self, *_):
+    def mark_changed(self, _payload=None):
+        """Something new is drawn. Grab here when due, not only on the timer: a run's stream of
+        updates keeps the event loop so busy that timers starve (seen: none for 15 s)."""
         self._changed = True
+        if self.active:
+            self._grab_if_due()
 
     def start(self):
         self._t0, self.active = time.monotonic(), True
@@ -359,35 +370,55 @@ class LiveRecorder(QObject):
         self._timer.start()
 
     def stop(self):
-        if self.active:
-            self.active = False
-            self._timer.stop()
-            end = time.monotonic() - self._t0
-            if self.seconds is not None:
-                end = min(end, self.seconds)
-            self._write_until(max(end, 1 / self.fps))
-            self.encoder.close()
-
-    def _write_until(self, t: float):
-        """Write the held grab for every output frame that starts before ``t``."""
-        due = max(self.frames + (1 if self.frames == 0 else 0), math.ceil(t * self.fps - 1e-9))
-        while self._held is not None and self.frames < due:
-            self.encoder.add(self._held)
-            self.frames += 1
+        if not self.active:
+            return
+        self.active = False
+        self._timer.stop()
+        end = time.monotonic() - self._t0
+        if self.seconds is not None:
+            end = min(end, self.seconds)
+        # Output frame j shows the latest grab taken by its time j / fps.
+        slots = np.arange(max(1, math.ceil(end * self.fps - 1e-9))) / self.fps
+        shown = np.maximum(np.searchsorted(self._times, slots + 1e-9, side="right") - 1, 0)
+        self.frames = len(shown)
+        self._spooling.put(None)
+        threading.Thread(target=self._encode, args=(shown,), daemon=True).start()
 
     def _tick(self):
-        now = time.monotonic()
-        elapsed = now - self._t0
+        elapsed = time.monotonic() - self._t0
         if self.seconds is not None and elapsed >= self.seconds:
             self.stop()
             return
+        self._grab_if_due()
+        self.ticked.emit(elapsed)
+
+    def _grab_if_due(self):
+        now = time.monotonic()
+        elapsed = now - self._t0
         if self._changed and now >= self._next_grab:
             self._changed = False
             frame = self.source.grab()
             cost = time.monotonic() - now
             self.grab_seconds += cost
-            self._next_grab = now + cost / self.BUDGET
-            self._write_until(elapsed)  # the previous grab was on screen until now
-            self._held = frame
+            if self.distinct:  # the first grab pays for setting up the window's paint; not typical
+                self._next_grab = now + cost / self.BUDGET
+            self._spooling.put((self.distinct, frame))
+            self._times.append(elapsed)
             self.distinct += 1
-        self.ticked.emit(elapsed)
+
+    def _spool_frames(self):
+        while (item := self._spooling.get()) is not None:
+            k, frame = item
+            np.save(self._spool / f"{k}.npy", frame)  # raw: no compression to cost the run CPU
+
+    def _encode(self, shown: np.ndarray):
+        self._spooler.join()
+        try:
+            frame, loaded = None, -1
+            for k in shown:
+                if k != loaded:
+                    frame, loaded = np.load(self._spool / f"{k}.npy"), k
+                self.encoder.add(frame)
+        finally:
+            self.encoder.close()
+            shutil.rmtree(self._spool, ignore_errors=True)
