@@ -108,14 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
                             help="training steps to run before the shot")
     _add_look_options(screenshot)
 
-    record = commands.add_parser("record", help="record a preset to MP4, GIF or PNG frames")
-    record.add_argument("--preset", required=True)
+    record = commands.add_parser("record", help="render a clip of a preset's run to MP4, GIF or PNGs")
+    record.add_argument("--preset", help="without --clip: render this preset's story clip")
+    record.add_argument("--clip", help="a clip JSON file (layout, key frames, timing)")
     record.add_argument("--out", required=True, help="FILE.mp4, FILE.gif or a folder for PNGs")
-    record.add_argument("--size", type=_size, default=(1920, 1080))
-    record.add_argument("--fps", type=_int_in(1, MAX_FPS), default=30)
-    record.add_argument("--seconds", type=_seconds, default=5.0)
-    record.add_argument("--orbit", action="store_true", help="turn the camera 360° while recording")
-    record.add_argument("--source", choices=("3d", "window"), default="3d")
+    record.add_argument("--size", type=_size, default=(1920, 1080), help="story clip size")
+    record.add_argument("--fps", type=_int_in(1, MAX_FPS), default=30, help="story clip frame rate")
+    record.add_argument("--seconds", type=_seconds, default=8.0, help="story clip length")
+    record.add_argument("--orbit", action="store_true", help="story clip: turn the camera 360°")
+    record.add_argument("--steps", type=_int_in(1, 10**7), default=None, help="override training steps")
     return parser
 
 
@@ -164,7 +165,7 @@ def dispatch(args) -> int:
     if args.command == "record":
         from gui.headless import record_preset
         return record_preset(args.preset, args.out, args.size, args.fps, args.seconds,
-                             args.orbit, args.source)
+                             args.orbit, args.clip, args.steps)
     from gui.app import run_gui
     return run_gui(args.preset, args.presentation, args.theme)
 

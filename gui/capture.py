@@ -1,16 +1,17 @@
 """Recording: frame sources (3D view, plot, window), encoders (MP4, GIF, PNGs), and drivers.
 
-Two drivers feed the same encoder. ``LiveRecorder`` grabs frames on a timer while whatever
-happens on screen happens (a live run, a replay playing, a user turning the camera).
-``render_clip`` renders a fixed number of frames deterministically (orbit, replay), so a
-slow software renderer makes the clip take longer but never makes it stutter.
-Encoding runs on a thread so the window stays responsive; its progress is a Qt signal.
+``LiveRecorder`` films whatever happens on screen (a live run, a replay playing, a user
+turning the camera). Deterministic clips (replay, orbit, key frames) live in gui.clips and
+feed the same ``Encoder``, which writes on a thread so the window stays responsive.
 """
 from __future__ import annotations
 
 import math
+import os
 import queue
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -179,30 +180,69 @@ def check_output(out) -> Path:
         raise EngineInputError(f"{out}: record to .mp4, .gif, or a folder (for PNG frames)")
     if not out.parent.is_dir():
         raise EngineInputError(f"folder {out.parent} does not exist")
+    if not os.access(out.parent, os.W_OK):
+        raise EngineInputError(f"cannot write {out}: folder {out.parent} is not writable")
     return out
 
 
 def _open_writer(out: Path, fps: int):
-    """Return (append(frame), close()) for the format the path names."""
+    """Return (append(frame), close()) for the format the path names.
+
+    Frames may be (H, W, 3) RGB or (H, W, 4) RGBX: the clip compositor paints 4-byte pixels,
+    and handing them to ffmpeg as they are saves a conversion per frame on the GUI thread.
+    """
     import imageio.v2 as imageio
     import imageio.v3 as iio
 
     suffix = out.suffix.lower()
     if suffix == ".mp4":
+        # yuv420p needs even sizes; every size passed here is even (even_size, clip sizes).
+        # veryfast: x264's default preset cannot keep up with 1080p clips on two cores, and
+        # at this quality the files are still small. Its output stays deterministic.
         writer = imageio.get_writer(str(out), format="FFMPEG", fps=fps, codec="libx264",
-                                    quality=8, pixelformat="yuv420p", macro_block_size=8,
-                                    ffmpeg_log_level="error")
+                                    quality=8, pixelformat="yuv420p", macro_block_size=2,
+                                    ffmpeg_log_level="error", output_params=["-preset", "veryfast"])
         return writer.append_data, writer.close
     if suffix == ".gif":
         writer = imageio.get_writer(str(out), mode="I", duration=1000 / fps, loop=0)
-        return writer.append_data, writer.close
+        return (lambda frame: writer.append_data(frame[..., :3])), writer.close
     out.mkdir(parents=True, exist_ok=True)
     count = iter(range(10**9))
-    return (lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame)), (lambda: None)
+    return ((lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame[..., :3])),
+            (lambda: None))
+
+
+def _partial_path(out: Path) -> Path:
+    """Where frames go until the file is complete: beside ``out``, same suffix (ffmpeg picks
+    the container from it), hidden, so a cancelled or failed recording never leaves a
+    truncated file under the name the user asked for."""
+    return out.with_name(f".{out.stem}.partial{out.suffix}")
+
+
+def _publish(partial: Path, out: Path) -> None:
+    if partial.is_dir():
+        out.mkdir(exist_ok=True)
+        for old in out.glob("frame_*.png"):
+            old.unlink()
+        for frame in sorted(partial.iterdir()):
+            frame.replace(out / frame.name)
+        partial.rmdir()
+    else:
+        partial.replace(out)
+
+
+def _discard(partial: Path) -> None:
+    if partial.is_dir():
+        shutil.rmtree(partial, ignore_errors=True)
+    else:
+        partial.unlink(missing_ok=True)
 
 
 class Encoder(QObject):
-    """Writes frames on a thread; ``progress(done, total)`` drives the encoding bar."""
+    """Writes frames on a thread; ``progress(done, total)`` drives the encoding bar.
+
+    The file appears under its name only once complete; ``abort`` discards it.
+    """
 
     progress = Signal(int, int)
     finished = Signal(str)   # the output path
@@ -211,18 +251,35 @@ class Encoder(QObject):
     def __init__(self, out, fps: int, parent=None):
         super().__init__(parent)
         self.out = check_output(out)
-        self._append, self._close = _open_writer(self.out, fps)
+        self._partial = _partial_path(self.out)
+        try:
+            if self.out.suffix:
+                self._partial.touch()  # an unwritable folder fails here, before any rendering
+        except OSError as error:
+            raise EngineInputError(f"cannot write {self.out}: {error.strerror}") from None
+        try:
+            self._append, self._close = _open_writer(self._partial, fps)
+        except OSError as error:
+            _discard(self._partial)
+            raise EngineInputError(f"cannot write {self.out}: {error}") from None
         # Bounded, so a slow encoder slows the grabbing instead of filling memory with 4K frames.
         self._queue: queue.Queue = queue.Queue(maxsize=16)
         self.submitted = self.done = 0
+        self.busy_seconds = 0.0  # time spent encoding, on the encoder's thread
         self.error: Optional[str] = None
+        self._aborted = False
         self._thread = threading.Thread(target=self._work, daemon=True)
         self._thread.start()
 
     def add(self, frame: np.ndarray):
-        if self.error is None:
+        if self.error is None and not self._aborted:
             self.submitted += 1
             self._queue.put(frame)
+
+    @property
+    def has_room(self) -> bool:
+        """Whether ``add`` would return at once (the GUI renders only then, so it never blocks)."""
+        return not self._queue.full()
 
     @property
     def writing(self) -> bool:
@@ -234,16 +291,28 @@ class Encoder(QObject):
         if wait:
             self._thread.join()
 
+    def abort(self):
+        """Stop without a file: queued frames are dropped and the partial file deleted."""
+        self._aborted = True
+        self._queue.put(None)
+
     def _work(self):
         try:
             while (frame := self._queue.get()) is not None:
-                if self.error is None:
+                if self.error is None and not self._aborted:
+                    t = time.perf_counter()
                     self._append(frame)
+                    self.busy_seconds += time.perf_counter() - t
                     self.done += 1
                     self.progress.emit(self.done, self.submitted)
             self._close()
+            if self._aborted:
+                _discard(self._partial)
+                return
+            _publish(self._partial, self.out)
         except Exception as error:  # disk full, ffmpeg gone: report, and keep draining
             self.error = f"recording to {self.out} failed: {error}"
+            _discard(self._partial)
             while self._queue.get() is not None:
                 pass
             self.failed.emit(self.error)
@@ -253,24 +322,47 @@ class Encoder(QObject):
 
 # ----------------------------------------------------------------- drivers
 class LiveRecorder(QObject):
-    """Grabs a frame every 1/fps s of wall time until stopped.
+    """Films what happens on screen: one grab per distinct drawn update, with its true time.
 
-    When a grab runs late the last frame is repeated, so the video's clock matches the
-    wall clock and a live run plays back at the speed it happened.
+    ``mark_changed`` (connected, after the views, to whatever draws: a run's updates, the
+    replay scrubber, a camera move) says something new is on screen; it is grabbed then, or
+    by a timer once the time budget allows, and only then. While recording, only those distinct grabs are kept (spooled to disk by a
+    thread); on ``stop`` each is written for as many output frames as its time on screen spans
+    at ``fps``, so the video plays at the speed things happened and repeats only what timing
+    implies. ``distinct`` says how many different frames there were.
+
+    Recording must not slow a run: grabs are spaced so that they take at most ``BUDGET`` of
+    the wall time, and the encoding (which the repeats would make as costly as 30 real frames
+    a second) waits until the recording stops.
     """
 
+    BUDGET = 0.15
     ticked = Signal(float)  # seconds recorded, for the REC indicator
 
     def __init__(self, source: FrameSource, encoder: Encoder, fps: int,
-                 seconds: Optional[float] = None, before_frame: Optional[Callable] = None,
-                 parent=None):
+                 seconds: Optional[float] = None, parent=None):
         super().__init__(parent)
         self.source, self.encoder, self.fps, self.seconds = source, encoder, fps, seconds
-        self.before_frame = before_frame
         self._timer = QTimer(self, interval=max(1, int(1000 / fps)))
         self._timer.timeout.connect(self._tick)
-        self._t0, self.frames = 0.0, 0
+        self._t0 = self._next_grab = 0.0
+        self._changed = True
+        self._times: list[float] = []  # when each distinct grab was taken
+        self._spool = Path(tempfile.mkdtemp(prefix="landscape-lens-live-"))
+        self._spooling: queue.Queue = queue.Queue()
+        self._spooler = threading.Thread(target=self._spool_frames, daemon=True)
+        self._spooler.start()
+        self.frames = 0          # in the file, known once stopped
+        self.distinct = 0        # different grabs
+        self.grab_seconds = 0.0  # GUI-thread time spent grabbing
         self.active = False
+
+    def mark_changed(self, _payload=None):
+        """Something new is drawn. Grab here when due, not only on the timer: a run's stream of
+        updates keeps the event loop so busy that timers starve (seen: none for 15 s)."""
+        self._changed = True
+        if self.active:
+            self._grab_if_due()
 
     def start(self):
         self._t0, self.active = time.monotonic(), True
@@ -278,59 +370,55 @@ class LiveRecorder(QObject):
         self._timer.start()
 
     def stop(self):
-        if self.active:
-            self.active = False
-            self._timer.stop()
-            self.encoder.close()
+        if not self.active:
+            return
+        self.active = False
+        self._timer.stop()
+        end = time.monotonic() - self._t0
+        if self.seconds is not None:
+            end = min(end, self.seconds)
+        # Output frame j shows the latest grab taken by its time j / fps.
+        slots = np.arange(max(1, math.ceil(end * self.fps - 1e-9))) / self.fps
+        shown = np.maximum(np.searchsorted(self._times, slots + 1e-9, side="right") - 1, 0)
+        self.frames = len(shown)
+        self._spooling.put(None)
+        threading.Thread(target=self._encode, args=(shown,), daemon=True).start()
 
     def _tick(self):
         elapsed = time.monotonic() - self._t0
-        due = int(elapsed * self.fps) + 1
-        if self.seconds is not None:
-            due = min(due, max(1, round(self.seconds * self.fps)))
-        if due > self.frames:
-            if self.before_frame:
-                self.before_frame(self.frames)
-            frame = self.source.grab()
-            while self.frames < due:
-                self.encoder.add(frame)
-                self.frames += 1
-        self.ticked.emit(self.frames / self.fps)
-        if self.seconds is not None and self.frames >= round(self.seconds * self.fps):
+        if self.seconds is not None and elapsed >= self.seconds:
             self.stop()
+            return
+        self._grab_if_due()
+        self.ticked.emit(elapsed)
 
+    def _grab_if_due(self):
+        now = time.monotonic()
+        elapsed = now - self._t0
+        if self._changed and now >= self._next_grab:
+            self._changed = False
+            frame = self.source.grab()
+            cost = time.monotonic() - now
+            self.grab_seconds += cost
+            if self.distinct:  # the first grab pays for setting up the window's paint; not typical
+                self._next_grab = now + cost / self.BUDGET
+            self._spooling.put((self.distinct, frame))
+            self._times.append(elapsed)
+            self.distinct += 1
 
-def render_clip(source: FrameSource, encoder: Encoder, frames: int,
-                before_frame: Callable[[int], None], on_frame: Optional[Callable] = None):
-    """Render ``frames`` frames, calling ``before_frame(k)`` to pose each; then close.
+    def _spool_frames(self):
+        while (item := self._spooling.get()) is not None:
+            k, frame = item
+            np.save(self._spool / f"{k}.npy", frame)  # raw: no compression to cost the run CPU
 
-    A last ``before_frame(frames)`` lets the poser put things back as the user had them.
-    """
-    from PySide6.QtWidgets import QApplication
-
-    for k in range(frames):
-        before_frame(k)
-        QApplication.processEvents()  # let 2-D plots repaint the new pose before the grab
-        encoder.add(source.grab())
-        if on_frame:
-            on_frame(k + 1, frames)
-    before_frame(frames)
-    encoder.close()
-
-
-def clip_poser(workspace, frames: int, orbit: bool, replay: bool) -> Callable[[int], None]:
-    """Frame k of n: the replay at k/(n-1) of the timeline and/or the camera turned k/n·360°.
-
-    Pose n (after the clip) is the end of the run and the camera back where it started.
-    """
-    views = workspace.gl_views()
-    start = [view.opts["azimuth"] for view in views]
-    length = workspace.timeline_length() if replay else 0
-
-    def pose(k: int):
-        if length > 1:
-            workspace.show_frame(min(round(k * (length - 1) / max(frames - 1, 1)), length - 1))
-        if orbit:
-            for view, azimuth in zip(views, start):
-                view.setCameraPosition(azimuth=azimuth + 360.0 * (k % frames) / frames)
-    return pose
+    def _encode(self, shown: np.ndarray):
+        self._spooler.join()
+        try:
+            frame, loaded = None, -1
+            for k in shown:
+                if k != loaded:
+                    frame, loaded = np.load(self._spool / f"{k}.npy"), k
+                self.encoder.add(frame)
+        finally:
+            self.encoder.close()
+            shutil.rmtree(self._spool, ignore_errors=True)

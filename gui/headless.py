@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -77,47 +76,49 @@ def screenshot(preset: str, out: str, size: tuple[int, int], steps: Optional[int
     return 0
 
 
-def record_preset(preset: str, out: str, size, fps: int, seconds: float, orbit: bool,
-                  source: str) -> int:
-    """``main.py record``: compute the preset, then film its replay (and orbit) to ``out``.
+def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int = 30,
+                  seconds: float = 8.0, orbit: bool = False, clip: Optional[str] = None,
+                  steps: Optional[int] = None) -> int:
+    """``main.py record``: compute the preset, then render a clip of its finished run to ``out``.
 
-    Computing first and replaying afterwards makes the clip's pace independent of how fast
-    this machine trains: the whole run unfolds over ``seconds``, at exactly fps·seconds frames.
+    ``clip`` is a clip JSON file; without one the preset's default story clip is rendered
+    (every neuron, the loss, captions) at ``size``, ``fps`` and ``seconds``. Computing first
+    makes every frame a function of the clip and the run, not of this machine's speed.
+    All input is checked before the (long) run, and nothing is written unless it completes.
     """
-    from .capture import Encoder, FrameSource, check_output, clip_poser, render_clip
+    from .capture import check_output
+    from .clips.model import load_clip, story_clip
+    from .clips.render import ClipRenderer, render_to_file
+    from .clips.scene import scene_for
+    from .presets import preset_named
 
-    if not (math.isfinite(seconds) and 0 < seconds <= 3600):
-        raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
-    check_output(out)
-    frames = max(1, round(seconds * fps))
-    app, window = open_window(size if source == "window" else (1600, 960))
-    settle()
-    run_preset(window, preset, steps=None)
-    workspace = window.workspace
-    if source == "3d":
-        if not workspace.gl_views():
-            raise EngineInputError(f"preset {preset!r} has no 3D view; use --source window")
-        film = FrameSource(workspace.gl_views()[0], size, gl=True)
+    if clip is not None:
+        the_clip = load_clip(clip)
+        if preset is not None and preset != the_clip.preset:
+            raise EngineInputError(f"--preset {preset} differs from the clip's preset {the_clip.preset!r}")
+    elif preset is None:
+        raise EngineInputError("record needs --preset NAME or --clip FILE.json")
     else:
-        film = FrameSource(window, size)
-    replay = workspace.timeline_length() > 1
-    if not replay and not orbit:
-        print("note: this workspace has no replay; the clip shows the final state "
-              "(add --orbit for motion)", file=sys.stderr)
-    encoder = Encoder(out, fps)
-    t0 = time.perf_counter()
+        if not (math.isfinite(seconds) and 0 < seconds <= 3600):
+            raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
+        if preset_named(preset).workspace != "topology":
+            raise EngineInputError(f"preset {preset!r} has no story clip yet: clips cover the "
+                                   "invariant-sets (topology) training presets so far")
+        the_clip = story_clip(preset, size, fps, seconds, orbit)
+    check_output(out)
+    app, window = open_window((1600, 960))
+    settle()
+    run_preset(window, the_clip.preset, steps=steps)
+    renderer = ClipRenderer(the_clip, scene_for(window, the_clip.preset))
 
     def report(done, total):
         print(f"\rrendering {done}/{total}", end="", file=sys.stderr)
 
-    render_clip(film, encoder, frames, clip_poser(workspace, frames, orbit, replay), report)
-    rendered = time.perf_counter() - t0
-    encoder.close(wait=True)
+    stats = render_to_file(renderer, out, report)
     print(file=sys.stderr)
     window.close()
-    if encoder.error:
-        raise EngineInputError(encoder.error)
-    total = time.perf_counter() - t0
-    print(f"wrote {out} ({frames} frames, {film.size[0]}x{film.size[1]}, {fps} fps; "
-          f"rendered in {rendered:.1f} s, done in {total:.1f} s = {frames / total:.1f} frames/s)")
+    w, h = the_clip.size
+    print(f"wrote {out} ({stats['frames']} frames, {w}x{h}, {the_clip.fps} fps; rendered in "
+          f"{stats['rendered']:.1f} s, done in {stats['total']:.1f} s = "
+          f"{stats['frames'] / stats['total']:.1f} frames/s)")
     return 0

@@ -17,6 +17,7 @@ from . import export, session
 from .error_reporting import error_relay
 from .presentation import Presentation
 from .presets import apply_values, available_presets, preset_named
+from .clips.dock import ClipDock
 from .recording import RecordControl
 from .replay import ReplayDock
 from .widgets import MessageBar, SlideTitle
@@ -37,6 +38,7 @@ class MainWindow(QMainWindow):
         self.runner = JobRunner(self)
         self._owner: Optional[Workspace] = None  # whose job runs; None once it was superseded
         self.last_outcome = ""  # "succeeded", "failed" or "cancelled": how the last owned job ended
+        self.preset_name: Optional[str] = None  # the preset loaded last
         self._last_status_update = 0.0
         self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
         self._build_central()
@@ -132,6 +134,9 @@ class MainWindow(QMainWindow):
         self.replay_dock = ReplayDock(self)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.replay_dock)
         self.recording = RecordControl(self)
+        self.clip_dock = ClipDock(self)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.clip_dock)
+        self.clip_dock.hide()  # View ▸ Clip: key frames are for preparing talks, not every session
         self.presentation = Presentation(self)
 
     def _add_talk_menus(self, file_menu):
@@ -151,6 +156,7 @@ class MainWindow(QMainWindow):
         self.presentation.add_to_menu(view_menu)
         view_menu.addSeparator()
         view_menu.addAction(self.replay_dock.toggleViewAction())
+        view_menu.addAction(self.clip_dock.toggleViewAction())
         self.menuBar().addMenu("&Record").addAction(self.recording.action)
 
     def _fill_menu(self, menu, entries: dict):
@@ -215,6 +221,7 @@ class MainWindow(QMainWindow):
             return
         self.stop_jobs()
         self.show_workspace(preset.workspace)
+        self.preset_name = name  # what a clip of this run names as its preset
         self.status_label.setText(f"Preset: {preset.title}")
         self.slide_title.show_slide(preset.title, preset.description)
         workspace.reset()

@@ -14,11 +14,11 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDoubleSpin
 
 from engine.errors import EngineInputError
 
-from .capture import STANDARD_SIZES, Encoder, LiveRecorder, clip_poser, render_clip, sources_of
+from .capture import STANDARD_SIZES, Encoder, LiveRecorder, sources_of
 
 WHEN = {"live": "Live, until stopped (runs, replays, camera moves)",
-        "replay": "Replay the finished run over N seconds",
-        "orbit": "Camera orbit: 360° over N seconds"}
+        "replay": "Story clip of the finished run over N seconds",
+        "orbit": "Story clip with a 360° camera orbit over N seconds"}
 
 
 class RecordDialog(QDialog):
@@ -78,6 +78,7 @@ class RecordControl(QObject):
         super().__init__(window)
         self.window = window
         self.recorder = None
+        self._summary = ""  # how many distinct frames the live recording got
         self.last: dict = {}
         self.action = QAction("&Record…", window, shortcut=QKeySequence("Ctrl+Shift+R"),
                               triggered=self.toggle)
@@ -107,18 +108,26 @@ class RecordControl(QObject):
     def stop(self):
         if self.recording:
             self.recorder.stop()
+            self._summary = (f": {self.recorder.distinct} distinct frames over "
+                             f"{self.recorder.frames / self.recorder.fps:.1f} s ({self.recorder.frames} "
+                             f"frames at {self.recorder.fps} fps; repeats fill the time between updates)")
         self._show_recording(False)
         self.action.setText("&Record…")
 
     def start(self, source: str, size: str, fps: int, when: str, seconds: float, out: str):
-        """Start recording; also the entry point tests use (no dialog)."""
+        """Start recording; also the entry point tests use (no dialog).
+
+        Live films the chosen source as things happen. Replay and orbit render the preset's
+        story clip (every neuron, the loss, captions; the source is not used) as a job that
+        keeps the window responsive and can be cancelled from the Clip dock.
+        """
         window = self.window
+        if when != "live":
+            # A clip has no "own" size: it is a composition. 720p unless a standard size is chosen.
+            return self._start_clip(STANDARD_SIZES.get(size) or (1280, 720), fps, seconds,
+                                    when == "orbit", out)
         try:
             film = sources_of(window)[source](STANDARD_SIZES.get(size))
-            if when == "replay" and window.workspace.timeline_length() < 2:
-                raise EngineInputError("nothing to replay yet: run something first")
-            if when == "orbit" and not window.workspace.gl_views():
-                raise EngineInputError("this tab has no 3D view to orbit")
             encoder = Encoder(out, fps, self)
         except (EngineInputError, OSError) as error:
             window.message_bar.show_error(str(error))
@@ -127,18 +136,34 @@ class RecordControl(QObject):
         encoder.finished.connect(self._on_finished)
         encoder.failed.connect(self._on_failed)
         self._show_recording(True)
-        if when == "live":
-            self.recorder = LiveRecorder(film, encoder, fps, parent=self)
-            self.recorder.ticked.connect(self._on_ticked)
-            self.action.setText("Stop &recording")
-            self.recorder.start()
-        else:
-            frames = max(1, round(seconds * fps))
-            pose = clip_poser(window.workspace, frames, when == "orbit", when == "replay")
-            render_clip(film, encoder, frames, pose,
-                        lambda k, n: self.indicator.setText(f"● REC {k}/{n}"))
-            self._show_recording(False)
+        self.recorder = LiveRecorder(film, encoder, fps, parent=self)
+        self.recorder.ticked.connect(self._on_ticked)
+        # What counts as a new picture: a run's update, a scrubbed frame, a turned camera.
+        window.runner.progressed.connect(self.recorder.mark_changed)
+        window.replay_dock.frame_shown.connect(self.recorder.mark_changed)
+        for view in window.workspace.gl_views():
+            if hasattr(view, "camera_moved"):
+                view.camera_moved.connect(self.recorder.mark_changed)
+        self.action.setText("Stop &recording")
+        self.recorder.start()
         return encoder
+
+    def _start_clip(self, size, fps: int, seconds: float, orbit: bool, out: str):
+        from .clips.model import story_clip
+
+        window = self.window
+        dock = window.clip_dock
+        try:
+            if not window.preset_name:
+                raise EngineInputError("load and run a training preset first")
+            clip = story_clip(window.preset_name, size, fps, seconds, orbit)
+            dock.clip, dock.keys, dock._scene = clip, list(clip.keyframes), None
+            dock._refresh(0)
+        except EngineInputError as error:
+            window.message_bar.show_error(str(error))
+            return None
+        dock.show()  # its progress bar, ETA and Cancel button
+        return dock.render(out)
 
     def _show_recording(self, on: bool):
         # Steady, not blinking: a whole-window recording films the status bar too.
@@ -159,7 +184,7 @@ class RecordControl(QObject):
 
     def _on_finished(self, path: str):
         self.encoding.hide()
-        self.window.message_bar.show_info(f"Recording saved to {path}")
+        self.window.message_bar.show_info(f"Recording saved to {path}{self._summary}")
 
     def _on_failed(self, message: str):
         self.encoding.hide()

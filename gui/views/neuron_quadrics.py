@@ -114,7 +114,8 @@ class NeuronQuadrics(QWidget):
             self.cells[k].show()
 
     def views(self) -> list[QuadricView]:
-        return [c.view for c in self.cells[:getattr(self, "_l", 0)] if c.isVisible()] or \
+        # isVisibleTo: the cells this layout shows, also while the tab itself is hidden.
+        return [c.view for c in self.cells[:getattr(self, "_l", 0)] if c.isVisibleTo(self)] or \
             [c.view for c in self.cells[:1]]
 
     def _link_cameras(self, source: QuadricView):

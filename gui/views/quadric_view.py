@@ -46,6 +46,25 @@ def _rgba(k: int, alpha: float) -> tuple:
 _UNIT_SPHERE = gl.MeshData.sphere(rows=8, cols=16, radius=1.0)
 
 
+def smooth_mesh(vertices: np.ndarray, faces: np.ndarray) -> gl.MeshData:
+    """MeshData with its smooth vertex normals already computed, in numpy.
+
+    pyqtgraph computes them at the first paint after every change in a Python loop over the
+    vertices, which made moving markers and re-meshed surfaces the bulk of a frame's time.
+    Same normals: the sum of the adjacent faces' (area-weighted) normals, normalised.
+    """
+    mesh = gl.MeshData(vertexes=np.asarray(vertices, dtype=np.float32), faces=faces)
+    normals = np.zeros(mesh.vertexes().shape, dtype=np.float32)
+    if len(faces):
+        face_normals = mesh.faceNormals()
+        for corner in range(3):
+            np.add.at(normals, faces[:, corner], face_normals)
+        length = np.linalg.norm(normals, axis=1, keepdims=True)
+        normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
+    mesh._vertexNormals = normals
+    return mesh
+
+
 class SphereMarkers(gl.GLMeshItem):
     """Lit spheres at given points, sized in scene units.
 
@@ -65,9 +84,9 @@ class SphereMarkers(gl.GLMeshItem):
         vertices = _UNIT_SPHERE.vertexes() * (self.relative_radius * self.extent)
         faces = _UNIT_SPHERE.faces()
         n = len(self.pos)
-        self.setMeshData(
-            vertexes=(vertices[None] + self.pos[:, None]).reshape(-1, 3),
-            faces=(faces[None] + len(vertices) * np.arange(n)[:, None, None]).reshape(-1, 3))
+        self.setMeshData(meshdata=smooth_mesh(
+            (vertices[None] + self.pos[:, None]).reshape(-1, 3),
+            (faces[None] + len(vertices) * np.arange(n)[:, None, None]).reshape(-1, 3)))
         self.setVisible(n > 0)
 
 
@@ -80,6 +99,9 @@ class QuadricView(gl.GLViewWidget):
         self.extent = 2.0
         self.setBackgroundColor(pg.mkColor(theme_colors()["gl"]))
         self.opts["fov"] = 40
+        # Re-mesh only when c moved this much (× extent²): a live run then rebuilds no mesh
+        # per frame. Clips set 0, so the surface depends on the shown c alone, not on history.
+        self.remesh_tolerance = 2e-3
         self._meshed_c: Optional[float] = None
         self._ghost_c: Optional[float] = None
         self._surface: list[gl.GLMeshItem] = []
@@ -148,8 +170,7 @@ class QuadricView(gl.GLViewWidget):
         corners = np.array([[-E, -E, 0], [E, -E, 0], [E, E, 0], [-E, E, 0]], dtype=float)
         self.barrier.setMeshData(vertexes=corners, faces=np.array([[0, 1, 2], [0, 2, 3]]))
         self.barrier_edge.setData(pos=np.vstack([corners, corners[:1]]))
-        self.setCameraPosition(distance=4.4 * E, elevation=18, azimuth=40)
-        self.opts["center"] = pg.Vector(0, 0, 0)
+        self.apply_camera(self.default_camera())
         self._meshed_c = self._ghost_c = None
 
     # ---------------------------------------------------------------- surfaces
@@ -160,7 +181,7 @@ class QuadricView(gl.GLViewWidget):
             return []
         items = []
         for vertices, faces in quadric_sheets(c, extent=self.extent, resolution=56):
-            item = gl.GLMeshItem(vertexes=vertices, faces=faces, smooth=True, shader="shaded",
+            item = gl.GLMeshItem(meshdata=smooth_mesh(vertices, faces), smooth=True, shader="shaded",
                                  color=_rgba(self.neuron, alpha), glOptions=_SURFACE_GL)
             item.setDepthValue(depth)
             self.addItem(item)
@@ -175,7 +196,8 @@ class QuadricView(gl.GLViewWidget):
         more than 0.2 % of the scene, so a live run does not rebuild meshes every frame.
         """
         tol = 2e-3 * self.extent ** 2
-        if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > tol:
+        skip = self.remesh_tolerance * self.extent ** 2
+        if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > skip:
             self._surface = self._replace(self._surface, c_now, 0.32, 0)
             self._meshed_c = c_now
         drifted = c_now is not None and c_start is not None and abs(c_now - c_start) > tol
@@ -218,6 +240,11 @@ class QuadricView(gl.GLViewWidget):
     def camera_state(self) -> dict:
         return {k: self.opts[k] for k in ("distance", "elevation", "azimuth", "fov")} | {
             "center": pg.Vector(self.opts["center"])}
+
+    def default_camera(self) -> dict:
+        """The framing set_frame gives: the whole scene, seen from slightly above."""
+        return {"distance": 4.4 * self.extent, "elevation": 18.0, "azimuth": 40.0,
+                "center": pg.Vector(0, 0, 0)}
 
     def apply_camera(self, state: dict):
         self.opts.update(state)

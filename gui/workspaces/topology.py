@@ -265,6 +265,12 @@ class TopologyWorkspace(Workspace):
             return len(self._result.step)
         return 0
 
+    def trajectory(self) -> Optional[Trajectory]:
+        """The run the training view shows (finished or latest), for clips; else None."""
+        if self.mode == "training" and isinstance(self._result, Trajectory):
+            return self._result
+        return None
+
     def show_frame(self, index: int):
         if self.timeline_length():
             full = self._result

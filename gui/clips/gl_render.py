@@ -1,0 +1,88 @@
+"""3D views rendered off-window into framebuffers of a clip cell's size, reused frame to frame.
+
+Unlike capture.render_gl (one picture, any moment) the framing depends only on the cell, never
+on the on-screen widget's shape, so the window's size cannot change a clip's frames. Labels
+(GLTextItem, painted by QPainter) are returned with their positions for the compositor to draw.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QFont, QImage
+from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
+from pyqtgraph.opengl import GLTextItem
+
+from ..capture import _label_position
+
+
+class GLCells:
+    def __init__(self, samples: int = 0):
+        # Framebuffer objects are not shared between GL contexts, so one per view and size.
+        self._fbos: dict[tuple, QOpenGLFramebufferObject] = {}
+        self.samples = samples
+
+    def _framebuffers(self, view, w: int, h: int):
+        key = (id(view), w, h)
+        if key not in self._fbos:
+            plain = QOpenGLFramebufferObject(w, h, QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
+            multi = None
+            if self.samples:
+                fmt = QOpenGLFramebufferObjectFormat()
+                fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
+                fmt.setSamples(self.samples)
+                multi = QOpenGLFramebufferObject(w, h, fmt)
+            self._fbos[key] = (multi, plain)
+        return self._fbos[key]
+
+    def render(self, view, w: int, h: int, label_scale: float) -> tuple[QImage, list]:
+        """The view at w×h: (image, [(point, text, font, color)]) with labels to paint on top.
+
+        The image is bottom-up, as GL reads it: draw it mirrored."""
+        from OpenGL import GL
+
+        view.makeCurrent()
+        multi, plain = self._framebuffers(view, w, h)
+        fov = view.opts["fov"]
+        # pyqtgraph's fov spans the width; widen it so the view's fov spans the shorter side.
+        view.opts["fov"] = math.degrees(2 * math.atan(math.tan(math.radians(fov) / 2) * max(w / h, 1.0)))
+        labels = [item for item in view.items if isinstance(item, GLTextItem) and item.visible()]
+        try:
+            for item in labels:  # they would rebind the widget's framebuffer (see render_gl)
+                item.setVisible(False)
+            target = multi or plain
+            target.bind()
+            GL.glViewport(0, 0, w, h)
+            # Items leave GL state behind (surfaces turn depth writes off), and with depth
+            # writes off the view's clear keeps the last frame's depth: reset what clear needs.
+            GL.glDepthMask(GL.GL_TRUE)
+            GL.glColorMask(GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE)
+            GL.glDisable(GL.GL_SCISSOR_TEST)
+            view.paint(region=(0, 0, w, h), viewport=(0, 0, w, h))
+            placed = [(_label_position(item, w, h), item) for item in labels]
+            if multi is not None:
+                QOpenGLFramebufferObject.blitFramebuffer(plain, multi)
+            plain.bind()
+            # Straight into RGBA bytes: toImage converts and flips on the CPU; the compositor
+            # flips for free as it draws.
+            data = GL.glReadPixels(0, 0, w, h, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE)
+        finally:
+            for item in labels:
+                item.setVisible(True)
+            view.opts["fov"] = fov
+            plain.release()
+            view.doneCurrent()
+        texts = []
+        for point, item in placed:
+            font = QFont(item.font)
+            font.setPointSizeF(font.pointSizeF() * label_scale)
+            texts.append((QPointF(point), item.text, font, item.color))
+        pixels = np.frombuffer(data, np.uint8).reshape(h, w, 4)
+        image = QImage(pixels.data, w, h, 4 * w, QImage.Format.Format_RGBX8888)
+        image.keep = pixels  # the QImage borrows the array's memory
+        return image, texts
+
+    def release(self):
+        self._fbos.clear()

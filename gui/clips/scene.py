@@ -1,0 +1,140 @@
+"""What a workspace offers a clip: its 3D views, 2-D widgets, and the facts of each run row.
+
+Only the topology workspace's training view has a story today (paper A). The scene reads the
+finished trajectory and poses the workspace through ``show_frame``, the same path the replay
+scrubber takes, so a clip shows exactly what a person scrubbing would see.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QColor
+
+from engine.errors import EngineInputError
+from engine.invariants import barrier_jumps
+
+from ..style import neuron_color
+from ..views.neuron_quadrics import shape_name, sub
+from ..views.training_curves import TrainingCurves
+
+
+class TopologyScene:
+    def __init__(self, workspace):
+        traj = workspace.trajectory() if hasattr(workspace, "trajectory") else None
+        if traj is None or len(traj.step) == 0:
+            raise EngineInputError("clips film a finished training run of the invariant-sets "
+                                   "workspace; run a training preset first")
+        self.workspace = workspace
+        self.traj = traj
+        self.views = list(workspace.gl_views())
+        flips = [(int(s), int(k)) for s, k in traj.sign_flips]
+        self.events = [(s, k, j) for (s, k), j in zip(flips, barrier_jumps(traj.step, traj.c, flips))]
+        # The clip's own curves, never shown: they keep the cell's size from frame to frame
+        # (resizing the window's plots back and forth cost more than drawing them), their x axis
+        # spans the whole run so the curves grow across it, and the window's plots stay as they are.
+        self.curves = TrainingCurves()
+        self.curves.configure(traj.c.shape[1], bool(workspace.parameters["display", "log_drift"]))
+        self.curves.set_line_width(3.0)
+        # The loss axis too is the whole run's, decided once: TrainingCurves would switch to a
+        # log scale mid-clip, the moment the partial loss spans a decade.
+        positive = traj.loss[np.isfinite(traj.loss) & (traj.loss > 0)]
+        self._log_loss = bool(positive.size and positive.max() > 10 * positive.min())
+        lo, hi = (positive.min(), positive.max()) if positive.size else (0.0, 1.0)
+        self._loss_range = (np.log10(lo), np.log10(hi)) if self._log_loss else (0.0, float(hi))
+        self.widgets = {"loss": self.curves.loss_plot, "drift": self.curves.drift_plot,
+                        "invariants": workspace.invariants}
+        self._shown = None
+
+    @property
+    def steps(self) -> np.ndarray:
+        return self.traj.step
+
+    def event_steps(self) -> list[int]:
+        return [s for s, _, _ in self.events]
+
+    def default_cameras(self) -> list[dict]:
+        return [{k: (list(v) if k == "center" else float(v)) for k, v in view.default_camera().items()}
+                for view in self.views]
+
+    def camera_of(self, view) -> dict:
+        return {"azimuth": float(view.opts["azimuth"]) % 360.0, "elevation": float(view.opts["elevation"]),
+                "distance": float(view.opts["distance"]), "center": [float(x) for x in view.opts["center"]]}
+
+    # ------------------------------------------------------------------ posing
+    def show(self, row: int) -> None:
+        if row != self._shown:  # re-slicing the run costs more than any other part of a frame
+            # Exact surfaces: a frame must not depend on which frames were shown before it.
+            saved = [view.remesh_tolerance for view in self.views]
+            for view in self.views:
+                view.remesh_tolerance = 0.0
+            try:
+                self.workspace.show_frame(row)
+            finally:
+                for view, tolerance in zip(self.views, saved):
+                    view.remesh_tolerance = tolerance
+            self._shown = row
+            self._show_curves(row)
+
+    def _show_curves(self, row: int) -> None:
+        t = self.traj
+        past = [e for e in self.events if e[0] <= t.step[row]]
+        self.curves.show(t.step[:row + 1], t.loss[:row + 1], t.c[:row + 1],
+                         [(s, k) for s, k, _ in past], [j for _, _, j in past])
+        self.curves.loss_plot.setLogMode(y=self._log_loss)
+        self.curves.loss_plot.setYRange(*self._loss_range, padding=0.05)
+        for plot in (self.curves.loss_plot, self.curves.drift_plot):  # a log switch resets it
+            plot.setXRange(float(t.step[0]), float(t.step[-1]), padding=0.02)
+
+    def forget(self) -> None:
+        """Someone else (the scrubber, a run) changed the views; pose again next time."""
+        self._shown = None
+
+    def apply_cameras(self, cameras) -> None:
+        for view, cam in zip(self.views, cameras):
+            view.opts.update(distance=cam["distance"], elevation=cam["elevation"],
+                             azimuth=cam["azimuth"], center=pg.Vector(*cam["center"]))
+
+    # ------------------------------------------------------------------ words
+    def facts(self, row: int) -> dict:
+        """The caption's fields at ``row``: what the invariants panel and the loss plot show."""
+        traj = self.traj
+        c = traj.c[row]
+        step = int(traj.step[row])
+        return {"step": step, "last_step": int(traj.step[-1]),
+                "c": "   ".join(f"c{sub(k + 1)} = {x:+.4f}" for k, x in enumerate(c)),
+                "loss": f"{traj.loss[row]:.4g}", "events": self.event_text(step)}
+
+    def event_text(self, step: int) -> str:
+        """The latest sign change up to ``step``, in the loss plot's words."""
+        past = [e for e in self.events if e[0] <= step]
+        if not past:
+            return "no output weight has changed sign yet" if self.events else \
+                "no output weight changes sign in this run"
+        s, k, jumped = past[-1]
+        more = f"   (+{len(past) - 1} earlier)" if len(past) > 1 else ""
+        if jumped:
+            return f"◆ v{sub(k + 1)} jumped the barrier at step {s}: a finite step, impossible for gradient flow{more}"
+        return f"● v{sub(k + 1)} flipped sign at step {s}{more}"
+
+    def headers(self, row: int) -> list[tuple[str, QColor]]:
+        """One line over each neuron's view: which neuron, its c_k and the shape of Q(c_k)."""
+        c, c0 = self.traj.c[row], self.traj.c[0]
+        out = []
+        for view in self.views:
+            k = view.neuron
+            drift = "" if c[k] == c0[k] else f" (start {c0[k]:+.4f})"
+            shape = shape_name(c[k]) if self.workspace.quadrics.exact else "projection"
+            out.append((f"neuron {k + 1}   c{sub(k + 1)} = {c[k]:+.4f}{drift}   ·   {shape}",
+                        neuron_color(k)))
+        return out
+
+
+def scene_for(window, preset: str):
+    """The scene of the window's workspace for ``preset`` (which must have run)."""
+    from ..presets import preset_named
+
+    key = preset_named(preset).workspace
+    if key != "topology":
+        raise EngineInputError(f"preset {preset!r} belongs to the {key} workspace; clips cover "
+                               "the invariant-sets (topology) training presets so far")
+    return TopologyScene(window.workspaces[key])

@@ -1,0 +1,223 @@
+"""Talk clips: composed, key-framed, deterministic renders of a finished run (issue 11)."""
+import json
+import time
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+
+import main
+from gui.clips import model
+from gui.clips.gl_render import GLCells
+from gui.clips.model import parse_clip, story_clip
+from gui.clips.render import ClipJob, ClipRenderer, render_to_file
+from gui.clips.scene import scene_for
+
+SIZE = (320, 180)  # small: the machine's two cores are shared
+
+
+@pytest.fixture(scope="module")
+def story_window(qapp):
+    """fig3-free, trained for a short run once for the whole module."""
+    from gui import headless
+    from gui.main_window import MainWindow
+    win = MainWindow()
+    win.resize(1200, 800)
+    win.show()
+    headless.run_preset(win, "fig3-free", steps=60)
+    yield win
+    win.stop_jobs()
+    win.runner.wait(5000)
+    win.close()
+
+
+def _renderer(window, clip=None):
+    clip = clip or story_clip("fig3-free", SIZE, fps=10, seconds=1.0)
+    return ClipRenderer(clip, scene_for(window, clip.preset))
+
+
+def _with_caption(clip, caption):
+    data = clip.to_json()
+    for kf in data["keyframes"]:
+        kf["caption"] = caption
+    return parse_clip(data)
+
+
+def _changes(frames) -> np.ndarray:
+    return np.array([np.abs(a.astype(int) - b.astype(int)).mean() for a, b in zip(frames, frames[1:])])
+
+
+def test_story_clip_frames_count_move_and_are_never_blank(story_window, tmp_path):
+    renderer = _renderer(story_window)
+    render_to_file(renderer, tmp_path / "story.mp4")
+    frames = iio.imread(tmp_path / "story.mp4")
+    assert frames.shape == (11, SIZE[1], SIZE[0], 3)  # 1 s at 10 fps, both ends included
+    assert all(f.std() > 4 for f in frames), "a blank frame"
+    assert (_changes(frames) > 0.05).all(), f"frozen frames: {_changes(frames)}"
+    assert not list(tmp_path.glob(".*partial*")), "a partial file was left behind"
+
+
+def test_every_neuron_has_its_own_view_in_the_frame(story_window):
+    renderer = _renderer(story_window)
+    frame = renderer.frame(5)[..., :3].astype(int)
+    comp = renderer.compositor
+    rect = next(comp._pixels(c.rect) for c in renderer.clip.layout if c.source == "neurons")
+    cells = comp.neuron_cells(rect)
+    header = comp.header_height()
+    views = renderer.scene.views
+    assert len(views) == len(cells) == 2
+    alone = []
+    for view, cell in zip(views, cells):  # each view rendered on its own, same pose and size
+        image, _ = GLCells().render(view, cell.width(), cell.height() - header, 1.0)
+        alone.append(np.asarray(image.keep)[::-1, :, :3].astype(int))
+    renderer.close()
+    for i, cell in enumerate(cells):
+        region = frame[cell.y() + header: cell.y() + cell.height(), cell.x(): cell.x() + cell.width()]
+        own = np.abs(region - alone[i]).mean()
+        other = np.abs(region - alone[1 - i]).mean()
+        # Labels are painted over the GL image in the frame, so "own" is small, not zero.
+        assert own < 3 and other > 3 * own, (i, own, other)
+
+
+def test_caption_text_is_drawn_in_its_band(story_window):
+    plain = _renderer(story_window, _with_caption(story_clip("fig3-free", SIZE, 10, 1.0), ""))
+    worded = _renderer(story_window)
+    a, b = plain.frame(10)[..., :3].astype(int), worded.frame(10)[..., :3].astype(int)
+    worded.close()
+    comp = plain.compositor
+    band, views = (comp._pixels(next(c.rect for c in plain.clip.layout if c.source == name))
+                   for name in ("caption", "neurons"))
+    inside, gl = np.zeros(a.shape[:2], bool), np.zeros(a.shape[:2], bool)
+    inside[band.y(): band.y() + band.height(), band.x(): band.x() + band.width()] = True
+    gl[views.y(): views.y() + views.height(), views.x(): views.x() + views.width()] = True
+    assert np.abs(a - b)[inside].mean() > 2, "no caption text in the caption band"
+    # The 3D views are left out: their translucent surfaces' shading differs by a few grey
+    # levels between a view's first and a repeated paint of one pose (cause not found; renders
+    # of one clip from fresh processes are identical, see the determinism test).
+    assert np.abs(a - b)[~inside & ~gl].max() == 0, "the caption changed something outside its band"
+
+
+def test_clip_of_a_hidden_tab_renders(story_window):
+    renderer = _renderer(story_window)
+    story_window.show_workspace("minima")
+    try:
+        frame = renderer.frame(3)[..., :3]
+    finally:
+        renderer.close()
+        story_window.show_workspace("topology")
+    comp = renderer.compositor
+    rect = next(comp._pixels(c.rect) for c in renderer.clip.layout if c.source == "neurons")
+    for cell in comp.neuron_cells(rect):
+        region = frame[cell.y(): cell.y() + cell.height(), cell.x(): cell.x() + cell.width()]
+        assert region.std() > 4 and len(np.unique(region.reshape(-1, 3), axis=0)) > 50
+    loss = comp._pixels(next(c.rect for c in renderer.clip.layout if c.source == "loss"))
+    assert frame[loss.y(): loss.bottom(), loss.x(): loss.right()].std() > 4
+
+
+def _clip_file(tmp_path, **changes) -> str:
+    data = story_clip("fig3-free", SIZE, 10, 0.5).to_json()
+    data.update(changes)
+    path = tmp_path / "clip.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_same_command_twice_gives_identical_frames(qapp, tmp_path, capsys):
+    clip = _clip_file(tmp_path)
+    outs = [tmp_path / "one.mp4", tmp_path / "two.mp4"]
+    for out in outs:
+        assert main.main(["record", "--clip", clip, "--out", str(out), "--steps", "30"]) == 0
+    one, two = iio.imread(outs[0]), iio.imread(outs[1])
+    assert one.shape == (6, SIZE[1], SIZE[0], 3)
+    assert np.array_equal(one, two)
+
+
+def _bad_keyframes(tmp_path, **kf):
+    data = story_clip("fig3-free", SIZE, 10, 0.5).to_json()
+    data["keyframes"][0].update(kf)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["malformed", "unknown panel", "negative step", "unknown preset",
+                                  "unwritable output", "unknown easing", "backwards time"])
+def test_bad_clip_files_give_one_line_and_no_output(qapp, tmp_path, capsys, case):
+    out = tmp_path / "out.mp4"
+    if case == "malformed":
+        (tmp_path / "bad.json").write_text('{"preset": "fig3-free", "size": [320, 180],')
+        clip = str(tmp_path / "bad.json")
+    elif case == "unknown panel":
+        clip = _bad_keyframes(tmp_path, panels=["loss", "spectrum"])
+    elif case == "negative step":
+        clip = _bad_keyframes(tmp_path, step=-5)
+    elif case == "unknown preset":
+        clip = _clip_file(tmp_path, preset="fig9-nothing")
+    elif case == "unknown easing":
+        clip = _clip_file(tmp_path, timing={"easing": "bounce"})
+    elif case == "backwards time":
+        clip = _bad_keyframes(tmp_path, at=3.0)
+    else:
+        clip = _clip_file(tmp_path)
+        (tmp_path / "a-file").write_text("")
+        out = tmp_path / "a-file" / "out.mp4"
+    assert main.main(["record", "--clip", clip, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("main.py: error: ") and err.count("\n") == 1, err
+    assert not out.exists() and not list(tmp_path.glob(".*partial*"))
+
+
+def test_gui_job_reports_progress_and_cancel_leaves_no_file(story_window, qtbot, tmp_path):
+    out = tmp_path / "cancelled.mp4"
+    job = ClipJob(_renderer(story_window), out)
+    seen = []
+    job.progressed.connect(lambda done, total, eta: seen.append((done, total, eta, time.monotonic())))
+    job.start()
+    qtbot.waitUntil(lambda: len(seen) >= 3, timeout=30000)
+    t = time.monotonic()
+    job.cancel()
+    assert time.monotonic() - t < 0.2 and not job.active
+    # The event loop turns after every frame: a click waits at most one frame's render.
+    assert job.longest_tick < 0.2, f"a frame held the event loop for {job.longest_tick:.2f} s"
+    assert seen[-1][1] == 11 and seen[-1][2] >= 0
+    qtbot.waitUntil(lambda: not job.encoder.writing, timeout=10000)
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_gui_job_writes_gif_and_png_frames(story_window, qtbot, tmp_path):
+    for name in ("clip.gif", "frames"):
+        job = ClipJob(_renderer(story_window), tmp_path / name)
+        with qtbot.waitSignal(job.finished, timeout=60000):
+            job.start()
+    assert iio.imread(tmp_path / "clip.gif").shape[0] == 11
+    assert len(list((tmp_path / "frames").glob("frame_*.png"))) == 11
+
+
+def test_key_frame_dock_capture_reorder_preview_save_load_render(story_window, qtbot, tmp_path):
+    dock = story_window.clip_dock
+    dock.keys.clear()
+    view = story_window.workspace.gl_views()[0]
+    story_window.replay_dock.seek(0)
+    view.setCameraPosition(azimuth=10, elevation=20)
+    assert dock.capture()
+    story_window.replay_dock.seek(story_window.workspace.timeline_length() - 1)
+    view.setCameraPosition(azimuth=100, elevation=35)
+    dock.seconds.setValue(1.0)
+    assert dock.capture()
+    assert [k.at for k in dock.keys] == [0.0, 1.0] and dock.keys[0].step == 0 and dock.keys[1].step == 60
+    dock.list.setCurrentRow(1)
+    dock.move(-1)  # the states swap, the timing stays
+    assert [k.at for k in dock.keys] == [0.0, 1.0] and dock.keys[0].step == 60
+    dock.move(1)
+    dock.preview.setValue(15)  # halfway: the live view turned halfway (eased: exactly half)
+    assert view.opts["azimuth"] % 360 == pytest.approx(55, abs=0.5)
+    dock.save(str(tmp_path / "clip.json"))
+    dock.keys.clear()
+    dock.load(str(tmp_path / "clip.json"))
+    assert len(dock.keys) == 2 and dock.keys[1].camera[0]["azimuth"] == pytest.approx(100)
+    job = dock.render(str(tmp_path / "dock.mp4"))
+    with qtbot.waitSignal(job.finished, timeout=60000):
+        pass
+    frames = iio.imread(tmp_path / "dock.mp4")
+    assert len(frames) == dock.current_clip().frames == 31  # 1 s at the story's 30 fps
+    assert not dock.progress.isVisible()
