@@ -44,6 +44,10 @@ class TopologyScene:
         self.widgets = {"loss": self.curves.loss_plot, "drift": self.curves.drift_plot,
                         "invariants": workspace.invariants}
         self._shown = None
+        # Neurons whose parameters never change (e.g. a ReLU unit no data point activates):
+        # the header says so, or a still view would read as a broken clip.
+        still = (np.ptp(traj.W1, axis=0).max(axis=-1) == 0) & (np.ptp(traj.W2, axis=0).max(axis=0) == 0)
+        self.still = [bool(x) for x in still]
 
     @property
     def steps(self) -> np.ndarray:
@@ -124,7 +128,8 @@ class TopologyScene:
             k = view.neuron
             drift = "" if c[k] == c0[k] else f" (start {c0[k]:+.4f})"
             shape = shape_name(c[k]) if self.workspace.quadrics.exact else "projection"
-            out.append((f"neuron {k + 1}   c{sub(k + 1)} = {c[k]:+.4f}{drift}   ·   {shape}",
+            note = "   ·   does not move in this run" if self.still[k] else ""
+            out.append((f"neuron {k + 1}   c{sub(k + 1)} = {c[k]:+.4f}{drift}   ·   {shape}{note}",
                         neuron_color(k)))
         return out
 
