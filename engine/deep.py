@@ -11,6 +11,8 @@ vector case is the batch of one.
 """
 from __future__ import annotations
 
+import threading
+
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -208,9 +210,16 @@ def loss_and_grad(arch: Arch, theta, X, Y) -> tuple[float, np.ndarray]:
     return float(value.detach()), g.numpy()
 
 
+# torch.func's forward-mode AD keeps its levels in process-wide state: two threads computing a
+# Hessian at once (the λ slider's live readout beside a re-slice) failed with "forward AD level"
+# errors. One at a time; each takes ~50 ms at 504 parameters.
+_HESSIAN_LOCK = threading.Lock()
+
+
 def hessian(arch: Arch, theta, X, Y) -> np.ndarray:
     """Full Hessian of the loss on the flat vector (torch.func: forward-over-reverse)."""
     t, Xt, yt = tensors(theta, X, as_targets(Y))
-    H = torch.func.hessian(lambda p: loss_t(arch, p, Xt, yt))(t)
+    with _HESSIAN_LOCK:
+        H = torch.func.hessian(lambda p: loss_t(arch, p, Xt, yt))(t)
     H = H.numpy()
     return 0.5 * (H + H.T)  # exact symmetry for eigvalsh

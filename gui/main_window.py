@@ -55,6 +55,7 @@ class MainWindow(QMainWindow):
         self.runner.state_changed.connect(self._on_state_changed)
         self._on_state_changed("idle")
         error_relay().raised.connect(self.message_bar.show_error)
+        self._relay_connected = True
 
     # ----------------------------------------------------------------- layout
     def _build_central(self):
@@ -331,4 +332,7 @@ class MainWindow(QMainWindow):
         self.stop_jobs()
         self.runner.wait(5000)
         self.recording.stop()
+        if self._relay_connected:  # the relay outlives windows; a second close must not disconnect again
+            error_relay().raised.disconnect(self.message_bar.show_error)
+            self._relay_connected = False
         super().closeEvent(event)

@@ -1,4 +1,5 @@
 """GUI tests run a real window under Xvfb (pytest-xvfb) with Mesa's software OpenGL."""
+import gc
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,15 @@ def qapp():
     # Override pytest-qt's fixture: the app needs AA_ShareOpenGLContexts before it exists.
     from gui.app import create_app
     yield create_app()
+
+
+@pytest.fixture(autouse=True)
+def collect_garbage_between_tests():
+    """Collect the last test's windows now. Left to chance, Python's collector can run inside
+    Qt's QObject::disconnect (PySide allocates there) and finalize a wrapper that disconnects
+    again: a deadlock on Qt's signal mutex, seen once as a hang while building a window."""
+    gc.collect()
+    yield
 
 
 @pytest.fixture
