@@ -206,19 +206,35 @@ def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
     return (yield from C.probe_job(fig.construction, lam, split))
 
 
-def load_job(path, slices: SliceSettings | None = SliceSettings()) -> Job[Figure3]:
-    """A saved network: its inspection (engine.inspect) as a construction without split history,
-    then slices through it. The file is read before the first yield, so a bad one fails at once."""
+def load_job(path, slices: SliceSettings | None = SliceSettings(), s: Figure3Settings | None = None) -> Job[Figure3]:
+    """A saved network: its inspection (engine.inspect), its construction history restored when the
+    file has one (engine.workbench), then slices and, with splits, the stages (b)–(d) of ``s``
+    (default settings' path, saddle λ and descent; no plane). The file is read before the first
+    yield, so a bad one fails at once."""
     from .inspect import inspect_job, read_network
+    from .workbench import construction_of
     net = read_network(path)
+    s = replace(s or Figure3Settings(plane=None), slices=slices)
 
     def job():
         report = yield from inspect_job(net, str(path))
-        c = report.as_construction()
+        step = C.Step("loaded", report.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
+        c = yield from wait_for(lambda stop: construction_of(net, step, report.neurons), "construction history")
         fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=str(path))
         yield Progress(0.3, "loaded", fig)
-        if slices is not None:
-            fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, slices), 0.3, 1.0, "slices_min",
-                                    "slices: ")
-        return fig
+        return (yield from _after_loading(fig, s))
     return job()
+
+
+def _after_loading(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """_after_construction without the spectrum (the inspection computed it)."""
+    c = fig.construction
+    if s.slices is not None:
+        fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, s.slices), 0.3, 0.6, "slices_min",
+                                "slices: ")
+    if not c.splits:
+        return fig
+    if s.path is not None:
+        fig = yield from _stage(fig, path_job(c, s.path), 0.6, 0.8, "path", "degenerate path: ")
+    fig = yield from _stage(fig, saddle_job(c, s.saddle_lam, s.slices, s.descent), 0.8, 1.0, "saddle", "saddle: ")
+    return fig

@@ -6,6 +6,7 @@ number on screen comes from those jobs, the same ones ``main.py reproduce`` runs
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import pyqtgraph as pg
@@ -20,6 +21,7 @@ from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, figure3_job
                             reslice_job)
 from engine.infinity import infinity_job
 from engine.netio import save_network
+from engine.workbench import history_of
 
 from ..panels.inspector import InspectorPanel
 from ..views.curves_view import CurvesView
@@ -240,7 +242,8 @@ class MinimaWorkspace(Workspace):
 
     # ------------------------------------------------------------- λ slider
     def _movable(self) -> bool:
-        """λ moves a split of a live Fig. 3 construction (not a restored session's, not a loaded net's)."""
+        """λ moves a split of a live Fig. 3 construction: built, split by hand, or loaded with its history
+        (not a restored session's: a session keeps only what was drawn)."""
         c = self._construction()
         return isinstance(self.figure, Figure3) and c is not None and bool(c.splits)
 
@@ -289,7 +292,7 @@ class MinimaWorkspace(Workspace):
     def load_network(self, path: str):
         window = self.window()
         try:
-            job = load_job(path, self._slice_settings())
+            job = load_job(path, self._slice_settings(), replace(self._settings(), plane=None))
         except EngineInputError as error:
             self._message(str(error))
             return
@@ -302,7 +305,7 @@ class MinimaWorkspace(Workspace):
             self._message("nothing to export: build or load a construction first")
             return
         try:
-            save_network(path, c.arch, c.params, c.X, c.Y)
+            save_network(path, c.arch, c.params, c.X, c.Y, history=history_of(c))
         except (EngineInputError, OSError) as error:
             self._message(str(error))
             return

@@ -169,3 +169,21 @@ def test_presets_and_reproduce_run_the_same_job_settings(window):
     # B11 uses the construction only: slices, path and plane settings play no part in it.
     assert replace(built, slices=None, path=None, plane=None, descent=None, saddle_lam=0) == \
         replace(Figure3Settings(seed=0), slices=None, path=None, plane=None, descent=None, saddle_lam=0)
+
+
+def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot, fig3, tmp_path):
+    ws = fig3
+    built = ws.figure
+    ws.export_network(str(tmp_path / "c.npz"))
+    window.reset()
+    ws.load_network(str(tmp_path / "c.npz"))
+    wait_until_idle(qtbot, window, timeout_ms=240000)
+    assert not window.message_bar.text, window.message_bar.text
+    loaded = ws.figure.construction
+    assert loaded.splits == built.construction.splits and ws.inspector.steps.rowCount() == 3
+    assert ws.figure.path.interval == built.path.interval and ws.figure.path.verdicts == built.path.verdicts
+    assert ws.inspector.lam.slider.isEnabled() and "saddle" in ws.inspector.lam.verdict
+    ws.inspector.lam.set_value(0.5)
+    ws._on_lambda_moved(0.5)
+    qtbot.waitUntil(lambda: not ws.probe_runner.busy and "non-attracting" in ws.inspector.lam.verdict, timeout=60000)
+    save_screenshot(window, "minima-reloaded")
