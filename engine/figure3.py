@@ -238,3 +238,22 @@ def _after_loading(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
         fig = yield from _stage(fig, path_job(c, s.path), 0.6, 0.8, "path", "degenerate path: ")
     fig = yield from _stage(fig, saddle_job(c, s.saddle_lam, s.slices, s.descent), 0.8, 1.0, "saddle", "saddle: ")
     return fig
+
+
+def split_figure_job(fig: Figure3, layer: int, neuron: int, lam: float, s: Figure3Settings) -> Job[Figure3]:
+    """The inspector's Split button: γ on one neuron of the current network (verified with the
+    Hessian, appended to the history), then the spectrum and the stages of ``s`` for that split."""
+    from .workbench import split_job
+    if fig.construction is None:
+        raise EngineInputError("build or load a network before splitting a neuron")
+    c = yield from subjob(split_job(fig.construction, layer, neuron, lam), 0.0, 0.3, "split: ")
+    return (yield from _after_construction(Figure3(c.steps, c, fig.data_seed, loaded_from=fig.loaded_from), s, 0.3))
+
+
+def undo_figure_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """Undo the last split: the construction without it, and its stages again."""
+    from .workbench import undo_split
+    if fig.construction is None or not fig.construction.splits:
+        raise EngineInputError("there is no split to undo")
+    c = yield from wait_for(lambda stop: undo_split(fig.construction), "undo the last split")
+    return (yield from _after_construction(Figure3(c.steps, c, fig.data_seed, loaded_from=fig.loaded_from), s, 0.3))

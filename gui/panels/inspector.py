@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QFileDialog, QGridLayout, QGroupBox,
+                               QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from engine.verdicts import Verdict
@@ -136,6 +136,55 @@ class LambdaBox(QGroupBox):
         return self.verdict_label.text()
 
 
+class SplitBox(QGroupBox):
+    """The neurons of the current network where Theorem 9 applies (B definite, D = 0), each with a
+    Split button; λ of the next split; Undo of the last one."""
+    split_requested = Signal(int, int, float)  # layer, neuron, λ
+    undo_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__("Split a neuron (γ, Theorem 9)", parent)
+        self.lam = QDoubleSpinBox()
+        self.lam.setRange(-10.0, 10.0)
+        self.lam.setDecimals(3)
+        self.lam.setSingleStep(0.05)
+        self.lam.setValue(0.5)
+        self.lam.setToolTip("λ of the next split: inside I = (0, 1) for B > 0, outside [0, 1] for B < 0 "
+                            "gives a non-attracting region of minima")
+        self.undo = QPushButton("Undo last split")
+        self.undo.setEnabled(False)
+        self.undo.clicked.connect(self.undo_requested.emit)
+        self.table = _table(["layer", "neuron", "B is", ""])
+        self.table.setMaximumHeight(150)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("λ"))
+        row.addWidget(self.lam)
+        row.addStretch(1)
+        row.addWidget(self.undo)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.table)
+
+    def show_admissible(self, neurons: list, n_splits: int):
+        """``neurons``: [layer, neuron, badge] rows; ``n_splits``: splits made so far (Undo needs one)."""
+        _fill(self.table, [[str(l), str(r), badge, ""] for l, r, badge in neurons])
+        for i, (layer, neuron, _) in enumerate(neurons):
+            button = QPushButton("Split")
+            button.clicked.connect(lambda _=False, l=layer, r=neuron: self.split_requested.emit(l, r, self.lam.value()))
+            self.table.setCellWidget(i, 3, button)
+        self.undo.setEnabled(n_splits > 0)
+
+    def button(self, layer: int, neuron: int) -> QPushButton:
+        for i in range(self.table.rowCount()):
+            if (self.table.item(i, 0).text(), self.table.item(i, 1).text()) == (str(layer), str(neuron)):
+                return self.table.cellWidget(i, 3)
+        raise KeyError(f"neuron {neuron} of layer {layer} is not admissible")
+
+    def clear(self):
+        self.table.setRowCount(0)
+        self.undo.setEnabled(False)
+
+
 class InspectorPanel(QWidget):
     load_requested = Signal(str)
     export_requested = Signal(str)
@@ -143,6 +192,7 @@ class InspectorPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.lam = LambdaBox()
+        self.split = SplitBox()
         self.steps = _table(["layers", "verdict", "loss", "‖∇L‖", "min e", "max e", "#0", "#<0"])
         self.neurons = _table(["layer", "neuron", "B is", "‖D‖", "eigenvalues of B"])
         self.restarts_label = QLabel("")
@@ -159,6 +209,7 @@ class InspectorPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(files)
         layout.addWidget(self.lam)
+        layout.addWidget(self.split)
         steps_box = QGroupBox("Construction steps")
         QVBoxLayout(steps_box).addWidget(self.steps)
         steps_box.layout().addWidget(self.restarts_label)
@@ -210,3 +261,4 @@ class InspectorPanel(QWidget):
         self.lam.verdict_label.setText("no construction yet")
         self.lam.verdict_label.setStyleSheet("")
         self.export_button.setEnabled(False)
+        self.split.clear()

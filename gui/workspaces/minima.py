@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QScrollArea, QSplitter, QTab
 from engine.descending_path import DescendingPath, descending_path_job
 from engine.errors import EngineInputError
 from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, figure3_job, load_job, probe_job,
-                            reslice_job)
+                            reslice_job, split_figure_job, undo_figure_job)
 from engine.infinity import infinity_job
 from engine.netio import save_network
 from engine.workbench import history_of
@@ -104,6 +104,8 @@ class MinimaWorkspace(Workspace):
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
         self.inspector.export_requested.connect(self.export_network)
+        self.inspector.split.split_requested.connect(self.split_neuron)
+        self.inspector.split.undo_requested.connect(self.undo_split)
         self.inspector.steps.itemSelectionChanged.connect(self._on_step_selected)
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
@@ -224,6 +226,8 @@ class MinimaWorkspace(Workspace):
         if data["split_lams"]:
             self.inspector.lam.set_value(data["split_lams"][-1])
         self.inspector.export_button.setEnabled(self._construction() is not None)
+        live = isinstance(self.figure, Figure3) and self._construction() is not None
+        self.inspector.split.show_admissible(data.get("admissible", []) if live else [], len(labels))
 
     def _construction(self):
         return None if self.figure is None else self.figure.construction
@@ -287,6 +291,26 @@ class MinimaWorkspace(Workspace):
     def _path_range(self) -> tuple:
         p = self.parameters
         return (p["path", "lam_from"], p["path", "lam_to"], p["path", "points"])
+
+    # ------------------------------------------------------------- splits by hand
+    def split_neuron(self, layer: int, neuron: int, lam: float):
+        self._start_on_figure(lambda fig, s: split_figure_job(fig, layer, neuron, lam, s))
+
+    def undo_split(self):
+        self._start_on_figure(undo_figure_job)
+
+    def _start_on_figure(self, make_job):
+        """A job on the Fig. 3 result on screen; what is drawn stays until its result replaces it."""
+        window = self.window()
+        if not isinstance(self.figure, Figure3) or not hasattr(window, "start_job"):
+            self._message("build or load a network first")
+            return
+        try:
+            job = make_job(self.figure, replace(self._settings(), plane=None))
+        except EngineInputError as error:
+            self._message(str(error))
+            return
+        window.start_job(self, job, keep=True)
 
     # ------------------------------------------------------------- files
     def load_network(self, path: str):

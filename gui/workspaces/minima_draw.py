@@ -15,6 +15,7 @@ from engine.errors import EngineInputError
 from engine.figure3 import Figure3
 from engine.infinity import InfinityResult
 from engine.verdicts import Verdict
+from engine.workbench import admissible_neurons
 
 STAGES = ("steps", "construction", "spectrum", "slices_min", "path", "probe", "slices_saddle", "descent",
           "plane", "infinity_bias", "infinity_gd", "descending_path")
@@ -81,12 +82,14 @@ def _note(result) -> str:
 
 def _construction(c, result) -> dict:
     lams = c.split_lams
+    badge = {(n.layer, n.neuron): n.badge for n in c.neurons}
     neurons = [{"layer": n.layer, "neuron": n.neuron, "B_eigs": np.asarray(n.B_eigs), "badge": n.badge,
                 "D_norm": n.D_norm} for n in c.small_neurons]
     out = {"construction": {
         "neurons": neurons, "widths": list(c.arch.widths), "weights": c.weights,
         "splits": [[s.layer, s.origin, s.new] for s in c.splits],
-        "split_labels": [split_label(s) for s in c.splits], "split_lams": lams}}
+        "split_labels": [split_label(s) for s in c.splits], "split_lams": lams,
+        "admissible": [[l, r, badge[l, r]] for l, r in admissible_neurons(c)]}}
     return dict(out, **_steps(result.steps, result))  # the note changes once the construction is known
 
 

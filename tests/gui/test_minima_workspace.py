@@ -187,3 +187,40 @@ def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot,
     ws._on_lambda_moved(0.5)
     qtbot.waitUntil(lambda: not ws.probe_runner.busy and "non-attracting" in ws.inspector.lam.verdict, timeout=60000)
     save_screenshot(window, "minima-reloaded")
+
+
+def test_split_a_loaded_network_by_hand_and_move_lambda(window, qtbot, tmp_path):
+    """Load a 2—3—1 net at a strict minimum (no history), split an admissible neuron with the
+    inspector's button, drag λ across I and watch the verdict flip; then undo."""
+    from engine import netio
+    from gui.presets import apply_values
+
+    from ..networks import strict_minimum_net
+    net = strict_minimum_net()
+    path = netio.save_network(tmp_path / "own.npz", net.arch, net.params, net.X, net.Y)
+    window.show_workspace("minima")
+    ws = window.workspaces["minima"]
+    apply_values(ws.parameters, QUICK)
+    ws.load_network(str(path))
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    assert not ws.inspector.lam.slider.isEnabled() and ws.inspector.split.table.rowCount() >= 1
+    layer, neuron, badge = ws.shown["construction"]["admissible"][0]
+    inside, outside = (0.5, 1.6) if badge.startswith("positive") else (1.6, 0.5)
+    ws.inspector.split.lam.setValue(inside)
+    ws.inspector.split.button(layer, neuron).click()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    assert ws.figure.construction.arch.widths == (2, 4, 1) and ws.inspector.steps.rowCount() == 2
+    box = ws.inspector.lam
+    assert box.slider.isEnabled() and ws.inspector.split.undo.isEnabled()
+    for lam, kind in ((outside, "saddle"), (inside, "non-attracting")):
+        box.set_value(lam, emit=True)  # as a click on the slider: live probe, then (c)/(d) re-sliced
+        qtbot.waitUntil(lambda: not ws.probe_runner.busy and kind in box.verdict, timeout=60000)
+        qtbot.waitUntil(lambda: abs(ws.figure.saddle.probe.lam - lam) < 0.01, timeout=120000)
+        wait_until_idle(qtbot, window, timeout_ms=120000)
+    save_screenshot(window, "minima-split-by-hand")
+    ws.inspector.split.undo.click()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert ws.figure.construction.arch.widths == (2, 3, 1) and ws.inspector.steps.rowCount() == 1
+    assert not box.slider.isEnabled() and not ws.inspector.split.undo.isEnabled()
