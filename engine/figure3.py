@@ -206,14 +206,15 @@ def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
     return (yield from C.probe_job(fig.construction, lam, split))
 
 
-def load_job(path, slices: SliceSettings | None = SliceSettings(), s: Figure3Settings | None = None) -> Job[Figure3]:
+def load_job(path, slices: SliceSettings | None = SliceSettings(), s: Figure3Settings | None = None,
+             activation: str | None = None, data=None) -> Job[Figure3]:
     """A saved network: its inspection (engine.inspect), its construction history restored when the
     file has one (engine.workbench), then slices and, with splits, the stages (b)–(d) of ``s``
     (default settings' path, saddle λ and descent; no plane). The file is read before the first
-    yield, so a bad one fails at once."""
+    yield, so a bad one fails at once. ``activation``/``data``: for PyTorch files (engine.inspect)."""
     from .inspect import inspect_job, read_network
     from .workbench import construction_of
-    net = read_network(path)
+    net = read_network(path, activation, data)
     s = replace(s or Figure3Settings(plane=None), slices=slices)
 
     def job():
