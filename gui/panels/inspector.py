@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QFileDialog, QGridLayout, QGroupBox,
-                               QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
+                               QFileDialog, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLineEdit, QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
+from engine.deep import ACTIVATIONS
 from engine.verdicts import Verdict
 
 SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
@@ -185,9 +186,44 @@ class SplitBox(QGroupBox):
         self.undo.setEnabled(False)
 
 
+NETWORK_FILES = "Networks (*.npz *.pt *.pth *.pt2);;The app's networks (*.npz);;PyTorch state_dict (*.pt *.pth);;torch.export (*.pt2)"
+
+
+class TorchFileDialog(QDialog):
+    """What a PyTorch file does not record: the data file, and for a state_dict the activation."""
+
+    def __init__(self, path: str, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Load a PyTorch network")
+        self.activation = QComboBox()
+        self.activation.addItems(ACTIVATIONS)  # what engine.deep computes
+        self.data = QLineEdit()
+        self.data.setPlaceholderText("data.npz (X, Y) or data.csv (last column y)")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        data_row = QHBoxLayout()
+        data_row.addWidget(self.data)
+        data_row.addWidget(browse)
+        form = QFormLayout(self)
+        form.addRow(QLabel(path))
+        if not path.lower().endswith(".pt2"):  # an exported graph names its activation itself
+            form.addRow("activation", self.activation)
+        form.addRow("data", data_row)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def _browse(self):
+        path, _ = QFileDialog.getOpenFileName(self, "Data", "", "Data (*.npz *.csv)")
+        if path:
+            self.data.setText(path)
+
+
 class InspectorPanel(QWidget):
-    load_requested = Signal(str)
+    load_requested = Signal(str, str, str)  # path, activation ("" for .npz/.pt2), data ("" for .npz)
     export_requested = Signal(str)
+    critical_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -197,8 +233,13 @@ class InspectorPanel(QWidget):
         self.neurons = _table(["layer", "neuron", "B is", "‖D‖", "eigenvalues of B"])
         self.restarts_label = QLabel("")
         self.restarts_label.setWordWrap(True)
-        load, export = QPushButton("Load network (.npz)…"), QPushButton("Export network (.npz)…")
-        load.clicked.connect(self._ask_load)
+        load, export = QPushButton("Load network…"), QPushButton("Export network (.npz)…")
+        load.clicked.connect(self.ask_load)
+        self.critical_button = QPushButton("Find critical point")
+        self.critical_button.setToolTip("L-BFGS (float64) and Newton steps to a gradient norm below 1e-8; "
+                                        "Cancel stops it")
+        self.critical_button.clicked.connect(self.critical_requested.emit)
+        self.critical_button.setEnabled(False)
         export.clicked.connect(self._ask_export)
         self.export_button = export
         export.setEnabled(False)
@@ -208,6 +249,7 @@ class InspectorPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(files)
+        layout.addWidget(self.critical_button)
         layout.addWidget(self.lam)
         layout.addWidget(self.split)
         steps_box = QGroupBox("Construction steps")
@@ -218,10 +260,17 @@ class InspectorPanel(QWidget):
         layout.addWidget(steps_box, 3)
         layout.addWidget(neurons_box, 2)
 
-    def _ask_load(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Load network", "", "Networks (*.npz)")
-        if path:
-            self.load_requested.emit(path)
+    def ask_load(self):
+        path, _ = QFileDialog.getOpenFileName(self, "Load network", "", NETWORK_FILES)
+        if not path:
+            return
+        if path.lower().endswith(".npz"):
+            self.load_requested.emit(path, "", "")
+            return
+        dialog = TorchFileDialog(path, self)
+        if dialog.exec():
+            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentText()
+            self.load_requested.emit(path, activation, dialog.data.text())
 
     def _ask_export(self):
         path, _ = QFileDialog.getSaveFileName(self, "Export network", "network.npz", "Networks (*.npz)")
@@ -261,4 +310,5 @@ class InspectorPanel(QWidget):
         self.lam.verdict_label.setText("no construction yet")
         self.lam.verdict_label.setStyleSheet("")
         self.export_button.setEnabled(False)
+        self.critical_button.setEnabled(False)
         self.split.clear()

@@ -47,7 +47,8 @@ class SliceView(pg.PlotWidget):
         self._title = title
         set_title(self, title)
 
-    def show_slices(self, t, losses, envelope, lstar: float, gap: float, n_below: int, descent=None):
+    def show_slices(self, t, losses, envelope, lstar: float, gap: float, n_below: int, descent=None,
+                    family: str = "", predicted=None):
         """``losses`` (K, P) on the grid ``t`` (P,); ``descent`` an optional (t, loss) line along the
         analytic descent direction, drawn over the random ones. The numbers come from the engine."""
         t, losses = np.asarray(t, float), np.asarray(losses, float)
@@ -59,7 +60,10 @@ class SliceView(pg.PlotWidget):
         self.lstar.setValue(lstar)
         self.lstar.show()
         self.n_curves = k
-        lines = [f"{n_below} of {k} random directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]
+        lines = [f"{n_below} of {k} random directions{' over ' + family if family else ''} dip below L*",
+                 f"envelope − L* ≥ {gap:.2g}"]
+        if predicted is not None:  # the engine's second-order prediction for this family (dᵀHd < 0)
+            lines[0] += f" · predicted {predicted:.2g} ({predicted * k:.3g} of {k})"
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)

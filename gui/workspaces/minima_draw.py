@@ -70,6 +70,9 @@ def _steps(steps, result) -> dict:
 
 def _note(result) -> str:
     c = result.construction
+    if getattr(result, "moved", ()):
+        return (f"critical point of {'—'.join(map(str, c.arch.widths))}: moved ‖Δθ‖ = {result.moved[0]:.3g}, "
+                f"now ‖∇L‖ = {result.moved[1]:.2e}")
     if getattr(result, "loaded_from", ""):
         return f"loaded {'—'.join(map(str, c.arch.widths))} from {result.loaded_from}"
     if c is None:
@@ -101,7 +104,7 @@ def _spectrum(eigs, fig) -> dict:
 
 def slices_data(s, **extra) -> dict:
     return dict({"t": s.t, "losses": s.curves, "envelope": s.envelope, "lstar": s.L_star, "gap": s.envelope_gap,
-                 "n_below": s.n_below}, **extra)
+                 "n_below": s.n_below, "family": s.family, "predicted": s.predicted}, **extra)
 
 
 def _path(path, fig) -> dict:

@@ -73,3 +73,21 @@ def test_split_by_hand_flips_with_lambda_and_undo_restores(strict_minimum):
         W.undo_split(back)
     with pytest.raises(EngineInputError, match="does not exist"):
         run_to_completion(W.split_job(c, 1, 7, 0.5))
+
+
+def test_slices_over_a_family_carry_the_predicted_dip_fraction(built):
+    """Directions over the split pair at the saddle dip as often as predicted (dᵀHd < 0, small t);
+    at the minimum nothing is predicted to dip and nothing does."""
+    from dataclasses import replace
+    c = built.construction
+    pair = (c.splits[-1].layer, c.splits[-1].origin, c.splits[-1].new)
+    s = F.SliceSettings(K=2000, P=9, T=1e-3, family="pair")
+    at_min = run_to_completion(F.slices_job(c.arch, c.params, c.X, c.Y, replace(s, family="all"), pair))
+    assert at_min.predicted == 0 and at_min.n_below == 0 and at_min.family == "all parameters"
+    saddle = C.move_lambda(c, 2.0).params
+    cut = run_to_completion(F.slices_job(c.arch, saddle, c.X, c.Y, s, pair))
+    p = cut.predicted
+    assert cut.family.startswith("pair") and 0.01 < p < 0.99
+    assert abs(cut.frac_below - p) < 4 * np.sqrt(p * (1 - p) / s.K), (cut.frac_below, p)
+    with pytest.raises(EngineInputError, match="split a neuron first"):
+        run_to_completion(F.slices_job(c.arch, c.params, c.X, c.Y, s, None))

@@ -224,3 +224,38 @@ def test_split_a_loaded_network_by_hand_and_move_lambda(window, qtbot, tmp_path)
     wait_until_idle(qtbot, window, timeout_ms=120000)
     assert ws.figure.construction.arch.widths == (2, 3, 1) and ws.inspector.steps.rowCount() == 1
     assert not box.slider.isEnabled() and not ws.inspector.split.undo.isEnabled()
+
+
+def test_load_a_torch_state_dict_and_find_its_critical_point(window, qtbot, tmp_path):
+    """A state_dict off the minimum (with its activation and data, as the dialog asks), then
+    "Find critical point": the inspector says how far it moved and the new gradient norm."""
+    import torch
+
+    from engine import deep
+    from gui.panels.inspector import TorchFileDialog
+    from gui.presets import apply_values
+
+    from ..networks import strict_minimum_net
+    net = strict_minimum_net()
+    Ws, _ = deep.unpack(net.arch, net.params + 0.05)
+    torch.save({"0.weight": torch.as_tensor(Ws[0]), "2.weight": torch.as_tensor(Ws[1])}, tmp_path / "net.pt")
+    np.savetxt(tmp_path / "data.csv", np.column_stack([net.X, net.Y]), delimiter=",")
+    dialog = TorchFileDialog(str(tmp_path / "net.pt"), window)
+    assert dialog.activation.currentText() == "sigmoid"
+    dialog.deleteLater()
+    window.show_workspace("minima")
+    ws = window.workspaces["minima"]
+    apply_values(ws.parameters, QUICK)
+    ws.load_network(str(tmp_path / "net.pt"), "sigmoid", str(tmp_path / "data.csv"))
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    assert ws.figure.steps[0].verdict is Verdict.NOT_CRITICAL and ws.inspector.critical_button.isEnabled()
+    ws.inspector.critical_button.click()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    distance, grad_norm = ws.figure.moved
+    assert grad_norm < 1e-8 and distance > 0.01 and ws.figure.steps[0].grad_norm < 1e-8
+    assert "moved ‖Δθ‖" in ws.inspector.restarts_label.text()
+    save_screenshot(window, "minima-critical-point")
+    ws.load_network(str(tmp_path / "net.pt"), "", str(tmp_path / "data.csv"))  # no activation: one-line error
+    assert "activation" in window.message_bar.text
