@@ -60,10 +60,9 @@ class SliceView(pg.PlotWidget):
         self.lstar.setValue(lstar)
         self.lstar.show()
         self.n_curves = k
-        lines = [f"{n_below} of {k} random directions{' over ' + family if family else ''} dip below L*",
-                 f"envelope − L* ≥ {gap:.2g}"]
+        lines = [f"{n_below} of {k} random directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]
         if predicted is not None:  # the engine's second-order prediction for this family (dᵀHd < 0)
-            lines[0] += f" · predicted {predicted:.2g} ({predicted * k:.3g} of {k})"
+            lines.insert(1, f"over {family}: predicted {predicted:.2g}, seen {n_below / k:.2g}")
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)

@@ -259,3 +259,13 @@ def test_load_a_torch_state_dict_and_find_its_critical_point(window, qtbot, tmp_
     save_screenshot(window, "minima-critical-point")
     ws.load_network(str(tmp_path / "net.pt"), "", str(tmp_path / "data.csv"))  # no activation: one-line error
     assert "activation" in window.message_bar.text
+
+
+def test_slices_over_the_split_pair_show_predicted_and_observed(window, qtbot):
+    ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"},
+                                                    "slices": {"family": "pair", "T": 0.01}})
+    saddle = ws.figure.saddle.slices
+    assert saddle.family.startswith("pair") and 0 < saddle.predicted < 1
+    assert ws.shown["slices_saddle"]["predicted"] == saddle.predicted
+    assert "predicted" in ws.slice_saddle.getPlotItem().titleLabel.text
+    save_screenshot(window, "minima-pair-family")
