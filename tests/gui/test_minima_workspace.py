@@ -163,7 +163,9 @@ def test_presets_and_reproduce_run_the_same_job_settings(window):
     from engine.nonattracting import deep_settings
     ws = window.workspaces["minima"]
     window.load_preset("nonattr-fig3", run=False)
-    assert ws._settings() == deep_settings(quick=False, seed=0)
+    assert ws._settings() == deep_settings(quick=False, seed=16)  # `reproduce nonattr-deep --seed 16`
+    window.load_preset("nonattr-fig3-flat", run=False)
+    assert ws._settings() == deep_settings(quick=False, seed=0, lam=0.5)
     window.load_preset("nonattr-path", run=False)
     built = ws._settings()
     # B11 uses the construction only: slices, path and plane settings play no part in it.
