@@ -48,6 +48,14 @@ def _int_in(low: int, high: int, what: str = "an integer"):
     return parse
 
 
+def _split_arg(text: str) -> tuple[int, int]:
+    try:
+        layer, neuron = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LAYER,NEURON like 1,0, not {text[:60]!r}") from None
+    return layer, neuron
+
+
 def _floats(text: str) -> list[float]:
     parts = text.split(",")
     if len(parts) > MAX_C_VALUES:
@@ -98,7 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     invariant.add_argument("--bias", action="store_true", help="first layer has biases")
 
     inspect = commands.add_parser("inspect", help="critical-point report of a saved network, as JSON")
-    inspect.add_argument("network", help="a .npz written by the app (weights, X, Y, activation)")
+    inspect.add_argument("network", help="a .npz written by the app (weights, X, Y, activation), a PyTorch "
+                                         "state_dict (.pt/.pth) or a torch.export archive (.pt2)")
+    inspect.add_argument("--activation", help="the state_dict's activation (sigmoid, tanh, …)")
+    inspect.add_argument("--data", help="data for a PyTorch network: .npz with X, Y or .csv (last column y)")
+    inspect.add_argument("--split", type=_split_arg, help="LAYER,NEURON: split this hidden neuron (γ)")
+    inspect.add_argument("--lambda", dest="lam", type=float, help="λ of the split")
+    inspect.add_argument("--out", help="F.npz: the split network with its construction history")
 
     screenshot = commands.add_parser("screenshot", help="run a preset in the window and save a PNG")
     screenshot.add_argument("--preset", required=True)
@@ -156,8 +170,9 @@ def dispatch(args) -> int:
         print(json.dumps(invariant_set_summary(args.d, args.e, args.c, args.bias)))
         return 0
     if args.command == "inspect":
-        from engine.inspect import inspect_network_file
-        print(json.dumps(inspect_network_file(args.network), indent=2))
+        from engine.inspect import inspect_and_split
+        print(json.dumps(inspect_and_split(args.network, args.activation, args.data, args.split, args.lam,
+                                           args.out), indent=2))
         return 0
     if args.command == "screenshot":
         from gui.headless import screenshot

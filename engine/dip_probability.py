@@ -233,3 +233,38 @@ def dip_fractions_job(arch: Arch, theta, X, Y, family: Family, n: int = 20_000, 
     se = float(np.sqrt(max(predicted * (1 - predicted), 0.0) / n))
     return DipFractions(family.name, family.dim, n, predicted, quadratic, dips / n, se,
                         tuple(float(t) for t in ts))
+
+
+SLICE_FAMILIES = ("all", "layer", "neuron", "pair", "eigen")
+
+
+def slice_family(arch: Arch, theta, X, Y, kind: str, layer: int = 1, neuron: int = 0,
+                 pair: Optional[tuple] = None, k: int = 5) -> Family:
+    """The family a slice panel draws its directions from: all parameters, one layer's block, one
+    neuron's incoming weights, the split pair's incoming weights (``pair`` = (layer, origin, copy)),
+    or the span of the ``k`` lowest Hessian eigenvectors ("eigen")."""
+    if kind == "eigen":
+        return eigenvector_family(arch, theta, X, Y, k)
+    if kind == "pair":
+        if pair is None:
+            raise EngineInputError("directions over 'the split pair' need a split: split a neuron first")
+        return index_family(arch, "pair", layer=pair[0], pair=tuple(pair[1:]))
+    if kind not in SLICE_FAMILIES:
+        raise EngineInputError(f"unknown direction family {kind!r}; choose one of: {', '.join(SLICE_FAMILIES)}")
+    return index_family(arch, kind, **({"layer": layer} if kind == "layer" else
+                                       {"layer": layer, "neuron": neuron} if kind == "neuron" else {}))
+
+
+def family_directions(family: Family, K: int, seed: int = 0) -> np.ndarray:
+    """K unit-norm directions d = V z / ‖V z‖, z ~ N(0, I): the distribution the prediction is for."""
+    if K < 1:
+        raise EngineInputError(f"number of directions K = {K} must be at least 1")
+    d = family.directions(np.random.default_rng(seed).standard_normal((K, family.dim)))
+    return d / np.linalg.norm(d, axis=1, keepdims=True)
+
+
+def predicted_for_family(arch: Arch, theta, X, Y, family: Family) -> Optional[float]:
+    """The predicted dip fraction, or None when the family is too wide for an exact one."""
+    if family.dim > MAX_FAMILY_DIM:
+        return None
+    return predicted_dip_fraction(restricted_hessian(arch, theta, X, Y, family))

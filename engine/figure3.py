@@ -29,6 +29,10 @@ class SliceSettings:
     T: float = 1.0
     normalize: str = "unit"  # "unit" or "neuron" (Li et al.)
     seed: int = 0
+    family: str = "all"      # directions over: engine.dip_probability.SLICE_FAMILIES
+    family_layer: int = 1    # "layer" and "neuron" families
+    family_neuron: int = 0   # "neuron" family
+    family_k: int = 5        # "eigen": the k lowest Hessian eigenvectors
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Figure3:
     saddle: Saddle | None = None
     plane: landscape.Plane | None = None
     loaded_from: str = ""                   # the file, when the network was loaded
+    moved: tuple = ()                       # after "Find critical point": (‖Δθ‖, new gradient norm)
 
 
 def teacher_data(widths, n_samples: int, seed: int, scale: float = 4.0, input_scale: float = 1.0):
@@ -110,9 +115,32 @@ def construction_job(s: Figure3Settings) -> Job[tuple[Construction, int]]:
                            f"{s.max_restarts} restarts; the last draw: {last}")
 
 
-def slices_job(arch: Arch, theta, X, Y, s: SliceSettings) -> Job[landscape.Slices]:
-    return (yield from landscape.slices_job(arch, theta, X, Y, K=s.K, P=s.P, T=s.T, normalization=s.normalize,
-                                            seed=s.seed))
+def slices_job(arch: Arch, theta, X, Y, s: SliceSettings, pair: tuple | None = None) -> Job[landscape.Slices]:
+    """Slices along K directions from the family of ``s`` (``pair``: (layer, origin, copy) of the
+    split whose pair is a family), with the predicted fraction of dipping curves beside the observed
+    one. The default (all parameters, per-neuron scaling) has no Gaussian form to predict from."""
+    from . import dip_probability as DP
+    directions, family = None, None
+    if s.family != "all" or s.normalize == "unit":
+        family = yield from wait_for(lambda stop: DP.slice_family(arch, theta, X, Y, s.family, s.family_layer,
+                                                                  s.family_neuron, pair, s.family_k), "directions")
+    if s.family != "all":
+        directions = DP.family_directions(family, s.K, s.seed)
+    cut = yield from landscape.slices_job(arch, theta, X, Y, K=s.K, P=s.P, T=s.T, normalization=s.normalize,
+                                          seed=s.seed, directions=directions)
+    if family is None:
+        return cut
+    predicted = yield from wait_for(lambda stop: DP.predicted_for_family(arch, theta, X, Y, family),
+                                    "predicted dip fraction")
+    return replace(cut, family=family.name, predicted=predicted)
+
+
+def _pair(c: Construction, split: int = -1) -> tuple | None:
+    """(layer, origin, copy) of one split, for the "split pair" direction family."""
+    if not c.splits:
+        return None
+    s = c.splits[split]
+    return (s.layer, s.origin, s.new)
 
 
 def path_job(c: Construction, path: tuple, split: int = -1) -> Job[DegeneratePath]:
@@ -127,7 +155,7 @@ def saddle_job(c: Construction, lam: float, slices: SliceSettings | None, descen
     analytic direction, at the same unit norm, shows the saddle is there. Partial: the probe."""
     probe = yield from C.probe_job(c, lam, split)
     yield Progress(float("nan"), f"saddle at λ = {lam:g}: {probe.verdict}", Saddle(probe))
-    cut = None if slices is None else (yield from slices_job(c.arch, probe.params, c.X, c.Y, slices))
+    cut = None if slices is None else (yield from slices_job(c.arch, probe.params, c.X, c.Y, slices, _pair(c, split)))
     if descent is not None:
         ts = np.linspace(-descent[0], descent[0], int(descent[1]))
     else:
@@ -161,7 +189,7 @@ def _after_construction(fig: Figure3, s: Figure3Settings, start: float) -> Job[F
     yield Progress(start, "Hessian spectrum", fig)
     span = 1.0 - start
     if s.slices is not None:
-        fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, s.slices), start, start + 0.4 * span,
+        fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, s.slices, _pair(c)), start, start + 0.4 * span,
                                 "slices_min", "slices at the minimum: ")
     if not c.splits:
         return fig
@@ -241,19 +269,72 @@ def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
     return (yield from C.probe_job(fig.construction, lam, split))
 
 
-def load_job(path, slices: SliceSettings | None = SliceSettings()) -> Job[Figure3]:
-    """A saved network: its inspection (engine.inspect) as a construction without split history,
-    then slices through it. The file is read before the first yield, so a bad one fails at once."""
-    from .inspect import inspect_job, read_network
-    net = read_network(path)
+def load_job(path, slices: SliceSettings | None = SliceSettings(), s: Figure3Settings | None = None,
+             activation: str | None = None, data=None) -> Job[Figure3]:
+    """A saved network: its inspection (engine.inspect), its construction history restored when the
+    file has one (engine.workbench), then slices and, with splits, the stages (b)–(d) of ``s``
+    (default settings' path, saddle λ and descent; no plane). The file is read before the first
+    yield, so a bad one fails at once. ``activation``/``data``: for PyTorch files (engine.inspect)."""
+    from .inspect import read_network
+    net = read_network(path, activation, data)
+    return _inspected_job(net, str(path), replace(s or Figure3Settings(plane=None), slices=slices))
 
-    def job():
-        report = yield from inspect_job(net, str(path))
-        c = report.as_construction()
-        fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=str(path))
-        yield Progress(0.3, "loaded", fig)
-        if slices is not None:
-            fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, slices), 0.3, 1.0, "slices_min",
-                                    "slices: ")
+
+def _inspected_job(net, label: str, s: Figure3Settings, moved: tuple = ()) -> Job[Figure3]:
+    """A network read or moved: inspection, its history restored, then slices and (b)–(d)."""
+    from .inspect import inspect_job
+    from .workbench import construction_of
+    report = yield from inspect_job(net, label)
+    step = C.Step("loaded", report.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
+    c = yield from wait_for(lambda stop: construction_of(net, step, report.neurons), "construction history")
+    fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=label, moved=moved)
+    yield Progress(0.3, "loaded", fig)
+    return (yield from _after_loading(fig, s))
+
+
+def critical_point_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """"Find critical point": L-BFGS (float64) and Newton polish from the network on screen to a
+    gradient norm below construction.GRAD_TOL; cancellable (the stop event ends L-BFGS). The
+    moved network starts a new history (its splits no longer hold)."""
+    from .netio import NetFile
+    c = fig.construction
+    if c is None:
+        raise EngineInputError("build or load a network before searching a critical point")
+    theta, _, grad_norm = yield from wait_for(lambda stop: C.train_to_critical(c.arch, c.X, c.Y, c.params, stop=stop),
+                                              "L-BFGS to a critical point")
+    moved = (float(np.linalg.norm(theta - c.params)), grad_norm)
+    net = NetFile(c.arch, theta, c.X, np.asarray(c.Y).reshape(-1, 1))
+    return (yield from _inspected_job(net, fig.loaded_from or "the built network", s, moved))
+
+
+def _after_loading(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """_after_construction without the spectrum (the inspection computed it)."""
+    c = fig.construction
+    if s.slices is not None:
+        fig = yield from _stage(fig, slices_job(c.arch, c.params, c.X, c.Y, s.slices, _pair(c)), 0.3, 0.6, "slices_min",
+                                "slices: ")
+    if not c.splits:
         return fig
-    return job()
+    if s.path is not None:
+        fig = yield from _stage(fig, path_job(c, s.path), 0.6, 0.8, "path", "degenerate path: ")
+    fig = yield from _stage(fig, saddle_job(c, s.saddle_lam, s.slices, s.descent), 0.8, 1.0, "saddle", "saddle: ")
+    return fig
+
+
+def split_figure_job(fig: Figure3, layer: int, neuron: int, lam: float, s: Figure3Settings) -> Job[Figure3]:
+    """The inspector's Split button: γ on one neuron of the current network (verified with the
+    Hessian, appended to the history), then the spectrum and the stages of ``s`` for that split."""
+    from .workbench import split_job
+    if fig.construction is None:
+        raise EngineInputError("build or load a network before splitting a neuron")
+    c = yield from subjob(split_job(fig.construction, layer, neuron, lam), 0.0, 0.3, "split: ")
+    return (yield from _after_construction(Figure3(c.steps, c, fig.data_seed, loaded_from=fig.loaded_from), s, 0.3))
+
+
+def undo_figure_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """Undo the last split: the construction without it, and its stages again."""
+    from .workbench import undo_split
+    if fig.construction is None or not fig.construction.splits:
+        raise EngineInputError("there is no split to undo")
+    c = yield from wait_for(lambda stop: undo_split(fig.construction), "undo the last split")
+    return (yield from _after_construction(Figure3(c.steps, c, fig.data_seed, loaded_from=fig.loaded_from), s, 0.3))

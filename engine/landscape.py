@@ -193,6 +193,8 @@ class Slices:
     frac_below: float     # fraction of curves that dip below L* by more than rounding
     n_below: int          # how many curves dip below L* (of K = len(curves))
     tolerance: float = 0.0  # the rounding allowance those two use (loss_rounding of dtype and float64)
+    family: str = ""        # the direction family's name (engine.dip_probability), "" for the default
+    predicted: float | None = None  # predicted fraction of dipping curves (dᵀHd < 0), when known
 
 
 def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 1.0,

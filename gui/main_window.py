@@ -75,6 +75,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self.tabs.currentChanged.connect(self._on_tab_changed)
 
+    def _load_network(self):
+        self.show_workspace("minima")
+        self.workspaces["minima"].inspector.ask_load()
+
     def _build_parameter_dock(self):
         self.parameter_stack = QStackedWidget()
         self.parameter_trees: dict[str, ParameterTree] = {}
@@ -122,6 +126,7 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self):
         file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(QAction("&Load network (.npz, .pt, .pth, .pt2)…", self, triggered=self._load_network))
         self._add_talk_menus(file_menu)
         file_menu.addAction(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit,
                                     triggered=self.close))

@@ -60,3 +60,58 @@ def test_reproduce_nonattr_quick_writes_metrics_and_arrays(tmp_path):
             assert metrics["saddle"]["verdict"] == "saddle"
     report = json.loads(run_main("inspect", str(tmp_path / "nonattr-deep" / "big_min.npz")).stdout)
     assert report["critical_point"] == "degenerate minimum candidate" and report["gamma_construction"]["possible"]
+
+
+def _torch_state_dict_of_a_strict_minimum(tmp_path):
+    """The tests' 2—3—1 strict minimum as torch.save(state_dict) + data.csv."""
+    import torch
+
+    from .networks import strict_minimum_net
+    net = strict_minimum_net()
+    Ws, _ = deep.unpack(net.arch, net.params)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3, bias=False), torch.nn.Sigmoid(),
+                                torch.nn.Linear(3, 1, bias=False)).double()
+    with torch.no_grad():
+        model[0].weight.copy_(torch.as_tensor(Ws[0]))
+        model[2].weight.copy_(torch.as_tensor(Ws[1]))
+    torch.save(model.state_dict(), tmp_path / "net.pt")
+    np.savetxt(tmp_path / "data.csv", np.column_stack([net.X, net.Y]), delimiter=",")
+    return net
+
+
+def test_inspect_a_state_dict_splits_and_writes_a_construction(tmp_path):
+    net = _torch_state_dict_of_a_strict_minimum(tmp_path)
+    plain = run_main("inspect", str(tmp_path / "net.pt"), "--activation", "sigmoid", "--data", str(tmp_path / "data.csv"))
+    assert plain.returncode == 0, plain.stderr
+    report = json.loads(plain.stdout)
+    assert report["critical_point"] == "strict minimum" and abs(report["loss"] - deep.loss(net.arch, net.params, net.X, net.Y)) < 1e-12
+    assert report["hessian"]["method"] == "full" and report["hessian"]["trace_stderr"] == 0
+    H = deep.hessian(net.arch, net.params, net.X, net.Y)
+    assert abs(report["hessian"]["trace"] - np.trace(H)) < 1e-9 * abs(np.trace(H))
+    layer, neuron = report["gamma_construction"]["neurons"][0]
+    out = tmp_path / "split.npz"
+    split = run_main("inspect", str(tmp_path / "net.pt"), "--activation", "sigmoid", "--data",
+                     str(tmp_path / "data.csv"), "--split", f"{layer},{neuron}", "--lambda", "0.5", "--out", str(out))
+    assert split.returncode == 0, split.stderr
+    written = json.loads(split.stdout)
+    assert written["widths"] == [2, 4, 1] and written["split"]["verdict"] in ("non-attracting region of local minima",
+                                                                          "saddle")
+    history = netio.load_network(out).history
+    assert history.base_widths == (2, 3, 1) and history.splits == ((layer, neuron, 0.5, 3),)
+
+
+def test_inspect_bad_files_and_flags_fail_in_one_line(tmp_path):
+    _torch_state_dict_of_a_strict_minimum(tmp_path)
+    pt, data = str(tmp_path / "net.pt"), str(tmp_path / "data.csv")
+    for argv, says in [((pt, "--data", data), "activation"), ((pt, "--activation", "sigmoid"), "data"),
+                       ((pt, "--activation", "cosine", "--data", data), "cosine"),
+                       ((pt, "--activation", "sigmoid", "--data", data, "--split", "1,0"), "--lambda"),
+                       ((pt, "--activation", "sigmoid", "--data", data, "--split", "1,9", "--lambda", "0.5",
+                         "--out", str(tmp_path / "o.npz")), "neuron 9"),
+                       ((str(tmp_path / "data.csv"),), "unknown network format")]:
+        result = run_main("inspect", *argv)
+        assert result.returncode == 2, (argv, result.stdout)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0] and "Traceback" not in result.stderr, (argv, result.stderr)
+    bad_split = run_main("inspect", pt, "--split", "one")
+    assert bad_split.returncode == 2 and "LAYER,NEURON" in bad_split.stderr

@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
+                               QFileDialog, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLineEdit, QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
+from engine.deep import ACTIVATIONS
 from engine.verdicts import Verdict
 
 SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
@@ -136,19 +137,109 @@ class LambdaBox(QGroupBox):
         return self.verdict_label.text()
 
 
+class SplitBox(QGroupBox):
+    """The neurons of the current network where Theorem 9 applies (B definite, D = 0), each with a
+    Split button; λ of the next split; Undo of the last one."""
+    split_requested = Signal(int, int, float)  # layer, neuron, λ
+    undo_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__("Split a neuron (γ, Theorem 9)", parent)
+        self.lam = QDoubleSpinBox()
+        self.lam.setRange(-10.0, 10.0)
+        self.lam.setDecimals(3)
+        self.lam.setSingleStep(0.05)
+        self.lam.setValue(0.5)
+        self.lam.setToolTip("λ of the next split: inside I = (0, 1) for B > 0, outside [0, 1] for B < 0 "
+                            "gives a non-attracting region of minima")
+        self.undo = QPushButton("Undo last split")
+        self.undo.setEnabled(False)
+        self.undo.clicked.connect(self.undo_requested.emit)
+        self.table = _table(["layer", "neuron", "B is", ""])
+        self.table.setMaximumHeight(150)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("λ"))
+        row.addWidget(self.lam)
+        row.addStretch(1)
+        row.addWidget(self.undo)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.table)
+
+    def show_admissible(self, neurons: list, n_splits: int):
+        """``neurons``: [layer, neuron, badge] rows; ``n_splits``: splits made so far (Undo needs one)."""
+        _fill(self.table, [[str(l), str(r), badge, ""] for l, r, badge in neurons])
+        for i, (layer, neuron, _) in enumerate(neurons):
+            button = QPushButton("Split")
+            button.clicked.connect(lambda _=False, l=layer, r=neuron: self.split_requested.emit(l, r, self.lam.value()))
+            self.table.setCellWidget(i, 3, button)
+        self.undo.setEnabled(n_splits > 0)
+
+    def button(self, layer: int, neuron: int) -> QPushButton:
+        for i in range(self.table.rowCount()):
+            if (self.table.item(i, 0).text(), self.table.item(i, 1).text()) == (str(layer), str(neuron)):
+                return self.table.cellWidget(i, 3)
+        raise KeyError(f"neuron {neuron} of layer {layer} is not admissible")
+
+    def clear(self):
+        self.table.setRowCount(0)
+        self.undo.setEnabled(False)
+
+
+NETWORK_FILES = "Networks (*.npz *.pt *.pth *.pt2);;The app's networks (*.npz);;PyTorch state_dict (*.pt *.pth);;torch.export (*.pt2)"
+
+
+class TorchFileDialog(QDialog):
+    """What a PyTorch file does not record: the data file, and for a state_dict the activation."""
+
+    def __init__(self, path: str, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Load a PyTorch network")
+        self.activation = QComboBox()
+        self.activation.addItems(ACTIVATIONS)  # what engine.deep computes
+        self.data = QLineEdit()
+        self.data.setPlaceholderText("data.npz (X, Y) or data.csv (last column y)")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        data_row = QHBoxLayout()
+        data_row.addWidget(self.data)
+        data_row.addWidget(browse)
+        form = QFormLayout(self)
+        form.addRow(QLabel(path))
+        if not path.lower().endswith(".pt2"):  # an exported graph names its activation itself
+            form.addRow("activation", self.activation)
+        form.addRow("data", data_row)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def _browse(self):
+        path, _ = QFileDialog.getOpenFileName(self, "Data", "", "Data (*.npz *.csv)")
+        if path:
+            self.data.setText(path)
+
+
 class InspectorPanel(QWidget):
-    load_requested = Signal(str)
+    load_requested = Signal(str, str, str)  # path, activation ("" for .npz/.pt2), data ("" for .npz)
     export_requested = Signal(str)
+    critical_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.lam = LambdaBox()
+        self.split = SplitBox()
         self.steps = _table(["layers", "verdict", "loss", "‖∇L‖", "min e", "max e", "#0", "#<0"])
         self.neurons = _table(["layer", "neuron", "B is", "‖D‖", "eigenvalues of B"])
         self.restarts_label = QLabel("")
         self.restarts_label.setWordWrap(True)
-        load, export = QPushButton("Load network (.npz)…"), QPushButton("Export network (.npz)…")
-        load.clicked.connect(self._ask_load)
+        load, export = QPushButton("Load network…"), QPushButton("Export network (.npz)…")
+        load.clicked.connect(self.ask_load)
+        self.critical_button = QPushButton("Find critical point")
+        self.critical_button.setToolTip("L-BFGS (float64) and Newton steps to a gradient norm below 1e-8; "
+                                        "Cancel stops it")
+        self.critical_button.clicked.connect(self.critical_requested.emit)
+        self.critical_button.setEnabled(False)
         export.clicked.connect(self._ask_export)
         self.export_button = export
         export.setEnabled(False)
@@ -158,7 +249,9 @@ class InspectorPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(files)
+        layout.addWidget(self.critical_button)
         layout.addWidget(self.lam)
+        layout.addWidget(self.split)
         steps_box = QGroupBox("Construction steps")
         QVBoxLayout(steps_box).addWidget(self.steps)
         steps_box.layout().addWidget(self.restarts_label)
@@ -167,10 +260,17 @@ class InspectorPanel(QWidget):
         layout.addWidget(steps_box, 3)
         layout.addWidget(neurons_box, 2)
 
-    def _ask_load(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Load network", "", "Networks (*.npz)")
-        if path:
-            self.load_requested.emit(path)
+    def ask_load(self):
+        path, _ = QFileDialog.getOpenFileName(self, "Load network", "", NETWORK_FILES)
+        if not path:
+            return
+        if path.lower().endswith(".npz"):
+            self.load_requested.emit(path, "", "")
+            return
+        dialog = TorchFileDialog(path, self)
+        if dialog.exec():
+            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentText()
+            self.load_requested.emit(path, activation, dialog.data.text())
 
     def _ask_export(self):
         path, _ = QFileDialog.getSaveFileName(self, "Export network", "network.npz", "Networks (*.npz)")
@@ -210,3 +310,5 @@ class InspectorPanel(QWidget):
         self.lam.verdict_label.setText("no construction yet")
         self.lam.verdict_label.setStyleSheet("")
         self.export_button.setEnabled(False)
+        self.critical_button.setEnabled(False)
+        self.split.clear()

@@ -47,7 +47,8 @@ class SliceView(pg.PlotWidget):
         self._title = title
         set_title(self, title)
 
-    def show_slices(self, t, losses, envelope, lstar: float, gap: float, n_below: int, descent=None):
+    def show_slices(self, t, losses, envelope, lstar: float, gap: float, n_below: int, descent=None,
+                    family: str = "", predicted=None):
         """``losses`` (K, P) on the grid ``t`` (P,); ``descent`` an optional (t, loss) line along the
         analytic descent direction, drawn over the random ones. The numbers come from the engine."""
         t, losses = np.asarray(t, float), np.asarray(losses, float)
@@ -60,6 +61,8 @@ class SliceView(pg.PlotWidget):
         self.lstar.show()
         self.n_curves = k
         lines = [f"{n_below} of {k} random directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]
+        if predicted is not None:  # the engine's second-order prediction for this family (dᵀHd < 0)
+            lines.insert(1, f"over {family}: predicted {predicted:.2g}, seen {n_below / k:.2g}")
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)

@@ -6,6 +6,7 @@ number on screen comes from those jobs, the same ones ``main.py reproduce`` runs
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import pyqtgraph as pg
@@ -16,10 +17,11 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QScrollArea, QSplitter, QTab
 
 from engine.descending_path import DescendingPath, descending_path_job
 from engine.errors import EngineInputError
-from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, figure3_job, load_job, preview_job,
-                            probe_job, reslice_job)
+from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, critical_point_job, figure3_job, load_job,
+                            preview_job, probe_job, reslice_job, split_figure_job, undo_figure_job)
 from engine.infinity import infinity_job
 from engine.netio import save_network
+from engine.workbench import history_of
 
 from ..panels.inspector import InspectorPanel
 from ..views.curves_view import CurvesView
@@ -58,6 +60,12 @@ PARAMETERS = [
         {"name": "normalize", "title": "directions", "type": "list", "value": "unit", "limits": {
             "unit norm": "unit", "per neuron (Li et al.)": "neuron"}},
         {"name": "seed", "title": "direction seed", "type": "int", "value": 0},
+        {"name": "family", "title": "directions over", "type": "list", "value": "all", "limits": {
+            "all parameters": "all", "one layer's block": "layer", "one neuron's incoming weights": "neuron",
+            "the split pair's incoming weights": "pair", "k lowest Hessian eigenvectors": "eigen"}},
+        {"name": "family_layer", "title": "layer (block, neuron)", "type": "int", "value": 1, "limits": (1, 100)},
+        {"name": "family_neuron", "title": "neuron", "type": "int", "value": 0, "limits": (0, 100000)},
+        {"name": "family_k", "title": "k eigenvectors", "type": "int", "value": 5, "limits": (1, 1000)},
     ]},
     {"name": "path", "title": "Degenerate path (b)", "type": "group", "children": [
         {"name": "lam_from", "title": "λ from", "type": "float", "value": -0.5, "step": 0.1},
@@ -105,6 +113,9 @@ class MinimaWorkspace(Workspace):
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
         self.inspector.export_requested.connect(self.export_network)
+        self.inspector.split.split_requested.connect(self.split_neuron)
+        self.inspector.split.undo_requested.connect(self.undo_split)
+        self.inspector.critical_requested.connect(self.find_critical_point)
         self.inspector.steps.itemSelectionChanged.connect(self._on_step_selected)
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
@@ -225,6 +236,9 @@ class MinimaWorkspace(Workspace):
         if data["split_lams"]:
             self.inspector.lam.set_value(data["split_lams"][-1])
         self.inspector.export_button.setEnabled(self._construction() is not None)
+        live = isinstance(self.figure, Figure3) and self._construction() is not None
+        self.inspector.critical_button.setEnabled(live)
+        self.inspector.split.show_admissible(data.get("admissible", []) if live else [], len(labels))
 
     def _construction(self):
         return None if self.figure is None else self.figure.construction
@@ -245,7 +259,8 @@ class MinimaWorkspace(Workspace):
 
     # ------------------------------------------------------------- λ slider
     def _movable(self) -> bool:
-        """λ moves a split of a live Fig. 3 construction (not a restored session's, not a loaded net's)."""
+        """λ moves a split of a live Fig. 3 construction: built, split by hand, or loaded with its history
+        (not a restored session's: a session keeps only what was drawn)."""
         c = self._construction()
         return isinstance(self.figure, Figure3) and c is not None and bool(c.splits)
 
@@ -301,11 +316,36 @@ class MinimaWorkspace(Workspace):
         p = self.parameters
         return (p["path", "lam_from"], p["path", "lam_to"], p["path", "points"])
 
+    # ------------------------------------------------------------- splits by hand
+    def split_neuron(self, layer: int, neuron: int, lam: float):
+        self._start_on_figure(lambda fig, s: split_figure_job(fig, layer, neuron, lam, s))
+
+    def undo_split(self):
+        self._start_on_figure(undo_figure_job)
+
+    def find_critical_point(self):
+        self._start_on_figure(critical_point_job)
+
+    def _start_on_figure(self, make_job):
+        """A job on the Fig. 3 result on screen; what is drawn stays until its result replaces it."""
+        window = self.window()
+        if not isinstance(self.figure, Figure3) or not hasattr(window, "start_job"):
+            self._message("build or load a network first")
+            return
+        try:
+            job = make_job(self.figure, replace(self._settings(), plane=None))
+        except EngineInputError as error:
+            self._message(str(error))
+            return
+        window.start_job(self, job, keep=True)
+
     # ------------------------------------------------------------- files
-    def load_network(self, path: str):
+    def load_network(self, path: str, activation: str = "", data: str = ""):
+        """``activation`` and ``data``: what a PyTorch file needs besides its weights ("" = none)."""
         window = self.window()
         try:
-            job = load_job(path, self._slice_settings())
+            job = load_job(path, self._slice_settings(), replace(self._settings(), plane=None),
+                           activation or None, data or None)
         except EngineInputError as error:
             self._message(str(error))
             return
@@ -318,7 +358,7 @@ class MinimaWorkspace(Workspace):
             self._message("nothing to export: build or load a construction first")
             return
         try:
-            save_network(path, c.arch, c.params, c.X, c.Y)
+            save_network(path, c.arch, c.params, c.X, c.Y, history=history_of(c))
         except (EngineInputError, OSError) as error:
             self._message(str(error))
             return
@@ -328,7 +368,8 @@ class MinimaWorkspace(Workspace):
     def _slice_settings(self) -> SliceSettings:
         p = self.parameters
         return SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"], p["slices", "normalize"],
-                             p["slices", "seed"])
+                             p["slices", "seed"], p["slices", "family"], p["slices", "family_layer"],
+                             p["slices", "family_neuron"], p["slices", "family_k"])
 
     def _message(self, text: str):
         bar = getattr(self.window(), "message_bar", None)

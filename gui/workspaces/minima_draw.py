@@ -15,6 +15,7 @@ from engine.errors import EngineInputError
 from engine.figure3 import Figure3
 from engine.infinity import InfinityResult
 from engine.verdicts import Verdict
+from engine.workbench import admissible_neurons
 
 STAGES = ("steps", "construction", "spectrum", "slices_min", "path", "probe", "slices_saddle", "descent",
           "plane", "infinity_bias", "infinity_gd", "descending_path")
@@ -69,6 +70,9 @@ def _steps(steps, result) -> dict:
 
 def _note(result) -> str:
     c = result.construction
+    if getattr(result, "moved", ()):
+        return (f"critical point of {'—'.join(map(str, c.arch.widths))}: moved ‖Δθ‖ = {result.moved[0]:.3g}, "
+                f"now ‖∇L‖ = {result.moved[1]:.2e}")
     if getattr(result, "loaded_from", ""):
         return f"loaded {'—'.join(map(str, c.arch.widths))} from {result.loaded_from}"
     if c is None:
@@ -81,12 +85,14 @@ def _note(result) -> str:
 
 def _construction(c, result) -> dict:
     lams = c.split_lams
+    badge = {(n.layer, n.neuron): n.badge for n in c.neurons}
     neurons = [{"layer": n.layer, "neuron": n.neuron, "B_eigs": np.asarray(n.B_eigs), "badge": n.badge,
                 "D_norm": n.D_norm} for n in c.small_neurons]
     out = {"construction": {
         "neurons": neurons, "widths": list(c.arch.widths), "weights": c.weights,
         "splits": [[s.layer, s.origin, s.new] for s in c.splits],
-        "split_labels": [split_label(s) for s in c.splits], "split_lams": lams}}
+        "split_labels": [split_label(s) for s in c.splits], "split_lams": lams,
+        "admissible": [[l, r, badge[l, r]] for l, r in admissible_neurons(c)]}}
     return dict(out, **_steps(result.steps, result))  # the note changes once the construction is known
 
 
@@ -98,7 +104,7 @@ def _spectrum(eigs, fig) -> dict:
 
 def slices_data(s, **extra) -> dict:
     return dict({"t": s.t, "losses": s.curves, "envelope": s.envelope, "lstar": s.L_star, "gap": s.envelope_gap,
-                 "n_below": s.n_below}, **extra)
+                 "n_below": s.n_below, "family": s.family, "predicted": s.predicted}, **extra)
 
 
 def _path(path, fig) -> dict:

@@ -141,3 +141,19 @@ def test_restricted_hessian_from_hvps_equals_block_of_formed_hessian(minimum_and
     for f, want in ((family, H[np.ix_(family.indices, family.indices)]), (basis, V.T @ H @ V)):
         got = DP.restricted_hessian(arch, theta, X, Y, f, max_full=0)  # max_full=0: the HVP path
         assert np.abs(got - want).max() < 1e-10 * np.abs(H).max()
+
+
+def test_family_directions_stay_in_their_family_and_have_unit_norm():
+    from engine.dip_probability import family_directions, family_indices, slice_family
+    arch = deep.Arch((2, 3, 2, 1), "sigmoid", True)
+    theta = deep.init_params(arch, np.random.default_rng(0), 1.0)
+    X, Y = np.random.default_rng(1).normal(size=(6, 2)), np.random.default_rng(2).normal(size=6)
+    for kind, where in (("layer", {"layer": 2}), ("neuron", {"layer": 1, "neuron": 2}), ("pair", {"pair": (1, 0, 2)})):
+        fam = slice_family(arch, theta, X, Y, kind, **where)
+        d = family_directions(fam, 50, seed=3)
+        inside = family_indices(arch, kind, layer=where.get("layer", 1), neuron=where.get("neuron"),
+                                pair=(0, 2) if kind == "pair" else None)
+        outside = np.setdiff1d(np.arange(arch.n_params), inside)
+        assert np.allclose(np.linalg.norm(d, axis=1), 1) and not d[:, outside].any() and d[:, inside].any()
+    eig = slice_family(arch, theta, X, Y, "eigen", k=3)
+    assert np.allclose(np.linalg.norm(family_directions(eig, 10), axis=1), 1) and eig.dim == 3

@@ -179,9 +179,111 @@ def test_presets_and_reproduce_run_the_same_job_settings(window):
     from engine.nonattracting import deep_settings
     ws = window.workspaces["minima"]
     window.load_preset("nonattr-fig3", run=False)
-    assert ws._settings() == deep_settings(quick=False, seed=0)
+    assert ws._settings() == deep_settings(quick=False, seed=16)  # `reproduce nonattr-deep --seed 16`
+    window.load_preset("nonattr-fig3-flat", run=False)
+    assert ws._settings() == deep_settings(quick=False, seed=0, lam=0.5)
     window.load_preset("nonattr-path", run=False)
     built = ws._settings()
     # B11 uses the construction only: slices, path and plane settings play no part in it.
     assert replace(built, slices=None, path=None, plane=None, descent=None, saddle_lam=0) == \
         replace(Figure3Settings(seed=0), slices=None, path=None, plane=None, descent=None, saddle_lam=0)
+
+
+def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot, fig3, tmp_path):
+    ws = fig3
+    built = ws.figure
+    ws.export_network(str(tmp_path / "c.npz"))
+    window.reset()
+    ws.load_network(str(tmp_path / "c.npz"))
+    wait_until_idle(qtbot, window, timeout_ms=240000)
+    assert not window.message_bar.text, window.message_bar.text
+    loaded = ws.figure.construction
+    assert loaded.splits == built.construction.splits and ws.inspector.steps.rowCount() == 3
+    assert ws.figure.path.interval == built.path.interval and ws.figure.path.verdicts == built.path.verdicts
+    assert ws.inspector.lam.slider.isEnabled() and "saddle" in ws.inspector.lam.verdict
+    ws.inspector.lam.set_value(0.5)
+    ws._on_lambda_moved(0.5)
+    qtbot.waitUntil(lambda: not ws.probe_runner.busy and "non-attracting" in ws.inspector.lam.verdict, timeout=60000)
+    save_screenshot(window, "minima-reloaded")
+
+
+def test_split_a_loaded_network_by_hand_and_move_lambda(window, qtbot, tmp_path):
+    """Load a 2—3—1 net at a strict minimum (no history), split an admissible neuron with the
+    inspector's button, drag λ across I and watch the verdict flip; then undo."""
+    from engine import netio
+    from gui.presets import apply_values
+
+    from ..networks import strict_minimum_net
+    net = strict_minimum_net()
+    path = netio.save_network(tmp_path / "own.npz", net.arch, net.params, net.X, net.Y)
+    window.show_workspace("minima")
+    ws = window.workspaces["minima"]
+    apply_values(ws.parameters, QUICK)
+    ws.load_network(str(path))
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    assert not ws.inspector.lam.slider.isEnabled() and ws.inspector.split.table.rowCount() >= 1
+    layer, neuron, badge = ws.shown["construction"]["admissible"][0]
+    inside, outside = (0.5, 1.6) if badge.startswith("positive") else (1.6, 0.5)
+    ws.inspector.split.lam.setValue(inside)
+    ws.inspector.split.button(layer, neuron).click()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    assert ws.figure.construction.arch.widths == (2, 4, 1) and ws.inspector.steps.rowCount() == 2
+    box = ws.inspector.lam
+    assert box.slider.isEnabled() and ws.inspector.split.undo.isEnabled()
+    for lam, kind in ((outside, "saddle"), (inside, "non-attracting")):
+        box.set_value(lam, emit=True)  # as a click on the slider: live probe, then (c)/(d) re-sliced
+        qtbot.waitUntil(lambda: not ws.probe_runner.busy and kind in box.verdict, timeout=60000)
+        qtbot.waitUntil(lambda: abs(ws.figure.saddle.probe.lam - lam) < 0.01, timeout=120000)
+        wait_until_idle(qtbot, window, timeout_ms=120000)
+    save_screenshot(window, "minima-split-by-hand")
+    ws.inspector.split.undo.click()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert ws.figure.construction.arch.widths == (2, 3, 1) and ws.inspector.steps.rowCount() == 1
+    assert not box.slider.isEnabled() and not ws.inspector.split.undo.isEnabled()
+
+
+def test_load_a_torch_state_dict_and_find_its_critical_point(window, qtbot, tmp_path):
+    """A state_dict off the minimum (with its activation and data, as the dialog asks), then
+    "Find critical point": the inspector says how far it moved and the new gradient norm."""
+    import torch
+
+    from engine import deep
+    from gui.panels.inspector import TorchFileDialog
+    from gui.presets import apply_values
+
+    from ..networks import strict_minimum_net
+    net = strict_minimum_net()
+    Ws, _ = deep.unpack(net.arch, net.params + 0.05)
+    torch.save({"0.weight": torch.as_tensor(Ws[0]), "2.weight": torch.as_tensor(Ws[1])}, tmp_path / "net.pt")
+    np.savetxt(tmp_path / "data.csv", np.column_stack([net.X, net.Y]), delimiter=",")
+    dialog = TorchFileDialog(str(tmp_path / "net.pt"), window)
+    assert dialog.activation.currentText() == "sigmoid"
+    dialog.deleteLater()
+    window.show_workspace("minima")
+    ws = window.workspaces["minima"]
+    apply_values(ws.parameters, QUICK)
+    ws.load_network(str(tmp_path / "net.pt"), "sigmoid", str(tmp_path / "data.csv"))
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    assert ws.figure.steps[0].verdict is Verdict.NOT_CRITICAL and ws.inspector.critical_button.isEnabled()
+    ws.inspector.critical_button.click()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert not window.message_bar.text, window.message_bar.text
+    distance, grad_norm = ws.figure.moved
+    assert grad_norm < 1e-8 and distance > 0.01 and ws.figure.steps[0].grad_norm < 1e-8
+    assert "moved ‖Δθ‖" in ws.inspector.restarts_label.text()
+    save_screenshot(window, "minima-critical-point")
+    ws.load_network(str(tmp_path / "net.pt"), "", str(tmp_path / "data.csv"))  # no activation: one-line error
+    assert "activation" in window.message_bar.text
+
+
+def test_slices_over_the_split_pair_show_predicted_and_observed(window, qtbot):
+    ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"},
+                                                    "slices": {"family": "pair", "T": 0.01}})
+    saddle = ws.figure.saddle.slices
+    assert saddle.family.startswith("pair") and 0 < saddle.predicted < 1
+    assert ws.shown["slices_saddle"]["predicted"] == saddle.predicted
+    assert "predicted" in ws.slice_saddle.getPlotItem().titleLabel.text
+    save_screenshot(window, "minima-pair-family")
