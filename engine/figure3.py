@@ -252,8 +252,15 @@ def preview_job(fig: Figure3, lam: float, split: int, slices: SliceSettings,
         raise EngineInputError("build or load a construction with a split before moving λ")
     s = c.splits[split]
     theta = C.set_split_lambda(c.arch, c.params, s, lam)
+    directions = None
+    if slices.family != "all":  # the same family as (c); no prediction while dragging
+        from . import dip_probability as DP
+        family = DP.slice_family(c.arch, theta, c.X, c.Y, slices.family, slices.family_layer, slices.family_neuron,
+                                 _pair(c, split), slices.family_k)
+        directions = DP.family_directions(family, slices.K, slices.seed)
     cut = yield from landscape.slices_job(c.arch, theta, c.X, c.Y, K=slices.K, P=PREVIEW_POINTS, T=slices.T,
-                                          normalization=slices.normalize, seed=slices.seed, dtype="float32")
+                                          normalization=slices.normalize, seed=slices.seed, dtype="float32",
+                                          directions=directions)
     if plane is None:
         return Preview(lam, cut, None)
     B, _ = C.pair_B(c.arch, theta, c.X, c.Y, s)
