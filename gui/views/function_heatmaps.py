@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from engine.shallow import ShallowNet, ShallowParams, forward
 
-from .plot_style import follow_theme, set_axis_colors
+from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar_font
 
 CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
 
@@ -36,6 +36,7 @@ class FunctionHeatmaps(QWidget):
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("CET-D1"), width=10, interactive=False)
         self.colorbar.setImageItem([self.target_image, self.learned_image],
                                    insert_in=self.learned_widget.getPlotItem())
+        limit_ticks(self.colorbar.axis)
         follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
         self._grid = None
 

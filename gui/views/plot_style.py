@@ -1,6 +1,7 @@
 """Axis fonts shared by the 2-D plots, normal and projector-sized."""
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
@@ -74,6 +75,31 @@ def follow_theme(widget, callback) -> None:
     cannot reach (a plot's own curves, a colour bar's axis); it restyles before Qt's StyleChange."""
     _Restyled(widget, callback)
     callback(pg.getConfigOption("foreground"))
+
+
+def limit_ticks(axis: pg.AxisItem, count: int = 5) -> None:
+    """At most about ``count`` major ticks (1-2-5 steps) and no minor ones: a colour bar over a
+    wide range otherwise lists two dozen labels that run into each other."""
+    original = axis.tickSpacing
+
+    def spacing(min_val, max_val, size):
+        span = abs(max_val - min_val)
+        if not np.isfinite(span) or span <= 0:
+            return original(min_val, max_val, size)
+        raw = span / count
+        magnitude = 10 ** np.floor(np.log10(raw))
+        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        return [(float(step), 0)]
+
+    axis.tickSpacing = spacing
+
+
+def set_colorbar_font(colorbar: pg.ColorBarItem, presentation: bool = False) -> None:
+    """Colour-bar tick labels grow with the plots' axes in presentation mode."""
+    font = QFont()
+    font.setPointSize(15 if presentation else 10)
+    colorbar.axis.setTickFont(font)
+    colorbar.axis.setWidth(None)  # re-fit the axis to the new labels
 
 
 def set_axis_colors(axis: pg.AxisItem, color) -> None:
