@@ -36,6 +36,37 @@ def add_legend(plot, **kwargs) -> pg.LegendItem:
                           labelTextColor=theme_colors()["fg"], **kwargs)
 
 
+def legend_to_empty_corner(plot, xs, ys, margin: int = 8) -> None:
+    """Anchor the plot's legend in the corner of the data box that holds the fewest points, so it
+    never sits on the curves. xs, ys: flat arrays of every drawn point (NaNs ignored)."""
+    item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
+    legend = item.legend
+    if legend is None:
+        return
+    x, y = np.asarray(xs, dtype=float).ravel(), np.asarray(ys, dtype=float).ravel()
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    best = (1, 0)  # top right
+    if x.size:
+        if item.getAxis("left").logMode:
+            keep = y > 0
+            x, y = x[keep], np.log10(y[keep])
+    if x.size:
+        span = lambda a: (a.min(), max(a.max() - a.min(), 1e-300))
+        (x0, dx), (y0, dy) = span(x), span(y)
+        u, v = (x - x0) / dx, (y - y0) / dy
+        counts = {}
+        for cx in (0, 1):
+            for cy in (1, 0):  # prefer the top corners on a tie
+                inside = (np.abs(u - cx) < 0.4) & (np.abs(v - cy) < 0.4)
+                counts[(cx, cy)] = int(inside.sum())
+        best = min(counts, key=lambda c: (counts[c], c != (1, 1), c))
+    cx, cy = best
+    anchor = (cx, 1 - cy)  # scene y grows downwards
+    offset = (-margin if cx else margin, margin if cy else -margin)
+    legend.anchor(itemPos=anchor, parentPos=anchor, offset=offset)
+
+
 def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False):
     item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
     size = 15 if presentation else 10

@@ -29,6 +29,14 @@ _SURFACE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False
 _LINE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
             "glBlendFuncSeparate": _BLEND, "glDepthMask": (True,)}
 TIME_COLORMAP = pg.colormap.get("viridis")
+# viridis ends in a pale yellow that vanishes on a light surface (the path seemed to stop short of
+# its end marker) and starts in a near-black purple that vanishes on a dark one: use its middle.
+TIME_RANGE = (0.12, 0.82)
+
+
+def time_colors(fraction: np.ndarray, mode: str = "float"):
+    lo, hi = TIME_RANGE
+    return TIME_COLORMAP.map(lo + (hi - lo) * np.clip(fraction, 0, 1), mode=mode)
 
 
 def decimate(n: int, limit: int = MAX_SHOWN_POINTS) -> np.ndarray:
@@ -108,6 +116,7 @@ class QuadricView(gl.GLViewWidget):
         self._ghost: list[gl.GLMeshItem] = []
         self._frame: list = []
         self._ink = pg.mkColor(theme_colors()["fg"])  # axes, grid and labels; see set_ink
+        self._alphas = self._surface_alphas()
         self.barrier = gl.GLMeshItem(meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.07),
                                      shader=None, glOptions=_SURFACE_GL)
         self.barrier_edge = gl.GLLinePlotItem(color=(0.35, 0.35, 0.35, 0.6), width=1.5,
@@ -131,9 +140,20 @@ class QuadricView(gl.GLViewWidget):
     def _ink_rgba(self, alpha: int) -> tuple:
         return (self._ink.red(), self._ink.green(), self._ink.blue(), alpha)
 
+    def _surface_alphas(self) -> tuple[float, float]:
+        """(surface, ghost) opacity: a dark background needs denser surfaces to show them, and
+        the ghost of Q(c(0)) must stay visible next to the surface it left."""
+        dark = self._ink.lightnessF() > 0.5
+        return (0.5, 0.24) if dark else (0.34, 0.2)
+
     def set_ink(self, color) -> None:
         """Recolour axes, grid and labels for the theme (dark ink vanishes on a dark view)."""
         self._ink = pg.mkColor(color)
+        self._alphas = self._surface_alphas()
+        for item in self._surface:
+            item.setColor(_rgba(self.neuron, self._alphas[0]))
+        for item in self._ghost:
+            item.setColor(self._ghost_rgba(self._alphas[1]))
         for item in self._frame:
             if isinstance(item, gl.GLTextItem):
                 item.setData(color=self._ink_rgba(255))
@@ -174,7 +194,13 @@ class QuadricView(gl.GLViewWidget):
         self._meshed_c = self._ghost_c = None
 
     # ---------------------------------------------------------------- surfaces
-    def _replace(self, old: list, c: Optional[float], alpha: float, depth: float) -> list:
+    def _ghost_rgba(self, alpha: float) -> tuple:
+        """The ghost of Q(c(0)) in a neutral ink, so it reads apart from the coloured surface."""
+        grey = 0.78 if self._ink.lightnessF() > 0.5 else 0.3
+        return (grey, grey, grey, alpha)
+
+    def _replace(self, old: list, c: Optional[float], alpha: float, depth: float,
+                 ghost: bool = False) -> list:
         for item in old:
             self.removeItem(item)
         if c is None:
@@ -182,7 +208,8 @@ class QuadricView(gl.GLViewWidget):
         items = []
         for vertices, faces in quadric_sheets(c, extent=self.extent, resolution=56):
             item = gl.GLMeshItem(meshdata=smooth_mesh(vertices, faces), smooth=True, shader="shaded",
-                                 color=_rgba(self.neuron, alpha), glOptions=_SURFACE_GL)
+                                 color=self._ghost_rgba(alpha) if ghost else _rgba(self.neuron, alpha),
+                                 glOptions=_SURFACE_GL)
             item.setDepthValue(depth)
             self.addItem(item)
             items.append(item)
@@ -198,12 +225,12 @@ class QuadricView(gl.GLViewWidget):
         tol = 2e-3 * self.extent ** 2
         skip = self.remesh_tolerance * self.extent ** 2
         if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > skip:
-            self._surface = self._replace(self._surface, c_now, 0.32, 0)
+            self._surface = self._replace(self._surface, c_now, self._alphas[0], 0)
             self._meshed_c = c_now
         drifted = c_now is not None and c_start is not None and abs(c_now - c_start) > tol
         ghost = c_start if drifted else None
         if ghost != self._ghost_c:
-            self._ghost = self._replace(self._ghost, ghost, 0.09, -1)
+            self._ghost = self._replace(self._ghost, ghost, self._alphas[1], -1, ghost=True)
             self._ghost_c = ghost
         self.barrier.setVisible(barrier)
         self.barrier_edge.setVisible(barrier)
@@ -217,7 +244,7 @@ class QuadricView(gl.GLViewWidget):
             self.clear_trajectory()
             return
         rows = decimate(len(points))
-        colors = TIME_COLORMAP.map(np.clip(time_fraction[rows], 0, 1), mode="float")
+        colors = time_colors(time_fraction[rows])
         self.trajectory.setData(pos=points[rows], color=colors)
         self.start_marker.set_positions(points[:1])
         self.head_marker.set_positions(points[-1:])
