@@ -20,7 +20,7 @@ NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9
 STYLESHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
 
 THEMES = {
-    "light": {"bg": "#ffffff", "panel": "#ecece8", "fg": "#111111", "muted": "#a0a0a0",
+    "light": {"bg": "#ffffff", "panel": "#ecece8", "fg": "#111111", "muted": "#858585",
               "border": "#c0c0bc", "accent": "#0072B2", "gl": "#f7f7f4",
               "error_bg": "#fde8e4", "error_fg": "#8a2b00", "info_bg": "#e6f1fa"},
     "dark": {"bg": "#121417", "panel": "#22262b", "fg": "#f2f2f2", "muted": "#7a7f86",

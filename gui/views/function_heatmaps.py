@@ -96,8 +96,15 @@ class FunctionHeatmaps(QWidget):
             return
         values = forward(net, params, self._grid)[:, 0].reshape(CELLS, CELLS)
         lo, hi = self._box
-        if np.abs(values).max() < 1e-12:
-            self.zero_note.setText("f ≡ 0: every neuron\nis dead on the data")
+        largest = float(np.abs(values).max())
+        span = max(abs(float(self.colorbar.levels()[1])), 1e-12)
+        if largest < 1e-3 * span:  # flat at this colour scale: say what it is, not a blank square
+            self.zero_note.setText("f ≡ 0: every neuron\nis dead on the data" if largest == 0 else
+                                   f"f ≈ 0\nmax |f| = {largest:.0e}")
+            self.zero_note.setPos((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2)
+            self.zero_note.show()
+        elif float(values.max() - values.min()) < 1e-3 * span:  # flat, but not zero
+            self.zero_note.setText(f"f is constant\n≈ {float(values.mean()):+.2g}")
             self.zero_note.setPos((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2)
             self.zero_note.show()
         else:

@@ -138,6 +138,7 @@ class NeuronQuadrics(QWidget):
         state = source.camera_state()
         for cell in self.cells:
             if cell.view is not source:
+                cell.view._user_camera = True
                 cell.view.apply_camera(state)
         self._linking = False
 
@@ -181,4 +182,5 @@ class NeuronQuadrics(QWidget):
         self._presentation = on
         for cell in self.cells:
             cell.view.set_line_width(7 if on else 3)
+            cell.view.set_label_size(22 if on else 13)
             cell.set_caption_size(17 if on else 11)

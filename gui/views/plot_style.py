@@ -82,6 +82,10 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
         axis.setTickFont(font)
         axis.label.setFont(font)
     item.titleLabel.setText(item.titleLabel.text, size=f"{size + 2}pt")
+    if item.legend is not None:  # the legend grows with the axes (and keeps growing for new rows)
+        item.legend.setLabelTextSize(f"{size}pt")
+        for _, label in item.legend.items:
+            label.setText(label.text)
     if item.titleLabel.isVisible():
         fit_title(item)
     widget = plot if isinstance(plot, pg.PlotWidget) else None
@@ -123,6 +127,22 @@ def limit_ticks(axis: pg.AxisItem, count: int = 5) -> None:
         return [(float(step), 0)]
 
     axis.tickSpacing = spacing
+
+
+def sparse_log_labels(axis: pg.AxisItem) -> None:
+    """On a log axis spanning about a decade pyqtgraph labels every minor tick (0.9, 0.8, …, 0.2)
+    and the labels overlap: keep the labels of 1, 2 and 5 × 10ⁿ and leave the other ticks bare."""
+    original = axis.logTickStrings
+
+    def strings(values, scale, spacing):
+        texts = original(values, scale, spacing)
+        out = []
+        for v, text in zip(values, texts):
+            mantissa = 10 ** (float(v) - np.floor(float(v) + 1e-9))
+            out.append(text if min(abs(mantissa - m) for m in (1, 2, 5, 10)) < 0.05 else "")
+        return out
+
+    axis.logTickStrings = strings
 
 
 def set_colorbar_font(colorbar: pg.ColorBarItem, presentation: bool = False) -> None:

@@ -34,6 +34,16 @@ class ReducedView(pg.PlotWidget):
     def configure(self, signed_w: bool, signed_v: bool, horizontal: str, vertical: str,
                   extent: float):
         self.signed_w, self.signed_v, self.extent = signed_w, signed_v, extent
+        # ‖w‖ ≥ 0 (and ‖v‖ ≥ 0): a locked aspect ratio in a wide view would stretch the axis to
+        # negative norms (−2.4 … 4.4, the left third empty). Fix the box to what can be drawn.
+        E = extent * 1.05
+        self.setAspectLocked(signed_w)
+        if not signed_w:
+            self.enableAutoRange(False)
+            self.setXRange(0, E, padding=0.02)
+            self.setYRange(-E if signed_v else 0, E, padding=0.02)
+        else:
+            self.enableAutoRange(True)
         self.setLabel("bottom", horizontal)
         self.setLabel("left", vertical)
         self.setTitle(f"exact reduced view: {horizontal}² − {vertical}² = c<sub>k</sub>"

@@ -7,7 +7,7 @@ from PySide6.QtGui import QFont
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
-from .plot_style import add_legend, follow_theme, legend_to_empty_corner
+from .plot_style import add_legend, follow_theme, legend_to_empty_corner, sparse_log_labels
 
 
 def _plot(title: str, left: str) -> pg.PlotWidget:
@@ -16,6 +16,7 @@ def _plot(title: str, left: str) -> pg.PlotWidget:
     plot.setLabel("left", left)
     plot.showGrid(x=True, y=True, alpha=0.25)
     plot.getAxis("left").enableAutoSIPrefix(False)  # "(x0.001)" on a loss axis reads as a typo
+    sparse_log_labels(plot.getAxis("left"))
     return plot
 
 
