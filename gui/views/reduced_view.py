@@ -38,12 +38,9 @@ class ReducedView(pg.PlotWidget):
         # negative norms (−2.4 … 4.4, the left third empty). Fix the box to what can be drawn.
         E = extent * 1.05
         self.setAspectLocked(signed_w)
-        if not signed_w:
-            self.enableAutoRange(False)
-            self.setXRange(0, E, padding=0.02)
-            self.setYRange(-E if signed_v else 0, E, padding=0.02)
-        else:
-            self.enableAutoRange(True)
+        self.enableAutoRange(False)
+        self.setXRange(-E if signed_w else 0, E, padding=0.02)
+        self.setYRange(-E if signed_v else 0, E, padding=0.02)
         self.setLabel("bottom", horizontal)
         self.setLabel("left", vertical)
         self.setTitle(f"exact reduced view: {horizontal}² − {vertical}² = c<sub>k</sub>"

@@ -121,11 +121,13 @@ def test_ratio_matches_wcag():
 
 @pytest.mark.parametrize("preset", TOPOLOGY_PRESETS)
 def test_topology_preset_text_is_legible_in_both_themes(qtbot, window, preset):
+    # Dark first, then load: views a preset reveals must take the theme already chosen.
+    window.presentation.set_theme("dark", remember=False)
     window.load_preset(preset, steps=20)
     wait_until_idle(qtbot, window, timeout_ms=120000)
     qtbot.wait(100)
     try:
-        for theme in ("light", "dark"):
+        for theme in ("dark", "light"):
             window.presentation.set_theme(theme, remember=False)
             qtbot.wait(50)
             items = text_items(window)
