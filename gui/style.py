@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pyqtgraph as pg
+from pyqtgraph.opengl import GLViewWidget
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter
 from PySide6.QtWidgets import QToolButton
 
@@ -20,7 +21,7 @@ NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9
 STYLESHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
 
 THEMES = {
-    "light": {"bg": "#ffffff", "panel": "#ecece8", "fg": "#111111", "muted": "#a0a0a0",
+    "light": {"bg": "#ffffff", "panel": "#ecece8", "fg": "#111111", "muted": "#858585",
               "border": "#c0c0bc", "accent": "#0072B2", "gl": "#f7f7f4",
               "error_bg": "#fde8e4", "error_fg": "#8a2b00", "info_bg": "#e6f1fa"},
     "dark": {"bg": "#121417", "panel": "#22262b", "fg": "#f2f2f2", "muted": "#7a7f86",
@@ -78,22 +79,27 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
             plain = target.icon()
         if plain is not None:
             set_icon(target, plain)
-    for workspace in window.workspaces.values():
-        for plot in workspace.plot_widgets().values():
-            plot.setBackground(colors["bg"])
-            item = plot.getPlotItem()
-            for name in ("left", "bottom", "right", "top"):
-                axis = item.getAxis(name)
-                axis.setPen(colors["fg"])
-                axis.setTextPen(colors["fg"])
-            if item.legend is not None:  # a light card under light text would be unreadable
-                card = pg.mkColor(colors["bg"])
-                card.setAlpha(200)
-                item.legend.setBrush(pg.mkBrush(card))
-                item.legend.setLabelTextColor(colors["fg"])
-            item.titleLabel.setAttr("color", colors["fg"])
-            item.titleLabel.setText(item.titleLabel.text)
-        for view in workspace.gl_views():
-            view.setBackgroundColor(pg.mkColor(colors["gl"]))
-            if hasattr(view, "set_ink"):
-                view.set_ink(colors["fg"])
+    # Every plot, also those a workspace shows only for some presets (a view made visible after
+    # the switch would otherwise keep the old theme's background under the new theme's text).
+    plots = {id(p): p for w in window.workspaces.values() for p in w.plot_widgets().values()}
+    plots.update({id(p): p for p in window.findChildren(pg.PlotWidget)})
+    gl_views = {id(v): v for w in window.workspaces.values() for v in w.gl_views()}
+    gl_views.update({id(v): v for v in window.findChildren(GLViewWidget)})
+    for plot in plots.values():
+        plot.setBackground(colors["bg"])
+        item = plot.getPlotItem()
+        for name in ("left", "bottom", "right", "top"):
+            axis = item.getAxis(name)
+            axis.setPen(colors["fg"])
+            axis.setTextPen(colors["fg"])
+        if item.legend is not None:  # a light card under light text would be unreadable
+            card = pg.mkColor(colors["bg"])
+            card.setAlpha(200)
+            item.legend.setBrush(pg.mkBrush(card))
+            item.legend.setLabelTextColor(colors["fg"])
+        item.titleLabel.setAttr("color", colors["fg"])
+        item.titleLabel.setText(item.titleLabel.text)
+    for view in gl_views.values():
+        view.setBackgroundColor(pg.mkColor(colors["gl"]))
+        if hasattr(view, "set_ink"):
+            view.set_ink(colors["fg"])

@@ -62,15 +62,41 @@ class InvariantsPanel(QScrollArea):
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.setWidget(self.label)
         self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._fitted_width = -1
         self.shown: Optional[dict] = None
         self.show_nothing()
 
+    # The panel is exactly as tall as its text: no blank gap under the last line, and no
+    # scrollbar hiding it (the splitter gives the rest to the plots below).
+    def _fit(self):
+        width = max(self.viewport().width(), self.width() - 2 * self.frameWidth(), 100)
+        height = self.label.heightForWidth(width)
+        if height <= 0:
+            height = self.label.sizeHint().height()
+        height += 2 * self.frameWidth() + 4
+        self.setMinimumHeight(min(height, 700))
+        self.setMaximumHeight(height)
+        self._fitted_width = self.width()
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        if self.width() != self._fitted_width:
+            self._fit()
+
+    def _set_text(self, text: str):
+        self.label.setText(text)
+        self._fit()
+
     def set_presentation(self, on: bool):
         self.label.setStyleSheet(f"padding: 6px; font-size: {16 if on else 10.5}pt; background: transparent;")
+        self._fitted_width = -1
+        if self.label.text():
+            self._fit()
 
     def show_nothing(self, note: str = "Run to see the invariants of the trajectory."):
         self.shown = None
-        self.label.setText(f"<b>Invariants</b><br><i>{note}</i>")
+        self._set_text(f"<b>Invariants</b><br><i>{note}</i>")
 
     def show_values(self, values: dict, c_start: Optional[np.ndarray] = None, step: int = 0):
         self.shown = values
@@ -87,7 +113,7 @@ class InvariantsPanel(QScrollArea):
         eff_text = ("effective components: not defined for these d, e" if eff is None else
                     f"effective component <b>{values['effective_index'] + 1}</b> of <b>{eff}</b>"
                     f" &nbsp;(1 + l₋, Theorem 2)")
-        self.label.setText(
+        self._set_text(
             "<b>Invariants</b> (engine, live)<table cellspacing=3>" + head + "".join(rows) + "</table>"
             f"l₊ = <b>{values['l_plus']}</b>, &nbsp;l₋ = <b>{values['l_minus']}</b>, "
             f"&nbsp;l₀ = <b>{values['l_zero']}</b><br>"

@@ -100,6 +100,8 @@ class Fig4View(QWidget):
     def set_presentation(self, on: bool):
         for plot in (self.heat.plot, self.lines):
             set_plot_fonts(plot, on)
+        self.heat.set_presentation(on)
+        self.caption.setStyleSheet(f"padding: 6px; font-size: {16 if on else 11}pt;")
 
     def result_state(self, result: SweepResult) -> dict:
         """The finished sweep as plain data: its arrays, counts and settings."""

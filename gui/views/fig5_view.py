@@ -32,12 +32,17 @@ class Fig5View(QWidget):
         row = QHBoxLayout()
         self.maps = {}
         self.dots = {}
+        self.halos = {}
         for scheme, name in SCHEMES.items():
             heat = HeatmapPlot(f"{name}: P[obstruction]", "d (inputs)", "l (hidden neurons)",
                                levels=(0.0, 1.0))
             row.addWidget(heat)
-            dots = pg.ScatterPlotItem(size=9, pen=pg.mkPen("w", width=1.5))
+            # A black-and-white double ring: the white one vanishes on yellow, a black one on purple.
+            halo = pg.ScatterPlotItem(size=15, pen=pg.mkPen("w", width=2), brush=None)
+            dots = pg.ScatterPlotItem(size=11, pen=pg.mkPen("k", width=2))
+            heat.plot.addItem(halo)
             heat.plot.addItem(dots)
+            self.halos[scheme] = halo
             self.maps[scheme], self.dots[scheme] = heat, dots
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -50,6 +55,7 @@ class Fig5View(QWidget):
         for scheme in SCHEMES:
             self.maps[scheme].clear_grid()
             self.dots[scheme].setData([])
+            self.halos[scheme].setData([])
 
     def show_partial(self, result):
         self.show_result(result)
@@ -62,6 +68,7 @@ class Fig5View(QWidget):
             heat = self.maps[scheme]
             heat.set_grid(d, l, closed)
             heat.describe = self._describer(d, l, closed, mc)
+            self.halos[scheme].setData(x=mc[:, 0], y=mc[:, 1])
             self.dots[scheme].setData(x=mc[:, 0], y=mc[:, 1],
                                       brush=[pg.mkBrush(c) for c in CMAP.map(np.clip(mc[:, 2], 0, 1), mode="qcolor")])
 
@@ -84,6 +91,11 @@ class Fig5View(QWidget):
     def set_presentation(self, on: bool):
         for heat in self.maps.values():
             set_plot_fonts(heat.plot, on)
+            heat.set_presentation(on)
+        for scheme in SCHEMES:
+            self.halos[scheme].setSize(22 if on else 15)
+            self.dots[scheme].setSize(17 if on else 11)
+        self.caption.setStyleSheet(f"padding: 6px; font-size: {16 if on else 11}pt;")
 
     def result_state(self, result: ProbabilityMaps) -> dict:
         return {"settings": dataclasses.asdict(result.settings), "d": result.d, "l": result.l,

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from engine.shallow import ShallowNet, ShallowParams, forward
 
-from .plot_style import follow_theme, set_axis_colors
+from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar_font
 
 CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
 
@@ -33,13 +33,44 @@ class FunctionHeatmaps(QWidget):
             plot.setLabel("bottom", "x₁")
             plot.setLabel("left", "x₂")
             layout.addWidget(widget)
+        # d = 1: the learned function against the data on one axis instead of two heatmaps.
+        self.line_widget = pg.PlotWidget(title="learned f(x; θ) against the data")
+        self.line_widget.setLabel("bottom", "x")
+        self.line_widget.setLabel("left", "y")
+        self.line_widget.showGrid(x=True, y=True, alpha=0.25)
+        self.data_points = pg.ScatterPlotItem(size=4, pen=None, brush=(120, 120, 120, 140))
+        self.learned_line = pg.PlotDataItem(pen=pg.mkPen("#D55E00", width=3))
+        self.line_widget.addItem(self.data_points)
+        self.line_widget.addItem(self.learned_line)
+        self.line_widget.hide()
+        layout.addWidget(self.line_widget)
+        # f ≡ 0 is a true result (every neuron dead on the data), not a broken plot: say so.
+        self.zero_note = pg.TextItem("", anchor=(0.5, 0.5), color="#111111", fill=(255, 255, 255, 215))
+        self.zero_note.setZValue(30)
+        self.learned_widget.getPlotItem().addItem(self.zero_note, ignoreBounds=True)
+        self.zero_note.hide()
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("CET-D1"), width=10, interactive=False)
         self.colorbar.setImageItem([self.target_image, self.learned_image],
                                    insert_in=self.learned_widget.getPlotItem())
+        limit_ticks(self.colorbar.axis)
         follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
         self._grid = None
 
+    def set_dimension(self, d: int):
+        """d = 2: target and learned heatmaps; d = 1: one plot of f over x with the data."""
+        self._d = d
+        self.target_widget.setVisible(d == 2)
+        self.learned_widget.setVisible(d == 2)
+        self.line_widget.setVisible(d == 1)
+
     def set_data(self, X: np.ndarray, Y: np.ndarray):
+        if getattr(self, "_d", 2) == 1:
+            order = np.argsort(X[:, 0])
+            self._line_x = np.linspace(X[:, 0].min(), X[:, 0].max(), 241)
+            self._grid = self._line_x[:, None]
+            self.data_points.setData(X[order, 0], Y[order, 0])
+            self.learned_line.setData([], [])
+            return
         lo, hi = X.min(axis=0), X.max(axis=0)
         self._box = (lo, hi)
         xs, ys = np.linspace(lo[0], hi[0], CELLS), np.linspace(lo[1], hi[1], CELLS)
@@ -55,15 +86,42 @@ class FunctionHeatmaps(QWidget):
         span = np.nanmax(np.abs(target)) if np.isfinite(target).any() else 1.0
         self.colorbar.setLevels((-span, span))  # diverging map centred on 0: sign is the story
         self.learned_image.clear()
+        self.zero_note.hide()
 
     def show_function(self, net: ShallowNet, params: ShallowParams):
         if self._grid is None:
             return
+        if getattr(self, "_d", 2) == 1:
+            self.learned_line.setData(self._line_x, forward(net, params, self._grid)[:, 0])
+            return
         values = forward(net, params, self._grid)[:, 0].reshape(CELLS, CELLS)
         lo, hi = self._box
+        largest = float(np.abs(values).max())
+        span = max(abs(float(self.colorbar.levels()[1])), 1e-12)
+        if largest < 1e-3 * span:  # flat at this colour scale: say what it is, not a blank square
+            self.zero_note.setText("f ≡ 0: every neuron\nis dead on the data" if largest == 0 else
+                                   f"f ≈ 0\nmax |f| = {largest:.0e}")
+            self.zero_note.setPos((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2)
+            self.zero_note.show()
+        elif float(values.max() - values.min()) < 1e-3 * span:  # flat, but not zero
+            self.zero_note.setText(f"f is constant\n≈ {float(values.mean()):+.2g}")
+            self.zero_note.setPos((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2)
+            self.zero_note.show()
+        else:
+            self.zero_note.hide()
         self.learned_image.setImage(values, rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0],
                                                                   hi[1] - lo[1]))
         self.learned_image.setLevels(self.colorbar.levels())
 
+    def set_presentation(self, on: bool):
+        set_colorbar_font(self.colorbar, on)
+        font = pg.QtGui.QFont()
+        font.setPointSize(15 if on else 10)
+        self.zero_note.setFont(font)
+        self.learned_line.setPen(pg.mkPen("#D55E00", width=5 if on else 3))
+        self.data_points.setSize(7 if on else 4)
+
     def clear(self):
         self.learned_image.clear()
+        self.learned_line.setData([], [])
+        self.zero_note.hide()

@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
-from .plot_style import follow_theme, set_axis_colors
+from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar_font
 
 
 class HeatmapPlot(pg.PlotWidget):
@@ -25,6 +25,7 @@ class HeatmapPlot(pg.PlotWidget):
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get(cmap), width=12, interactive=False,
                                         values=levels or (0, 1))
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        limit_ticks(self.colorbar.axis)
         follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
         self._fixed_levels = levels
         self.hover = pg.TextItem(anchor=(0, 1), color="k", fill=(255, 255, 255, 220))
@@ -53,6 +54,9 @@ class HeatmapPlot(pg.PlotWidget):
             self.colorbar.setLevels((lo, hi if hi > lo else lo + 1e-9))
         else:
             self.colorbar.setLevels(self._fixed_levels or (0, 1))
+
+    def set_presentation(self, on: bool):
+        set_colorbar_font(self.colorbar, on)
 
     def clear_grid(self):  # not clear(): PlotWidget binds PlotItem.clear over it, removing items
         self.set_grid(np.zeros(0), np.zeros(0), np.zeros((0, 0)))

@@ -23,6 +23,19 @@ def sub(k: int) -> str:
     return str(k).translate(SUBSCRIPT)
 
 
+CONSERVED_TOL = 1e-9  # below this a drift is rounding, not a change
+
+
+def drift_text(c_now: float, c_start: float) -> str:
+    """' (start …)' after a real drift; a drift below rounding reads as conservation."""
+    delta = abs(c_now - c_start)
+    if delta == 0:
+        return ""
+    if delta < CONSERVED_TOL:
+        return " · conserved (|Δc| &lt; 1e-9)"
+    return f" (start {c_start:+.4g})"
+
+
 def shape_name(c: float) -> str:
     return "one sheet" if c > 0 else ("two sheets" if c < 0 else "cone")
 
@@ -125,6 +138,7 @@ class NeuronQuadrics(QWidget):
         state = source.camera_state()
         for cell in self.cells:
             if cell.view is not source:
+                cell.view._user_camera = True
                 cell.view.apply_camera(state)
         self._linking = False
 
@@ -146,7 +160,7 @@ class NeuronQuadrics(QWidget):
             cell.jump_markers.set_positions(coords[jumps, k])
             what = shape_name(c_now[k]) if self.exact else \
                 "projection onto (" + ", ".join(self.labels) + ")"
-            drift = "" if c_now[k] == c_start[k] else f" (start {c_start[k]:+.4g})"
+            drift = drift_text(float(c_now[k]), float(c_start[k]))
             cell.caption.setText(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
                                  f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}")
 
@@ -168,4 +182,5 @@ class NeuronQuadrics(QWidget):
         self._presentation = on
         for cell in self.cells:
             cell.view.set_line_width(7 if on else 3)
+            cell.view.set_label_size(22 if on else 13)
             cell.set_caption_size(17 if on else 11)

@@ -1,6 +1,7 @@
 """Axis fonts shared by the 2-D plots, normal and projector-sized."""
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
@@ -35,6 +36,37 @@ def add_legend(plot, **kwargs) -> pg.LegendItem:
                           labelTextColor=theme_colors()["fg"], **kwargs)
 
 
+def legend_to_empty_corner(plot, xs, ys, margin: int = 8) -> None:
+    """Anchor the plot's legend in the corner of the data box that holds the fewest points, so it
+    never sits on the curves. xs, ys: flat arrays of every drawn point (NaNs ignored)."""
+    item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
+    legend = item.legend
+    if legend is None:
+        return
+    x, y = np.asarray(xs, dtype=float).ravel(), np.asarray(ys, dtype=float).ravel()
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    best = (1, 0)  # top right
+    if x.size:
+        if item.getAxis("left").logMode:
+            keep = y > 0
+            x, y = x[keep], np.log10(y[keep])
+    if x.size:
+        span = lambda a: (a.min(), max(a.max() - a.min(), 1e-300))
+        (x0, dx), (y0, dy) = span(x), span(y)
+        u, v = (x - x0) / dx, (y - y0) / dy
+        counts = {}
+        for cx in (0, 1):
+            for cy in (1, 0):  # prefer the top corners on a tie
+                inside = (np.abs(u - cx) < 0.4) & (np.abs(v - cy) < 0.4)
+                counts[(cx, cy)] = int(inside.sum())
+        best = min(counts, key=lambda c: (counts[c], c != (1, 1), c))
+    cx, cy = best
+    anchor = (cx, 1 - cy)  # scene y grows downwards
+    offset = (-margin if cx else margin, margin if cy else -margin)
+    legend.anchor(itemPos=anchor, parentPos=anchor, offset=offset)
+
+
 def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False):
     item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
     size = 15 if presentation else 10
@@ -50,6 +82,10 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
         axis.setTickFont(font)
         axis.label.setFont(font)
     item.titleLabel.setText(item.titleLabel.text, size=f"{size + 2}pt")
+    if item.legend is not None:  # the legend grows with the axes (and keeps growing for new rows)
+        item.legend.setLabelTextSize(f"{size}pt")
+        for _, label in item.legend.items:
+            label.setText(label.text)
     if item.titleLabel.isVisible():
         fit_title(item)
     widget = plot if isinstance(plot, pg.PlotWidget) else None
@@ -74,6 +110,47 @@ def follow_theme(widget, callback) -> None:
     cannot reach (a plot's own curves, a colour bar's axis); it restyles before Qt's StyleChange."""
     _Restyled(widget, callback)
     callback(pg.getConfigOption("foreground"))
+
+
+def limit_ticks(axis: pg.AxisItem, count: int = 5) -> None:
+    """At most about ``count`` major ticks (1-2-5 steps) and no minor ones: a colour bar over a
+    wide range otherwise lists two dozen labels that run into each other."""
+    original = axis.tickSpacing
+
+    def spacing(min_val, max_val, size):
+        span = abs(max_val - min_val)
+        if not np.isfinite(span) or span <= 0:
+            return original(min_val, max_val, size)
+        raw = span / count
+        magnitude = 10 ** np.floor(np.log10(raw))
+        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        return [(float(step), 0)]
+
+    axis.tickSpacing = spacing
+
+
+def sparse_log_labels(axis: pg.AxisItem) -> None:
+    """On a log axis spanning about a decade pyqtgraph labels every minor tick (0.9, 0.8, …, 0.2)
+    and the labels overlap: keep the labels of 1, 2 and 5 × 10ⁿ and leave the other ticks bare."""
+    original = axis.logTickStrings
+
+    def strings(values, scale, spacing):
+        texts = original(values, scale, spacing)
+        out = []
+        for v, text in zip(values, texts):
+            mantissa = 10 ** (float(v) - np.floor(float(v) + 1e-9))
+            out.append(text if min(abs(mantissa - m) for m in (1, 2, 5, 10)) < 0.05 else "")
+        return out
+
+    axis.logTickStrings = strings
+
+
+def set_colorbar_font(colorbar: pg.ColorBarItem, presentation: bool = False) -> None:
+    """Colour-bar tick labels grow with the plots' axes in presentation mode."""
+    font = QFont()
+    font.setPointSize(15 if presentation else 10)
+    colorbar.axis.setTickFont(font)
+    colorbar.axis.setWidth(None)  # re-fit the axis to the new labels
 
 
 def set_axis_colors(axis: pg.AxisItem, color) -> None:

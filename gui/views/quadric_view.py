@@ -5,6 +5,7 @@ three dimensions; then no surface is drawn, because the shadow of Q(c) is not a 
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -29,6 +30,14 @@ _SURFACE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False
 _LINE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
             "glBlendFuncSeparate": _BLEND, "glDepthMask": (True,)}
 TIME_COLORMAP = pg.colormap.get("viridis")
+# viridis ends in a pale yellow that vanishes on a light surface (the path seemed to stop short of
+# its end marker) and starts in a near-black purple that vanishes on a dark one: use its middle.
+TIME_RANGE = (0.12, 0.82)
+
+
+def time_colors(fraction: np.ndarray, mode: str = "float"):
+    lo, hi = TIME_RANGE
+    return TIME_COLORMAP.map(lo + (hi - lo) * np.clip(fraction, 0, 1), mode=mode)
 
 
 def decimate(n: int, limit: int = MAX_SHOWN_POINTS) -> np.ndarray:
@@ -108,6 +117,7 @@ class QuadricView(gl.GLViewWidget):
         self._ghost: list[gl.GLMeshItem] = []
         self._frame: list = []
         self._ink = pg.mkColor(theme_colors()["fg"])  # axes, grid and labels; see set_ink
+        self._alphas = self._surface_alphas()
         self.barrier = gl.GLMeshItem(meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.07),
                                      shader=None, glOptions=_SURFACE_GL)
         self.barrier_edge = gl.GLLinePlotItem(color=(0.35, 0.35, 0.35, 0.6), width=1.5,
@@ -131,9 +141,21 @@ class QuadricView(gl.GLViewWidget):
     def _ink_rgba(self, alpha: int) -> tuple:
         return (self._ink.red(), self._ink.green(), self._ink.blue(), alpha)
 
+    def _surface_alphas(self) -> tuple[float, float]:
+        """(surface, ghost) opacity: a dark background needs denser surfaces to show them, and
+        the ghost of Q(c(0)) must stay visible next to the surface it left."""
+        dark = self._ink.lightnessF() > 0.5
+        return (0.5, 0.45) if dark else (0.34, 0.4)
+
     def set_ink(self, color) -> None:
         """Recolour axes, grid and labels for the theme (dark ink vanishes on a dark view)."""
         self._ink = pg.mkColor(color)
+        self._alphas = self._surface_alphas()
+        for item in self._surface:
+            item.setColor(_rgba(self.neuron, self._alphas[0]))
+        for item in self._ghost:
+            item.opts["edgeColor"] = self._ghost_rgba(self._alphas[1])
+            item.meshDataChanged()
         for item in self._frame:
             if isinstance(item, gl.GLTextItem):
                 item.setData(color=self._ink_rgba(255))
@@ -156,7 +178,7 @@ class QuadricView(gl.GLViewWidget):
         grid.translate(0, 0, -E)
         self._frame = [grid]
         font = QFont()
-        font.setPointSize(13)
+        font.setPointSize(getattr(self, "_label_pt", 13))
         for axis, name in enumerate(labels):
             end = np.zeros((2, 3))
             end[0, axis], end[1, axis] = -E, E
@@ -170,19 +192,30 @@ class QuadricView(gl.GLViewWidget):
         corners = np.array([[-E, -E, 0], [E, -E, 0], [E, E, 0], [-E, E, 0]], dtype=float)
         self.barrier.setMeshData(vertexes=corners, faces=np.array([[0, 1, 2], [0, 2, 3]]))
         self.barrier_edge.setData(pos=np.vstack([corners, corners[:1]]))
+        self._user_camera = False
         self.apply_camera(self.default_camera())
         self._meshed_c = self._ghost_c = None
 
     # ---------------------------------------------------------------- surfaces
-    def _replace(self, old: list, c: Optional[float], alpha: float, depth: float) -> list:
+    def _ghost_rgba(self, alpha: float) -> tuple:
+        """The ghost of Q(c(0)) in a neutral ink, so it reads apart from the coloured surface."""
+        grey = 0.85 if self._ink.lightnessF() > 0.5 else 0.2
+        return (grey, grey, grey, alpha)
+
+    def _replace(self, old: list, c: Optional[float], alpha: float, depth: float,
+                 ghost: bool = False) -> list:
         for item in old:
             self.removeItem(item)
         if c is None:
             return []
         items = []
-        for vertices, faces in quadric_sheets(c, extent=self.extent, resolution=56):
-            item = gl.GLMeshItem(meshdata=smooth_mesh(vertices, faces), smooth=True, shader="shaded",
-                                 color=_rgba(self.neuron, alpha), glOptions=_SURFACE_GL)
+        for vertices, faces in quadric_sheets(c, extent=self.extent, resolution=20 if ghost else 56):
+            if ghost:  # a wireframe: reads apart from the translucent surface it is left behind by
+                item = gl.GLMeshItem(meshdata=gl.MeshData(vertexes=vertices, faces=faces), drawFaces=False,
+                                     drawEdges=True, edgeColor=self._ghost_rgba(alpha), glOptions=_LINE_GL)
+            else:
+                item = gl.GLMeshItem(meshdata=smooth_mesh(vertices, faces), smooth=True, shader="shaded",
+                                     color=_rgba(self.neuron, alpha), glOptions=_SURFACE_GL)
             item.setDepthValue(depth)
             self.addItem(item)
             items.append(item)
@@ -198,12 +231,12 @@ class QuadricView(gl.GLViewWidget):
         tol = 2e-3 * self.extent ** 2
         skip = self.remesh_tolerance * self.extent ** 2
         if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > skip:
-            self._surface = self._replace(self._surface, c_now, 0.32, 0)
+            self._surface = self._replace(self._surface, c_now, self._alphas[0], 0)
             self._meshed_c = c_now
         drifted = c_now is not None and c_start is not None and abs(c_now - c_start) > tol
         ghost = c_start if drifted else None
         if ghost != self._ghost_c:
-            self._ghost = self._replace(self._ghost, ghost, 0.09, -1)
+            self._ghost = self._replace(self._ghost, ghost, self._alphas[1], -1, ghost=True)
             self._ghost_c = ghost
         self.barrier.setVisible(barrier)
         self.barrier_edge.setVisible(barrier)
@@ -217,7 +250,7 @@ class QuadricView(gl.GLViewWidget):
             self.clear_trajectory()
             return
         rows = decimate(len(points))
-        colors = TIME_COLORMAP.map(np.clip(time_fraction[rows], 0, 1), mode="float")
+        colors = time_colors(time_fraction[rows])
         self.trajectory.setData(pos=points[rows], color=colors)
         self.start_marker.set_positions(points[:1])
         self.head_marker.set_positions(points[-1:])
@@ -236,24 +269,47 @@ class QuadricView(gl.GLViewWidget):
     def set_line_width(self, width: float):
         self.trajectory.setData(width=width)
 
+    def set_label_size(self, pt: int):
+        """Axis names in points: larger in presentation mode."""
+        self._label_pt = pt
+        font = QFont()
+        font.setPointSize(pt)
+        for item in self._frame:
+            if isinstance(item, gl.GLTextItem):
+                item.setData(font=font)
+
     # ---------------------------------------------------------------- linked cameras
     def camera_state(self) -> dict:
         return {k: self.opts[k] for k in ("distance", "elevation", "azimuth", "fov")} | {
             "center": pg.Vector(self.opts["center"])}
 
     def default_camera(self) -> dict:
-        """The framing set_frame gives: the whole scene, seen from slightly above."""
-        return {"distance": 4.4 * self.extent, "elevation": 18.0, "azimuth": 40.0,
-                "center": pg.Vector(0, 0, 0)}
+        """The framing set_frame gives: the scene's bounding box [−E, E]³ (and its axis names)
+        filling the view, seen from slightly above. pyqtgraph's fov is horizontal, so a tall or
+        a wide view needs its own distance; from above, perspective puts the box's centre below
+        the view's, hence the slightly lowered look-at point."""
+        E = self.extent
+        half_tan = math.tan(math.radians(self.opts["fov"] / 2))
+        aspect = max(self.height(), 1) / max(self.width(), 1)
+        distance = max(1.5 * E / half_tan, 1.7 * E / (half_tan * aspect))
+        return {"distance": distance, "elevation": 18.0, "azimuth": 40.0,
+                "center": pg.Vector(0, 0, -0.25 * E)}
 
     def apply_camera(self, state: dict):
         self.opts.update(state)
         self.update()
 
+    def resizeEvent(self, ev):
+        super().resizeEvent(ev)
+        if not getattr(self, "_user_camera", False):  # keep framing the scene until someone turns the camera
+            self.apply_camera(self.default_camera())
+
     def mouseMoveEvent(self, ev):
         super().mouseMoveEvent(ev)
+        self._user_camera = True
         self.camera_moved.emit(self)
 
     def wheelEvent(self, ev):
         super().wheelEvent(ev)
+        self._user_camera = True
         self.camera_moved.emit(self)

@@ -7,7 +7,7 @@ from PySide6.QtGui import QFont
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
-from .plot_style import add_legend, follow_theme
+from .plot_style import add_legend, follow_theme, legend_to_empty_corner, sparse_log_labels
 
 
 def _plot(title: str, left: str) -> pg.PlotWidget:
@@ -16,6 +16,7 @@ def _plot(title: str, left: str) -> pg.PlotWidget:
     plot.setLabel("left", left)
     plot.showGrid(x=True, y=True, alpha=0.25)
     plot.getAxis("left").enableAutoSIPrefix(False)  # "(x0.001)" on a loss axis reads as a typo
+    sparse_log_labels(plot.getAxis("left"))
     return plot
 
 
@@ -34,6 +35,7 @@ class TrainingCurves:
         self._events: list[pg.InfiniteLine] = []
         self._log_drift = False
         self._width = 2.0
+        self._twins: dict[int, bool] = {}
         self._fg = "#222222"
         follow_theme(self.loss_plot, self._set_foreground)  # the loss is drawn in the text colour
 
@@ -80,7 +82,14 @@ class TrainingCurves:
             drift = np.abs(drift)
             drift[drift == 0] = np.nan  # log scale: exact conservation has no point to draw
         for k, curve in enumerate(self.drift_curves):
+            # Equal drifts (e.g. two neurons with the same c) would hide each other: dash every
+            # later copy of an earlier curve.
+            twin = k > 0 and any(np.allclose(drift[:, k], drift[:, j], equal_nan=True, atol=1e-12)
+                       for j in range(k))
+            self._twins[k] = twin
+            curve.setPen(self._drift_pen(k))
             curve.setData(step, drift[:, k], connect="finite")
+        legend_to_empty_corner(self.drift_plot, np.repeat(step[:, None], drift.shape[1], 1), drift)
         self._set_events([(s, k, j) for (s, k), j in zip(flips, jumps)])
 
     def _set_events(self, events: list[tuple[int, int, bool]]):
@@ -116,4 +125,9 @@ class TrainingCurves:
         for line in self._events:
             line.label.setFont(self._label_font())
         for k, curve in enumerate(self.drift_curves):
-            curve.setPen(pg.mkPen(neuron_color(k), width=width))
+            curve.setPen(self._drift_pen(k))
+
+    def _drift_pen(self, k: int):
+        if self._twins.get(k):
+            return pg.mkPen(neuron_color(k), width=self._width, style=pg.QtCore.Qt.PenStyle.DashLine)
+        return pg.mkPen(neuron_color(k), width=self._width)

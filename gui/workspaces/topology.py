@@ -163,8 +163,9 @@ class TopologyWorkspace(Workspace):
         w_name = "w" if signed_w else ("‖(w, b)‖" if net.bias else "‖w‖")
         self.reduced.configure(signed_w, net.e == 1, w_name, "v" if net.e == 1 else "‖v‖", extent)
         self.curves.configure(net.l, self.parameters["display", "log_drift"])
-        self.heatmaps.setVisible(net.d == 2)
-        if net.d == 2:
+        self.heatmaps.setVisible(net.d <= 2)
+        if net.d <= 2:
+            self.heatmaps.set_dimension(net.d)
             self.heatmaps.set_data(setup.X, setup.Y)
         self._on_display()
         c = c_of(setup.params)
@@ -212,7 +213,7 @@ class TopologyWorkspace(Workspace):
                                     int(traj.step[-1]))
         self.curves.show(traj.step, traj.loss, traj.c, flips, jumps)
         now = time.monotonic()
-        if net.d == 2 and (final or now - self._heatmap_at > HEATMAP_INTERVAL_S):
+        if net.d <= 2 and (final or now - self._heatmap_at > HEATMAP_INTERVAL_S):
             self._heatmap_at = now
             self.heatmaps.show_function(net, traj.final_params())
 
@@ -244,7 +245,9 @@ class TopologyWorkspace(Workspace):
         plots = {"loss": self.curves.loss_plot, "invariant drift": self.curves.drift_plot}
         if not self._exact:
             plots["reduced view"] = self.reduced
-        if self.heatmaps.isVisibleTo(self):
+        if self.heatmaps.isVisibleTo(self) and self.heatmaps.line_widget.isVisibleTo(self):
+            plots["learned function"] = self.heatmaps.line_widget
+        elif self.heatmaps.isVisibleTo(self):
             plots["target function"] = self.heatmaps.target_widget
             plots["learned function"] = self.heatmaps.learned_widget
         return plots
@@ -253,8 +256,10 @@ class TopologyWorkspace(Workspace):
         self.quadrics.set_presentation(on)
         self.curves.set_line_width(4.0 if on else 2.0)
         for plot in (self.curves.loss_plot, self.curves.drift_plot, self.reduced,
-                     self.heatmaps.target_widget, self.heatmaps.learned_widget):
+                     self.heatmaps.target_widget, self.heatmaps.learned_widget,
+                     self.heatmaps.line_widget):
             set_plot_fonts(plot, on)
+        self.heatmaps.set_presentation(on)
         self.fig4.set_presentation(on)
         self.fig5.set_presentation(on)
         self.invariants.set_presentation(on)
