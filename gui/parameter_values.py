@@ -14,6 +14,7 @@ from pyqtgraph.parametertree import Parameter
 from engine.errors import EngineInputError
 
 MAX_TEXT = 10_000  # characters in a text field: far above any real widths list or c_k list
+SEED_RANGE = (0, 2**32 - 1)  # every seed field: what numpy's and torch's generators take
 
 
 def _allowed(param: Parameter) -> list:

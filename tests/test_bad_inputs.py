@@ -219,3 +219,55 @@ def test_session_files_that_are_deep_huge_or_not_sessions(tmp_path):
         with pytest.raises(EngineInputError) as error:
             session.read_session(path)
         assert "\n" not in str(error.value)
+
+
+# ------------------------------------------------------------------------------- panel fields
+@pytest.mark.parametrize("values", [
+    {"optimizer": {"lr": 1e300}}, {"optimizer": {"lr": -0.1}}, {"init": {"seed": -1}}, {"init": {"seed": 2**64}},
+    {"init": {"a": 1e300}}, {"fig4": {"c0": 0.0}}, {"optimizer": {"weight_decay": -1.0}},
+])
+def test_topology_panel_values_out_of_range_change_nothing(values):
+    tree = create_parameters()
+    before = tree.saveState()
+    with pytest.raises(EngineInputError, match="range"):
+        apply_all(tree, values)
+    assert tree.saveState() == before
+
+
+@pytest.mark.parametrize("c", ["1e300", "-1e300", "nan", "0.1, inf"])
+def test_target_c_beyond_any_scene_is_refused(c):
+    from gui.panels.topology_parameters import training_setup
+    tree = create_parameters()
+    apply_all(tree, {"init": {"c": c}, "data": {"points": 50}})
+    with pytest.raises(EngineInputError, match="target c_k"):
+        training_setup(tree)
+
+
+@pytest.mark.parametrize("values", [
+    {"construction": {"lam": 1e300}}, {"construction": {"saddle_lam": -1e300}}, {"experiment": {"seed": -1}},
+    {"slices": {"seed": 2**64}},
+])
+def test_minima_panel_values_out_of_range_change_nothing(values):
+    from pyqtgraph.parametertree import Parameter
+
+    from gui.workspaces.minima import PARAMETERS
+    tree = Parameter.create(name="minima", type="group", children=PARAMETERS)
+    before = tree.saveState()
+    with pytest.raises(EngineInputError, match="range"):
+        apply_all(tree, values)
+    assert tree.saveState() == before
+
+
+@pytest.mark.parametrize("widths", ["2, -1, 1", "2", "2, 0, 1", "2-1-1", "a, b"])
+def test_widths_are_never_silently_rewritten(widths):
+    from gui.workspaces.minima_draw import parse_widths
+    with pytest.raises(EngineInputError, match="small network"):
+        parse_widths(widths)
+    assert parse_widths("2—1—1—1") == parse_widths("2, 1, 1, 1") == (2, 1, 1, 1)
+
+
+@pytest.mark.parametrize("schedule", ["1:-5", "0:3", "1:2:3", "x:1"])
+def test_bad_split_schedules_are_refused(schedule):
+    from gui.workspaces.minima_draw import parse_schedule
+    with pytest.raises(EngineInputError, match="splits"):
+        parse_schedule(schedule)

@@ -19,10 +19,13 @@ from engine.shallow import INITS, ShallowNet, ShallowParams
 from engine.sweep import SweepSettings
 from engine.training import TrainConfig
 
+from ..parameter_values import SEED_RANGE
+
 MODES = {"training: neurons on their quadrics": "training",
          "Fig. 4: breast-cancer sweep over (l, l₊)": "fig4",
          "Fig. 5: obstruction probability over (d, l)": "fig5"}
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+C_LIMIT = 1e6                # |c_k|: far beyond any useful scene, far below float overflow
 
 PARAMETERS = [
     {"name": "mode", "title": "View", "type": "list", "value": "training", "limits": MODES},
@@ -45,23 +48,26 @@ PARAMETERS = [
     ]},
     {"name": "init", "title": "Initialization", "type": "group", "children": [
         {"name": "scheme", "type": "list", "value": "uniform", "limits": list(INITS)},
-        {"name": "a", "title": "uniform bound a", "type": "float", "value": 2 ** 0.5, "step": 0.1},
+        {"name": "a", "title": "uniform bound a", "type": "float", "value": 2 ** 0.5, "step": 0.1,
+         "limits": (1e-6, 1e3)},
         {"name": "positive_inputs", "title": "input weights ≥ 0 (alive on [0, 1]ᵈ)", "type": "bool",
          "value": False},
         {"name": "c", "title": "target c_k (blank: as drawn)", "type": "str", "value": "-0.1, 0.1"},
         {"name": "signs", "title": "output signs (e = 1; blank: as drawn)", "type": "str",
          "value": "+, +"},
-        {"name": "seed", "type": "int", "value": 0},
+        {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
     ]},
     {"name": "optimizer", "title": "Optimizer", "type": "group", "children": [
         {"name": "name", "title": "method", "type": "list", "value": "gd",
          "limits": {"gradient descent": "gd", "exact gradient flow": "flow", "SGD": "sgd",
                     "Adam": "adam", "momentum": "momentum"}},
-        {"name": "lr", "title": "step size h", "type": "float", "value": 0.01, "step": 0.001},
+        {"name": "lr", "title": "step size h", "type": "float", "value": 0.01, "step": 0.001,
+         "limits": (1e-12, 1e3)},
         {"name": "steps", "type": "int", "value": 500, "limits": (1, 10**7)},
         {"name": "stride", "title": "record every", "type": "int", "value": 1, "limits": (1, 10**6)},
         {"name": "batch", "title": "SGD batch size", "type": "int", "value": 64, "limits": (1, 10**6)},
-        {"name": "weight_decay", "title": "weight decay", "type": "float", "value": 0.0, "step": 0.001},
+        {"name": "weight_decay", "title": "weight decay", "type": "float", "value": 0.0, "step": 0.001,
+         "limits": (0.0, 1e3)},
         {"name": "rtol", "title": "flow tolerance (rtol)", "type": "float", "value": 1e-8,
          "limits": (1e-13, 1e-2)},
     ]},
@@ -75,14 +81,14 @@ PARAMETERS = [
         {"name": "inits", "title": "inits per (l, l₊) (paper: 100)", "type": "int", "value": 4,
          "limits": (1, 1000)},
         {"name": "l_max", "title": "largest l", "type": "int", "value": 9, "limits": (2, 9)},
-        {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1},
+        {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
         {"name": "sign_policy", "title": "pathological output signs", "type": "list",
          "value": "positive",
          "limits": {"shared positive (paper)": "positive", "shared negative": "negative",
                     "random common sign": "random_common", "independent random": "independent"}},
-        {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01},
+        {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01, "limits": (1e-12, 1e3)},
         {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
-        {"name": "seed", "type": "int", "value": 0},
+        {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
     ]},
     {"name": "fig5", "title": "Fig. 5 probability", "type": "group", "children": [
         {"name": "d_max", "title": "largest d", "type": "int", "value": 30, "limits": (1, 200)},
@@ -91,7 +97,7 @@ PARAMETERS = [
          "limits": (0, 10**6)},
         {"name": "mc_stride", "title": "Monte Carlo every n-th (d, l)", "type": "int", "value": 5,
          "limits": (1, 100)},
-        {"name": "seed", "type": "int", "value": 0},
+        {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
     ]},
 ]
 
@@ -100,11 +106,14 @@ def create_parameters() -> Parameter:
     return Parameter.create(name="topology", type="group", children=PARAMETERS)
 
 
-def parse_floats(text: str, what: str) -> list[float]:
+def parse_floats(text: str, what: str, limit: float = C_LIMIT) -> list[float]:
     try:
-        return [float(part) for part in text.replace("−", "-").split(",") if part.strip()]
+        values = [float(part) for part in text.replace("−", "-").split(",") if part.strip()]
     except ValueError:
-        raise EngineInputError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
+        raise EngineInputError(f"{what}: {text[:60]!r} is not a comma-separated list of numbers") from None
+    if not all(abs(v) <= limit for v in values):  # also refuses nan and inf
+        raise EngineInputError(f"{what}: every value must be a finite number with |value| ≤ {limit:g}")
+    return values
 
 
 def parse_signs(text: str) -> list[int]:

@@ -24,6 +24,7 @@ from engine.netio import save_network
 from engine.workbench import history_of
 
 from ..panels.inspector import InspectorPanel
+from ..parameter_values import SEED_RANGE
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.network_diagram import NetworkDiagram
@@ -35,12 +36,14 @@ from ..worker import JobRunner
 from ..workspace import Workspace
 from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, stages
 
+LAMBDA_RANGE = (-1e3, 1e3)  # λ far outside [0, 1] only scales one pair's weights towards overflow
+
 PARAMETERS = [
     {"name": "experiment", "title": "Experiment", "type": "group", "children": [
         {"name": "kind", "title": "show", "type": "list", "value": "deep", "limits": {
             "deep construction (Fig. 3)": "deep", "shallow Fukumizu–Amari": "shallow",
             "minima at infinity": "infinity", "non-increasing path": "path"}},
-        {"name": "seed", "title": "data seed", "type": "int", "value": 0},
+        {"name": "seed", "title": "data seed", "type": "int", "value": 0, "limits": SEED_RANGE},
         {"name": "samples", "title": "samples N", "type": "int", "value": 20, "limits": (1, 10000)},
     ]},
     {"name": "construction", "title": "Construction", "type": "group", "children": [
@@ -48,10 +51,13 @@ PARAMETERS = [
         {"name": "activation", "type": "list", "value": "sigmoid", "limits": ["sigmoid", "tanh"]},
         {"name": "bias", "title": "biases", "type": "bool", "value": False},
         {"name": "schedule", "title": "splits layer:count", "type": "str", "value": "1:20, 2:20"},
-        {"name": "lam", "title": "λ of each split (B > 0)", "type": "float", "value": 0.5, "step": 0.05},
-        {"name": "lam_outside", "title": "λ of each split (B < 0)", "type": "float", "value": -1.0, "step": 0.05},
+        {"name": "lam", "title": "λ of each split (B > 0)", "type": "float", "value": 0.5, "step": 0.05,
+         "limits": LAMBDA_RANGE},
+        {"name": "lam_outside", "title": "λ of each split (B < 0)", "type": "float", "value": -1.0, "step": 0.05,
+         "limits": LAMBDA_RANGE},
         {"name": "restarts", "title": "max restarts", "type": "int", "value": 100, "limits": (1, 10000)},
-        {"name": "saddle_lam", "title": "λ at the saddle (c, d)", "type": "float", "value": 2.0, "step": 0.1},
+        {"name": "saddle_lam", "title": "λ at the saddle (c, d)", "type": "float", "value": 2.0, "step": 0.1,
+         "limits": LAMBDA_RANGE},
     ]},
     {"name": "slices", "title": "Slices (a, c)", "type": "group", "children": [
         {"name": "K", "title": "K directions", "type": "int", "value": 500, "limits": (1, 100000)},
@@ -59,7 +65,7 @@ PARAMETERS = [
         {"name": "T", "title": "t range ±T", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
         {"name": "normalize", "title": "directions", "type": "list", "value": "unit", "limits": {
             "unit norm": "unit", "per neuron (Li et al.)": "neuron"}},
-        {"name": "seed", "title": "direction seed", "type": "int", "value": 0},
+        {"name": "seed", "title": "direction seed", "type": "int", "value": 0, "limits": SEED_RANGE},
         {"name": "family", "title": "directions over", "type": "list", "value": "all", "limits": {
             "all parameters": "all", "one layer's block": "layer", "one neuron's incoming weights": "neuron",
             "the split pair's incoming weights": "pair", "k lowest Hessian eigenvectors": "eigen"}},
@@ -68,8 +74,10 @@ PARAMETERS = [
         {"name": "family_k", "title": "k eigenvectors", "type": "int", "value": 5, "limits": (1, 1000)},
     ]},
     {"name": "path", "title": "Degenerate path (b)", "type": "group", "children": [
-        {"name": "lam_from", "title": "λ from", "type": "float", "value": -0.5, "step": 0.1},
-        {"name": "lam_to", "title": "λ to", "type": "float", "value": 2.0, "step": 0.1},
+        {"name": "lam_from", "title": "λ from", "type": "float", "value": -0.5, "step": 0.1,
+         "limits": LAMBDA_RANGE},
+        {"name": "lam_to", "title": "λ to", "type": "float", "value": 2.0, "step": 0.1,
+         "limits": LAMBDA_RANGE},
         {"name": "points", "type": "int", "value": 26, "limits": (2, 1000)},
     ]},
     {"name": "plane", "title": "2-D slice", "type": "group", "children": [

@@ -27,18 +27,25 @@ SHORT = {Verdict.NON_ATTRACTING: "non-attracting minimum", Verdict.SADDLE: "sadd
 
 
 def parse_widths(text: str) -> tuple:
+    """"2, 1, 1, 1" or "2—1—1—1"; a minus sign is an error, not a separator."""
     try:
-        return tuple(int(p) for p in text.replace("—", ",").replace("-", ",").split(",") if p.strip())
+        widths = tuple(int(p) for p in text.replace("—", ",").split(",") if p.strip())
     except ValueError:
-        raise EngineInputError(f"small network {text!r}: write layer widths like 2, 1, 1, 1") from None
+        raise EngineInputError(f"small network {text[:60]!r}: write layer widths like 2, 1, 1, 1") from None
+    if len(widths) < 2 or min(widths) < 1:
+        raise EngineInputError(f"small network {text[:60]!r}: at least two layers, each of width ≥ 1")
+    return widths
 
 
 def parse_schedule(text: str) -> tuple:
     try:
         pairs = [part.split(":") for part in text.split(",") if part.strip()]
-        return tuple((int(l), int(c)) for l, c in pairs)
+        schedule = tuple((int(l), int(c)) for l, c in pairs)
     except ValueError:
-        raise EngineInputError(f"splits {text!r}: write layer:count pairs like 1:20, 2:20") from None
+        raise EngineInputError(f"splits {text[:60]!r}: write layer:count pairs like 1:20, 2:20") from None
+    if any(layer < 1 or count < 0 for layer, count in schedule):
+        raise EngineInputError(f"splits {text[:60]!r}: layers count from 1 and counts are ≥ 0")
+    return schedule
 
 
 def split_label(s) -> str:
