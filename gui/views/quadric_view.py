@@ -299,6 +299,12 @@ class QuadricView(gl.GLViewWidget):
         self.opts.update(state)
         self.update()
 
+    def setCameraPosition(self, *args, **kwargs):
+        """A camera placed from outside (a session, a script, the linked views) stays where it was
+        put: from then on a resize no longer refits the scene."""
+        super().setCameraPosition(*args, **kwargs)
+        self._user_camera = True
+
     def resizeEvent(self, ev):
         super().resizeEvent(ev)
         if not getattr(self, "_user_camera", False):  # keep framing the scene until someone turns the camera
