@@ -18,6 +18,10 @@ from . import deep
 from .deep import Arch
 from .errors import EngineInputError
 
+# Largest |entry| of a loaded weight or data array: sigmoid nets saturate long before this, and
+# squares of anything much larger overflow float64 in the loss and the Hessian.
+MAX_ABS_VALUE = 1e100
+
 
 HISTORY_KEYS = ("history_base_widths", "history_base_params", "history_splits", "history_lambdas")
 
@@ -116,12 +120,16 @@ def _check_history(where, arch: Arch, h: History) -> None:
 def load_network(path) -> NetFile:
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded as z:
+                arrays = {k: z[k] for k in z.files}
     except FileNotFoundError:
         raise EngineInputError(f"{path}: no such file") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
         raise EngineInputError(f"{path}: not a readable .npz archive (corrupt or truncated?): {e}") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):  # a lone .npy array under a .npz name
+        raise EngineInputError(f"{path}: a single .npy array, not an .npz archive of named arrays")
     for key in ("X", "Y", "activation", "W1"):
         if key not in arrays:
             raise EngineInputError(f"{path}: missing key {key!r} (found: {', '.join(sorted(arrays)) or 'none'})")
@@ -170,10 +178,13 @@ def _numeric(path, arrays, key, ndim) -> np.ndarray:
     if key not in arrays:
         raise EngineInputError(f"{path}: missing key {key!r}")
     a = arrays[key]
-    if not np.issubdtype(a.dtype, np.number):
-        raise EngineInputError(f"{path}: {key} has dtype {a.dtype}; expected numbers")
+    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        raise EngineInputError(f"{path}: {key} has dtype {a.dtype}; expected real numbers")
     if ndim is not None and a.ndim != ndim:
         raise EngineInputError(f"{path}: {key} has shape {a.shape}; expected a {ndim}-D array")
     if not np.isfinite(a).all():
         raise EngineInputError(f"{path}: {key} contains NaN or inf")
+    if np.abs(a).max(initial=0.0) > MAX_ABS_VALUE:
+        raise EngineInputError(f"{path}: {key} has entries of size {np.abs(a).max():.3g}; the limit is "
+                               f"{MAX_ABS_VALUE:g} (beyond it the loss and its Hessian overflow)")
     return a.astype(np.float64)

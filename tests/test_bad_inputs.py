@@ -271,3 +271,22 @@ def test_bad_split_schedules_are_refused(schedule):
     from gui.workspaces.minima_draw import parse_schedule
     with pytest.raises(EngineInputError, match="splits"):
         parse_schedule(schedule)
+
+
+# ------------------------------------------------------------------------------- network files
+def test_network_files_that_are_not_real_finite_networks(tmp_path):
+    from engine import deep, netio
+    arch = deep.Arch((2, 3, 1), "sigmoid", False)
+    rng = np.random.default_rng(0)
+    theta, X, Y = deep.init_params(arch, rng, 1.0), rng.normal(size=(8, 2)), rng.normal(size=(8, 1))
+    lone = tmp_path / "lone.npz"
+    with open(lone, "wb") as f:
+        np.save(f, np.zeros(3))  # a plain .npy under a .npz name
+    huge = netio.save_network(tmp_path / "huge.npz", arch, np.full_like(theta, 1e308), X, Y)
+    Ws, _ = deep.unpack(arch, theta)
+    complex_ = tmp_path / "complex.npz"
+    np.savez(complex_, X=X, Y=Y, activation=np.array("sigmoid"), W1=Ws[0] + 1j, W2=Ws[1])
+    for path, words in ((lone, "single .npy array"), (huge, "limit"), (complex_, "real numbers")):
+        with pytest.raises(EngineInputError, match=words) as error:
+            netio.load_network(path)
+        assert "\n" not in str(error.value)
