@@ -94,6 +94,8 @@ class MainWindow(QMainWindow):
                                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         self.parameter_dock.setMinimumWidth(320)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.parameter_dock)
+        # Wide enough that no value is cut off at 1600 px and up.
+        self.resizeDocks([self.parameter_dock], [440], Qt.Orientation.Horizontal)
 
     def _build_run_controls(self):
         bar = QToolBar("Run")
@@ -332,10 +334,20 @@ class MainWindow(QMainWindow):
         self.step_action.setEnabled(state != "running")
         self.cancel_action.setEnabled(busy)
 
+    def all_runners(self) -> list[JobRunner]:
+        return [self.runner] + [r for ws in self.workspaces.values() for r in ws.helper_runners()]
+
+    @property
+    def computing(self) -> bool:
+        """Any job of the window's, the workspaces' probes and previews included, still running."""
+        return any(runner.busy for runner in self.all_runners())
+
     def closeEvent(self, event):
-        # Stop the worker before Qt tears the widgets down, so no thread outlives the window.
+        # Stop every worker before Qt tears the widgets down, so no thread outlives the window.
         self.stop_jobs()
-        self.runner.wait(5000)
+        for runner in self.all_runners():
+            runner.discard()
+            runner.wait(5000)
         self.recording.stop()
         if self._relay_connected:  # the relay outlives windows; a second close must not disconnect again
             error_relay().raised.disconnect(self.message_bar.show_error)

@@ -40,6 +40,11 @@ class Workspace(QWidget):
     def reset(self) -> None:
         """Clear computed results and return the views to their initial state."""
 
+    def helper_runners(self) -> list:
+        """JobRunners the workspace runs beside the window's (probes, previews): the window stops
+        and waits for them too when it closes."""
+        return []
+
     def gl_views(self) -> list[gl.GLViewWidget]:
         """The workspace's 3D views, for framebuffer checks and capture."""
         return []

@@ -98,7 +98,9 @@ class InvariantsPanel(QScrollArea):
         self.shown = None
         self._set_text(f"<b>Invariants</b><br><i>{note}</i>")
 
-    def show_values(self, values: dict, c_start: Optional[np.ndarray] = None, step: int = 0):
+    def show_values(self, values: dict, c_start: Optional[np.ndarray] = None, step: int = 0,
+                    note: str = ""):
+        """note: one more line under the table (e.g. why c drifted)."""
         self.shown = values
         rows = []
         for k, ck in enumerate(values["c"]):
@@ -118,4 +120,5 @@ class InvariantsPanel(QScrollArea):
             f"l₊ = <b>{values['l_plus']}</b>, &nbsp;l₋ = <b>{values['l_minus']}</b>, "
             f"&nbsp;l₀ = <b>{values['l_zero']}</b><br>"
             f"Poincaré polynomial P(x) = <b>{polynomial_text(values['poincare'])}</b><br>"
-            f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}")
+            f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}"
+            + (f"<br><i>{note}</i>" if note else ""))

@@ -21,9 +21,9 @@ from engine.training import TrainConfig
 
 from ..parameter_values import SEED_RANGE
 
-MODES = {"training: neurons on their quadrics": "training",
-         "Fig. 4: breast-cancer sweep over (l, l₊)": "fig4",
-         "Fig. 5: obstruction probability over (d, l)": "fig5"}
+MODES = {"training on the quadrics": "training",
+         "Fig. 4: sweep over (l, l₊)": "fig4",
+         "Fig. 5: probability (d, l)": "fig5"}
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 C_LIMIT = 1e6                # |c_k|: far beyond any useful scene, far below float overflow
 
@@ -41,7 +41,7 @@ PARAMETERS = [
     ]},
     {"name": "data", "title": "Data", "type": "group", "children": [
         {"name": "source", "type": "list", "value": "toy",
-         "limits": {"toy: F(x) = −Σ xᵢ on [0, 1]ᵈ (any d)": "toy", "breast cancer (d = 30)": "breast_cancer",
+         "limits": {"toy −Σ xᵢ on [0, 1]ᵈ": "toy", "breast cancer (d = 30)": "breast_cancer",
                     "file (.npz / .csv)": "file"}},
         {"name": "points", "title": "toy points", "type": "int", "value": 8000, "limits": (1, 10**6)},
         {"name": "file", "title": "file path", "type": "str", "value": ""},
@@ -50,11 +50,12 @@ PARAMETERS = [
         {"name": "scheme", "type": "list", "value": "uniform", "limits": list(INITS)},
         {"name": "a", "title": "uniform bound a", "type": "float", "value": 2 ** 0.5, "step": 0.1,
          "limits": (1e-6, 1e3)},
-        {"name": "positive_inputs", "title": "input weights ≥ 0 (alive on [0, 1]ᵈ)", "type": "bool",
-         "value": False},
-        {"name": "c", "title": "target c_k (blank: as drawn)", "type": "str", "value": "-0.1, 0.1"},
-        {"name": "signs", "title": "output signs (e = 1; blank: as drawn)", "type": "str",
-         "value": "+, +"},
+        {"name": "positive_inputs", "title": "input weights ≥ 0", "type": "bool",
+         "value": False, "tip": "every neuron alive on the data in [0, 1]ᵈ"},
+        {"name": "c", "title": "target c_k", "type": "str", "value": "-0.1, 0.1",
+         "tip": "one value per neuron; blank: as drawn"},
+        {"name": "signs", "title": "output signs", "type": "str",
+         "value": "+, +", "tip": "one sign per neuron (e = 1); blank: as drawn"},
         {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
     ]},
     {"name": "optimizer", "title": "Optimizer", "type": "group", "children": [
@@ -78,11 +79,11 @@ PARAMETERS = [
         {"name": "log_drift", "title": "log |c_k(t) − c_k(0)|", "type": "bool", "value": False},
     ]},
     {"name": "fig4", "title": "Fig. 4 sweep", "type": "group", "children": [
-        {"name": "inits", "title": "inits per (l, l₊) (paper: 100)", "type": "int", "value": 4,
+        {"name": "inits", "title": "inits per (l, l₊)", "type": "int", "value": 4, "tip": "the paper uses 100",
          "limits": (1, 1000)},
         {"name": "l_max", "title": "largest l", "type": "int", "value": 9, "limits": (2, 9)},
         {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
-        {"name": "sign_policy", "title": "pathological output signs", "type": "list",
+        {"name": "sign_policy", "title": "pathological signs", "type": "list",
          "value": "positive",
          "limits": {"shared positive (paper)": "positive", "shared negative": "negative",
                     "random common sign": "random_common", "independent random": "independent"}},
@@ -93,9 +94,9 @@ PARAMETERS = [
     {"name": "fig5", "title": "Fig. 5 probability", "type": "group", "children": [
         {"name": "d_max", "title": "largest d", "type": "int", "value": 30, "limits": (1, 200)},
         {"name": "l_max", "title": "largest l", "type": "int", "value": 30, "limits": (1, 200)},
-        {"name": "mc_samples", "title": "Monte Carlo draws per point", "type": "int", "value": 2000,
+        {"name": "mc_samples", "title": "Monte Carlo draws", "type": "int", "value": 2000,
          "limits": (0, 10**6)},
-        {"name": "mc_stride", "title": "Monte Carlo every n-th (d, l)", "type": "int", "value": 5,
+        {"name": "mc_stride", "title": "Monte Carlo stride", "type": "int", "value": 5, "tip": "checked by Monte Carlo at every n-th (d, l)",
          "limits": (1, 100)},
         {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
     ]},

@@ -37,8 +37,7 @@ class CurvesView(pg.PlotWidget):
             else:
                 item = self.plot(np.asarray(c["x"], float), np.asarray(c["y"], float), pen=pen, name=c["name"])
             self._items.append(item)
-        set_title(self, self.getPlotItem().titleLabel.text.split("<br>")[0]
-                                    + (f"<br><span style='font-size:9pt'>{note}</span>" if note else ""))
+        set_title(self, self.getPlotItem()._title_parts[0], [note] if note else [])
         self.autoRange()
 
     def clear_curves(self):

@@ -77,7 +77,7 @@ class DegeneratePathView(pg.PlotWidget):
         self.marker.setVisible(lam is not None)
         if lam is not None:
             self.marker.setValue(lam)
-        set_title(self, f"{self._title}<br><span style='font-size:9pt'>{'<br>'.join(lines)}</span>")
+        set_title(self, self._title, lines)
 
     def clear_path(self):
         self.show_path([], [], [], [])

@@ -22,8 +22,17 @@ def fit_title(item: pg.PlotItem):
     label.updateGeometry()
 
 
-def set_title(plot, text: str):
+SUBTITLE_PT = {False: 10, True: 14}  # normal, presentation: a little under the axis fonts
+
+
+def set_title(plot, text: str, subtitle=()):
+    """The title, and under it short subtitle lines (numbers the panel states) in a smaller type
+    that grows with presentation mode."""
     item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
+    item._title_parts = (text, tuple(subtitle))
+    if subtitle:
+        size = SUBTITLE_PT[getattr(item, "_presentation", False)]
+        text = f"{text}<br><span style='font-size:{size}pt'>{'<br>'.join(subtitle)}</span>"
     item.setTitle(text)
     fit_title(item)
 
@@ -36,31 +45,43 @@ def add_legend(plot, **kwargs) -> pg.LegendItem:
                           labelTextColor=theme_colors()["fg"], **kwargs)
 
 
-def legend_to_empty_corner(plot, xs, ys, margin: int = 8) -> None:
-    """Anchor the plot's legend in the corner of the data box that holds the fewest points, so it
-    never sits on the curves. xs, ys: flat arrays of every drawn point (NaNs ignored)."""
+def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
+    """Anchor the plot's legend in the corner of the plot where it covers the fewest drawn points,
+    so it never sits on the curves. xs, ys: flat arrays of every drawn point (NaNs ignored).
+
+    The legend's own size (in pixels, against the view box's) decides the patch tested in each
+    corner. frame = (x0, x1, y0, y1): the range the caller set; without it the data box, padded
+    as pyqtgraph's auto-range pads it, stands in for the range pyqtgraph computes at next paint."""
     item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
     legend = item.legend
     if legend is None:
         return
     x, y = np.asarray(xs, dtype=float).ravel(), np.asarray(ys, dtype=float).ravel()
+    if item.getAxis("left").logMode:
+        y = np.log10(np.where(y > 0, y, np.nan))
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
-    best = (1, 0)  # top right
+    best = (1, 1)  # top right
     if x.size:
-        if item.getAxis("left").logMode:
-            keep = y > 0
-            x, y = x[keep], np.log10(y[keep])
-    if x.size:
-        span = lambda a: (a.min(), max(a.max() - a.min(), 1e-300))
-        (x0, dx), (y0, dy) = span(x), span(y)
-        u, v = (x - x0) / dx, (y - y0) / dy
+        box, view = legend.boundingRect(), item.getViewBox()
+        width, height = max(view.width(), 1.0), max(view.height(), 1.0)
+        fx = min(0.9, (box.width() + 2 * margin) / width) if view.width() > 1 else 0.4
+        fy = min(0.9, (box.height() + 2 * margin) / height) if view.height() > 1 else 0.4
+        if frame is None:
+            span = lambda a: (a.min(), max(a.max() - a.min(), 1e-300))
+            (x0, dx), (y0, dy) = span(x), span(y)
+            u, v = 0.02 + 0.96 * (x - x0) / dx, 0.02 + 0.96 * (y - y0) / dy  # auto-range's padding
+        else:
+            (x0, x1, y0, y1) = frame
+            u, v = (x - x0) / max(x1 - x0, 1e-300), (y - y0) / max(y1 - y0, 1e-300)
         counts = {}
         for cx in (0, 1):
-            for cy in (1, 0):  # prefer the top corners on a tie
-                inside = (np.abs(u - cx) < 0.4) & (np.abs(v - cy) < 0.4)
-                counts[(cx, cy)] = int(inside.sum())
-        best = min(counts, key=lambda c: (counts[c], c != (1, 1), c))
+            for cy in (1, 0):
+                in_x = u >= 1 - fx if cx else u <= fx
+                in_y = v >= 1 - fy if cy else v <= fy
+                counts[(cx, cy)] = int((in_x & in_y).sum())
+        # Fewest points covered; on a tie the top right, then the other top corner.
+        best = min(counts, key=lambda c: (counts[c], c != (1, 1), c[1] != 1, c))
     cx, cy = best
     anchor = (cx, 1 - cy)  # scene y grows downwards
     offset = (-margin if cx else margin, margin if cy else -margin)
@@ -81,7 +102,10 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
         axis.enableAutoSIPrefix(False)
         axis.setTickFont(font)
         axis.label.setFont(font)
+    item._presentation = presentation
     item.titleLabel.setText(item.titleLabel.text, size=f"{size + 2}pt")
+    if getattr(item, "_title_parts", None):
+        set_title(item, *item._title_parts)
     if item.legend is not None:  # the legend grows with the axes (and keeps growing for new rows)
         item.legend.setLabelTextSize(f"{size}pt")
         for _, label in item.legend.items:

@@ -5,12 +5,19 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import add_legend, set_title
+from .plot_style import add_legend, follow_theme, legend_to_empty_corner, set_title
 
-CURVE_COLOR = (0, 114, 178, 10)  # very translucent: 5000 overlapping curves build a density
+CURVE_RGB = (0, 114, 178)
 ENVELOPE_COLOR = "#D55E00"
-LSTAR_COLOR = "#000000"
 DESCENT_COLOR = "#CC79A7"  # distinct from the blue curves and the orange envelope
+LEGEND_SWATCH_ALPHA = 160   # the legend's curve sample: a faint line would be invisible there
+
+
+def curve_alpha(k: int) -> int:
+    """Opacity of one of K overlapping curves: about 30 curves on one pixel saturate it, so
+    thousands read as a density (dense where many directions pass) instead of a solid block,
+    and a few curves stay clearly visible."""
+    return int(np.clip(round(255 * 30 / max(k, 1) ** 1.15), 4, 160))
 
 
 class SliceView(pg.PlotWidget):
@@ -22,26 +29,34 @@ class SliceView(pg.PlotWidget):
         self.setLabel("bottom", "t  (θ + t·d)")
         self.setLabel("left", "loss L")
         self.showGrid(x=True, y=True, alpha=0.2)
-        add_legend(self, offset=(10, 10))
+        self.legend = add_legend(self, offset=(10, 10))
         # ONE item for all K curves: NaN-free, broken between curves by a connect array, so
         # pan/zoom redraws one path instead of K items (K = 5000, P = 101 stays interactive).
-        self.curves = pg.PlotCurveItem(pen=pg.mkPen(CURVE_COLOR, width=1), antialias=False,
-                                       skipFiniteCheck=True, name="L(θ + t·d), K curves")
-        self.envelope = pg.PlotCurveItem(pen=pg.mkPen(ENVELOPE_COLOR, width=3),
-                                         name="envelope min over d")
-        self.lstar = pg.InfiniteLine(angle=0, movable=False,
-                                     pen=pg.mkPen(LSTAR_COLOR, width=2, style=Qt.PenStyle.DashLine),
-                                     label="L*", labelOpts={"position": 0.04, "color": LSTAR_COLOR,
-                                                            "anchors": [(0, 1), (0, 1)]})
-        self.descent = pg.PlotCurveItem(pen=pg.mkPen(DESCENT_COLOR, width=3, style=Qt.PenStyle.DashLine),
-                                        name="B6 descent direction (unit norm)")
+        self.curves = pg.PlotCurveItem(pen=pg.mkPen(CURVE_RGB + (curve_alpha(1000),), width=1),
+                                       antialias=False, skipFiniteCheck=True)
+        self.envelope = pg.PlotCurveItem(pen=pg.mkPen(ENVELOPE_COLOR, width=3))
+        # L* takes the text colour: black vanished on the dark theme.
+        self.lstar = pg.InfiniteLine(angle=0, movable=False, label="L*",
+                                     labelOpts={"position": 0.04, "anchors": [(0, 1), (0, 1)]})
+        self.descent = pg.PlotCurveItem(pen=pg.mkPen(DESCENT_COLOR, width=3, style=Qt.PenStyle.DashLine))
         for item in (self.curves, self.envelope, self.descent):
             self.addItem(item)
         self.lstar.hide()
         self.addItem(self.lstar)
-        legend = self.getPlotItem().legend
-        legend.addItem(pg.PlotDataItem(pen=pg.mkPen(LSTAR_COLOR, width=2, style=Qt.PenStyle.DashLine)), "L*")
-        self.n_curves = 0
+        self._curves_key = pg.PlotDataItem(pen=pg.mkPen(CURVE_RGB + (LEGEND_SWATCH_ALPHA,), width=2))
+        self._lstar_key = pg.PlotDataItem()
+        self.legend.addItem(self._curves_key, "L(θ + t·d), K curves")
+        self.legend.addItem(self.envelope, "envelope min over d")
+        self.legend.addItem(self._lstar_key, "L*")
+        self._lstar_width = 2
+        follow_theme(self, self._set_foreground)
+
+    def _set_foreground(self, color):
+        self._fg = color
+        pen = pg.mkPen(color, width=self._lstar_width, style=Qt.PenStyle.DashLine)
+        self.lstar.setPen(pen)
+        self.lstar.label.setColor(color)
+        self._lstar_key.setPen(pen)
 
     def set_title(self, title: str):
         self._title = title
@@ -56,6 +71,7 @@ class SliceView(pg.PlotWidget):
         connect = np.ones((k, p), dtype=bool)
         connect[:, -1] = False  # the last point of each curve does not join the next curve
         self.curves.setData(np.tile(t, k), losses.ravel(), connect=connect.ravel())
+        self.curves.setPen(pg.mkPen(CURVE_RGB + (curve_alpha(k),), width=1))
         self.envelope.setData(t, np.asarray(envelope, float))
         self.lstar.setValue(lstar)
         self.lstar.show()
@@ -63,17 +79,19 @@ class SliceView(pg.PlotWidget):
         lines = [f"{n_below} of {k} random directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]
         if predicted is not None:  # the engine's second-order prediction for this family (dᵀHd < 0)
             lines.insert(1, f"over {family}: predicted {predicted:.2g}, seen {n_below / k:.2g}")
+        self.legend.removeItem(self.descent)  # listed only where it is drawn
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)
         else:
             self.descent.setData(np.asarray(descent[0], float), np.asarray(descent[1], float))
+            self.legend.addItem(self.descent, "B6 descent direction (unit norm)")
             dip = float(np.min(descent[1])) - lstar
             lines[1] += f" · B6 line: {dip:.2g}"
             low = min(np.nanmin(envelope), lstar, lstar + dip)
         # The summary sits under the title, where it can never cover a curve.
         # Short lines: a title wider than the plot widens the plot item past its widget.
-        set_title(self, f"{self._title}<br><span style='font-size:9pt'>{'<br>'.join(lines)}</span>")
+        set_title(self, self._title, lines)
         # Frame the interesting part: the envelope and L*, not the tallest of K curves; with a
         # descent line, frame that too, or its dip (~1e−4 of L* at the Fig. 3 saddle) is invisible.
         top = np.nanpercentile(losses, 40)
@@ -82,6 +100,20 @@ class SliceView(pg.PlotWidget):
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)
         self.setYRange(low - pad, top + pad, padding=0)
+        self._place_legend(t, losses, envelope, lstar, descent, (low - pad, top + pad))
+
+    def _place_legend(self, t, losses, envelope, lstar, descent, y_range):
+        """The legend goes where it covers the fewest curve points inside the framed range; a
+        curve above the frame runs along its top edge, so it counts there."""
+        xs = [np.tile(t, losses.shape[0]), t, t]
+        ys = [losses.ravel(), np.asarray(envelope, float), np.full_like(t, lstar)]
+        if descent is not None:
+            xs.append(np.asarray(descent[0], float))
+            ys.append(np.asarray(descent[1], float))
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        span = t[-1] - t[0]
+        legend_to_empty_corner(self, x, np.clip(y, *y_range),
+                               frame=(t[0] - 0.02 * span, t[-1] + 0.02 * span, *y_range))
 
     def clear_slices(self):
         self.curves.setData([], [])
@@ -94,4 +126,5 @@ class SliceView(pg.PlotWidget):
     def set_presentation(self, on: bool):
         self.envelope.setPen(pg.mkPen(ENVELOPE_COLOR, width=5 if on else 3))
         self.descent.setPen(pg.mkPen(DESCENT_COLOR, width=5 if on else 3, style=Qt.PenStyle.DashLine))
-        self.lstar.setPen(pg.mkPen(LSTAR_COLOR, width=3 if on else 2, style=Qt.PenStyle.DashLine))
+        self._lstar_width = 3 if on else 2
+        self._set_foreground(self._fg)

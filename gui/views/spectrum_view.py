@@ -24,12 +24,14 @@ class SignedLogAxis(pg.AxisItem):
         return [(step, ticks)]
 
     def tickStrings(self, values, scale, spacing):
+        """|e| = τ·10^|y|, written with τ's own mantissa (τ = 5e−07 gives 5e−07, 5e−06, …):
+        rounding log10 τ to an integer labelled the zero band 1e−6 under a caption of 5e−07."""
         out = []
         for v in values:
             if abs(v) < 0.5:
-                out.append(f"|e|≤1e{self.log_tol:.0f}")
+                out.append(f"|e|≤{10 ** self.log_tol:.0e}")
             else:
-                out.append(("−" if v < 0 else "") + f"1e{self.log_tol + abs(v):.0f}")
+                out.append(("−" if v < 0 else "") + f"{10 ** (self.log_tol + abs(v)):.0e}")
         return out
 
 
@@ -57,10 +59,10 @@ class SpectrumView(pg.PlotWidget):
                             size=np.where(eigs < -tol, 10, 6))
         n_neg, n_zero = int((eigs < -tol).sum()), int((np.abs(eigs) <= tol).sum())
         # The caption goes under the title: in the x label it was clipped in a narrow panel.
-        set_title(self, f"Hessian spectrum (signed log scale)<br>"
-                      f"<span style='font-size:9pt'>{caption + '<br>' if caption else ''}<span style='color:{NEGATIVE}'><b>{n_neg}</b> negative</span>"
-                      f" · <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}) · <span style='color:{POSITIVE}'>"
-                      f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span></span>")
+        counts = (f"<span style='color:{NEGATIVE}'><b>{n_neg}</b> negative</span>"
+                  f" · <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}) · <span style='color:{POSITIVE}'>"
+                  f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span>")
+        set_title(self, "Hessian spectrum (signed log scale)", [caption, counts] if caption else [counts])
         self.autoRange()
 
     def clear_spectrum(self):

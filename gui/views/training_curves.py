@@ -7,7 +7,7 @@ from PySide6.QtGui import QFont
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
-from .plot_style import add_legend, follow_theme, legend_to_empty_corner, sparse_log_labels
+from .plot_style import follow_theme, set_title, sparse_log_labels
 
 
 def _plot(title: str, left: str) -> pg.PlotWidget:
@@ -27,7 +27,6 @@ class TrainingCurves:
         self.loss_plot = _plot("loss", "L(θ)")
         self.loss_curve = self.loss_plot.plot()
         self.drift_plot = _plot("drift of the invariants", "c<sub>k</sub>(t) − c<sub>k</sub>(0)")
-        add_legend(self.drift_plot, offset=(-8, 8))
         self.drift_curves: list[pg.PlotDataItem] = []
         for curve in [self.loss_curve]:
             curve.setDownsampling(auto=True, method="peak")
@@ -45,12 +44,14 @@ class TrainingCurves:
 
     def configure(self, l: int, log_drift: bool):
         self.drift_plot.clear()
-        if self.drift_plot.plotItem.legend is not None:
-            self.drift_plot.plotItem.legend.clear()
+        # The key sits in the title: the drifts are flat lines across the whole width, so a legend
+        # box in any corner would cover one of them.
+        key = " ".join(f'<span style="color:{neuron_color(k).name()}">━ c{sub(k + 1)}</span>'
+                       for k in range(l))
+        set_title(self.drift_plot, f"drift of the invariants&nbsp;&nbsp;{key}")
         self.drift_curves = []
         for k in range(l):
-            curve = self.drift_plot.plot(pen=pg.mkPen(neuron_color(k), width=self._width),
-                                         name=f"c{sub(k + 1)}")
+            curve = self.drift_plot.plot(pen=pg.mkPen(neuron_color(k), width=self._width))
             curve.setDownsampling(auto=True, method="peak")
             curve.setClipToView(True)
             self.drift_curves.append(curve)
@@ -89,7 +90,6 @@ class TrainingCurves:
             self._twins[k] = twin
             curve.setPen(self._drift_pen(k))
             curve.setData(step, drift[:, k], connect="finite")
-        legend_to_empty_corner(self.drift_plot, np.repeat(step[:, None], drift.shape[1], 1), drift)
         self._set_events([(s, k, j) for (s, k), j in zip(flips, jumps)])
 
     def _set_events(self, events: list[tuple[int, int, bool]]):

@@ -251,8 +251,11 @@ class MinimaWorkspace(Workspace):
     def _construction(self):
         return None if self.figure is None else self.figure.construction
 
+    def helper_runners(self) -> list[JobRunner]:
+        return [self.probe_runner, self.preview_runner]
+
     def reset(self):
-        for runner in (self.probe_runner, self.preview_runner):  # nothing late may draw after a reset
+        for runner in self.helper_runners():  # nothing late may draw after a reset
             runner.discard()
         self.shown, self._seen, self.figure = {}, {}, None
         for view in (self.slice_min, self.slice_saddle):

@@ -28,7 +28,7 @@ from ..panels.topology_parameters import (TrainingSetup, create_parameters, fig4
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
-from ..views.neuron_quadrics import NeuronQuadrics
+from ..views.neuron_quadrics import NeuronQuadrics, sub
 from ..views.plot_style import set_plot_fonts
 from ..views.reduced_view import ReducedView
 from ..views.training_curves import TrainingCurves
@@ -67,6 +67,27 @@ def sliced(traj: Trajectory, rows: int) -> Trajectory:
                                b1=cut(traj.b1), b2=cut(traj.b2), loss=traj.loss[:rows],
                                c=traj.c[:rows], time=cut(traj.time),
                                sign_flips=[f for f in traj.sign_flips if f[0] <= last])
+
+
+DRIFT_WORTH_A_NOTE = 0.05  # relative change of some c_k
+
+
+def drift_note(c_start: np.ndarray, c_now: np.ndarray, config) -> str:
+    """Why c_k moved, when it moved visibly: only the exact flow conserves it."""
+    relative = np.abs(c_now - c_start) / np.maximum(np.abs(c_start), 1e-12)
+    k = int(np.argmax(relative))
+    if relative[k] < DRIFT_WORTH_A_NOTE:
+        return ""
+    moved = f"c{sub(k + 1)} moved {100 * relative[k]:.0f} %"
+    if config.weight_decay > 0:
+        return f"{moved}: weight decay breaks the conservation law."
+    if config.optimizer in ("gd", "sgd"):
+        return (f"{moved}: each {config.optimizer.upper()} step of size h = {config.lr:g} changes c by "
+                "O(h²); the exact flow conserves it.")
+    if config.optimizer == "flow":
+        return f"{moved}: the solver's tolerance is too loose to conserve c."
+    name = {"adam": "Adam's per-coordinate"}.get(config.optimizer, config.optimizer)
+    return f"{moved}: {name} steps are not gradient steps, so c is not conserved."
 
 
 class TopologyWorkspace(Workspace):
@@ -210,7 +231,7 @@ class TopologyWorkspace(Workspace):
             self.reduced.show_neurons(r, v, frac, c_now, c_start, events)
         label = component_label(traj.W1[-1], traj.W2[-1], None if traj.b1 is None else traj.b1[-1])
         self.invariants.show_values(summary(net.d, net.e, net.bias, c_now, label), c_start,
-                                    int(traj.step[-1]))
+                                    int(traj.step[-1]), drift_note(c_start, c_now, self._setup.config))
         self.curves.show(traj.step, traj.loss, traj.c, flips, jumps)
         now = time.monotonic()
         if net.d <= 2 and (final or now - self._heatmap_at > HEATMAP_INTERVAL_S):

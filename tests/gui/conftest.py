@@ -28,15 +28,23 @@ def no_cyclic_garbage_collection():
 
 @pytest.fixture
 def window(qtbot):
+    """A shown main window. At the end every job it started (probes and previews included) has
+    stopped and the window is deleted here, before the next test: deleting it inside the next
+    test's event loop, with a thread of this one still finishing, is how crashes get misplaced."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
     from gui.main_window import MainWindow
     win = MainWindow()
-    qtbot.addWidget(win)
     win.resize(1600, 960)
     win.show()
     qtbot.waitExposed(win)
     yield win
-    win.stop_jobs()
-    win.runner.wait(5000)
+    for runner in win.all_runners():
+        runner.discard()
+    qtbot.waitUntil(lambda: not win.computing, timeout=120000)
+    win.close()
+    win.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def save_screenshot(widget_or_image, name: str) -> Path:

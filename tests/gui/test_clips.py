@@ -5,6 +5,7 @@ import time
 import imageio.v3 as iio
 import numpy as np
 import pytest
+from PySide6.QtCore import QCoreApplication, QEvent
 
 import main
 from gui.clips import model
@@ -26,9 +27,9 @@ def story_window(qapp):
     win.show()
     headless.run_preset(win, "fig3-free", steps=60)
     yield win
-    win.stop_jobs()
-    win.runner.wait(5000)
-    win.close()
+    win.close()  # stops and waits for every job
+    win.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def _renderer(window, clip=None):

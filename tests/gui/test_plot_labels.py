@@ -1,0 +1,61 @@
+"""What a plot says about itself: legends never sit on the data, tick labels agree with the
+caption, and subtitles grow with presentation mode."""
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QPointF
+
+from gui.views.plot_style import add_legend, legend_to_empty_corner
+
+
+def points_under_legend(plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray) -> int:
+    box = plot.getPlotItem().legend.sceneBoundingRect()
+    view = plot.getPlotItem().getViewBox()
+    return sum(box.contains(view.mapViewToScene(QPointF(a, b))) for a, b in zip(x, y))
+
+
+@pytest.mark.parametrize("empty", ["top left", "top right", "bottom left", "bottom right"])
+def test_the_legend_takes_the_one_empty_corner(qtbot, empty):
+    """Data everywhere except one corner (a dense grid with that quadrant's corner cut out):
+    the legend must go there, and cover none of the points."""
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(600, 400)
+    plot.show()
+    qtbot.waitExposed(plot)
+    add_legend(plot)
+    gx, gy = np.meshgrid(np.linspace(0, 1, 41), np.linspace(0, 1, 41))
+    x, y = gx.ravel(), gy.ravel()
+    right, top = "right" in empty, "top" in empty
+    cut = ((x > 0.6) if right else (x < 0.4)) & ((y > 0.6) if top else (y < 0.4))
+    x, y = x[~cut], y[~cut]
+    plot.plot(x, y, pen=None, symbol="o", symbolSize=3, name="grid with a corner cut out")
+    legend_to_empty_corner(plot, x, y)
+    plot.getPlotItem().getViewBox().autoRange(padding=0.02)
+    qtbot.wait(50)
+    assert points_under_legend(plot, x, y) == 0
+
+
+def test_spectrum_ticks_use_the_captions_tolerance(qtbot):
+    """τ = 5e−07: the zero band is labelled with 5e−07, as the caption says, and each tick
+    above it is τ·10^k (not log10 τ rounded to 1e−6)."""
+    from gui.views.spectrum_view import SpectrumView
+    view = SpectrumView()
+    qtbot.addWidget(view)
+    view.show_spectrum(np.array([-2e-2, 0.0, 1e-9, 3.0]), 5e-07)
+    title = view.getPlotItem().titleLabel.text
+    assert "5e-07" in title
+    assert view.axis.tickStrings([0.0, 2.0, -1.0], 1, 1) == ["|e|≤5e-07", "5e-05", "−5e-06"]
+
+
+def test_subtitles_grow_in_presentation_mode(qtbot):
+    from gui.views.plot_style import SUBTITLE_PT, set_plot_fonts, set_title
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    set_title(plot, "(a) slices", ["12 of 500 dip below L*"])
+    assert f"font-size:{SUBTITLE_PT[False]}pt" in plot.getPlotItem().titleLabel.text
+    set_plot_fonts(plot, presentation=True)
+    text = plot.getPlotItem().titleLabel.text
+    assert f"font-size:{SUBTITLE_PT[True]}pt" in text and "12 of 500 dip below L*" in text
+    set_title(plot, "(a) slices", ["3 of 500 dip below L*"])  # a later update keeps the size
+    assert f"font-size:{SUBTITLE_PT[True]}pt" in plot.getPlotItem().titleLabel.text
