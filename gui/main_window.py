@@ -6,8 +6,8 @@ from typing import Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar, QStackedWidget,
-                               QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHeaderView, QLabel, QMainWindow, QProgressBar,
+                               QStackedWidget, QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 from pyqtgraph.parametertree import ParameterTree
 
 from engine.errors import EngineInputError
@@ -85,6 +85,11 @@ class MainWindow(QMainWindow):
         for key, workspace in self.workspaces.items():
             tree = ParameterTree(showHeader=False)
             tree.setParameters(workspace.parameters, showTop=False)
+            # Names whole, values in the rest: ParameterTree sizes both columns to their contents,
+            # and the longest value ("deep construction (Fig. 3)") then cut every name short.
+            tree.header().setStretchLastSection(False)
+            tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+            tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
             self.parameter_trees[key] = tree
             self.parameter_stack.addWidget(tree)
         self.parameter_dock = QDockWidget("Parameters")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from pyqtgraph.opengl import GLViewWidget
-from PySide6.QtGui import QAction, QColor, QIcon, QPainter
+from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import QToolButton
 
 # Okabe–Ito: distinguishable for colour-blind viewers and on projectors.
@@ -65,11 +65,33 @@ def set_icon(target, icon: QIcon) -> None:
     target.setIcon(QIcon(pixmap))
 
 
+def palette(theme: str, app) -> QPalette:
+    """The widget palette for the theme. The stylesheet sets the text colour everywhere, but
+    buttons, tables, headers and sliders take their backgrounds from the palette: with the light
+    palette under the dark theme the inspector was white text on white."""
+    if theme == "light":
+        return app.style().standardPalette()
+    c = {k: QColor(v) for k, v in THEMES[theme].items()}
+    pal = QPalette()
+    R = QPalette.ColorRole
+    for role, color in ((R.Window, c["bg"]), (R.Base, c["bg"]), (R.AlternateBase, c["panel"]),
+                        (R.Button, c["panel"]), (R.ToolTipBase, c["panel"]), (R.Text, c["fg"]),
+                        (R.WindowText, c["fg"]), (R.ButtonText, c["fg"]), (R.ToolTipText, c["fg"]),
+                        (R.BrightText, c["fg"]), (R.PlaceholderText, c["muted"]), (R.Mid, c["border"]),
+                        (R.Dark, c["border"]), (R.Light, c["panel"]), (R.Midlight, c["panel"]),
+                        (R.Highlight, c["accent"]), (R.HighlightedText, c["bg"]), (R.Link, c["accent"])):
+        pal.setColor(role, color)
+    for role in (R.Text, R.WindowText, R.ButtonText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, c["muted"])
+    return pal
+
+
 def apply_theme(app, theme: str = "light", presentation: bool = False, window=None) -> None:
     """Restyle the widgets, and the plot and 3D backgrounds Qt stylesheets cannot reach."""
     global _theme
     _theme, colors = theme, THEMES[theme]
     pg.setConfigOptions(background=colors["bg"], foreground=colors["fg"])  # plots made later
+    app.setPalette(palette(theme, app))
     app.setStyleSheet(stylesheet(theme, presentation))
     if window is None:
         return
@@ -97,6 +119,8 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
             card.setAlpha(200)
             item.legend.setBrush(pg.mkBrush(card))
             item.legend.setLabelTextColor(colors["fg"])
+            for _, label in item.legend.items:  # the colour applies when the text is set again
+                label.setText(label.text)
         item.titleLabel.setAttr("color", colors["fg"])
         item.titleLabel.setText(item.titleLabel.text)
     for view in gl_views.values():

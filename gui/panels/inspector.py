@@ -19,6 +19,7 @@ SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can
 SLIDER_STEPS = 300
 VERDICT_COLORS = {"minimum": "#009E73", "saddle": "#D62728", "other": "#8a6d00"}
 BADGE_COLORS = {"definite": "#d9f2e6", "indefinite": "#fde0dc", "other": "#f3f0d8"}
+TINTED_TEXT = "#111111"
 
 
 def verdict_kind(verdict: Verdict) -> str:
@@ -59,6 +60,7 @@ def _fill(table: QTableWidget, rows: list[list], backgrounds: list | None = None
                                   | (Qt.AlignmentFlag.AlignLeft if isinstance(value, str) else Qt.AlignmentFlag.AlignRight))
             if backgrounds and backgrounds[i] and backgrounds[i][j]:
                 item.setBackground(QBrush(QColor(backgrounds[i][j])))
+                item.setForeground(QBrush(QColor(TINTED_TEXT)))  # pastel tints stay pastel in dark
             table.setItem(i, j, item)
     table.resizeRowsToContents()
 
@@ -120,11 +122,12 @@ class LambdaBox(QGroupBox):
         self.setTitle(f"λ of split {description}" if description else "λ (no split)")
         self.setToolTip("select a row of the construction steps to move that split's λ")
 
-    def show_probe(self, lam: float, loss: float, hessian_min: float, verdict: str, unmet=()):
-        """``verdict``: a Verdict or its value (sessions keep values); ``unmet``: Theorem 9's failed conditions."""
+    def show_probe(self, lam: float | None, loss: float, hessian_min: float, verdict: str, unmet=()):
+        """``verdict``: a Verdict or its value (sessions keep values); ``unmet``: Theorem 9's failed
+        conditions; ``lam`` None: a network with no split to move."""
         verdict = Verdict(verdict)
         self.loss_label.setText(f"loss L = {loss:.10g}")
-        self.hmin_label.setText(f"λ_min(H) = {hessian_min:.3e}  at λ = {lam:.3g}")
+        self.hmin_label.setText(f"λ_min(H) = {hessian_min:.3e}" + ("" if lam is None else f"  at λ = {lam:.3g}"))
         color = VERDICT_COLORS[verdict_kind(verdict)]
         self.verdict_label.setText(verdict_text(verdict, unmet))
         self.verdict_label.setStyleSheet(f"color: white; background: {color}; border-radius: 4px; padding: 4px;")
@@ -168,7 +171,8 @@ class SplitBox(QGroupBox):
 
     def show_admissible(self, neurons: list, n_splits: int):
         """``neurons``: [layer, neuron, badge] rows; ``n_splits``: splits made so far (Undo needs one)."""
-        _fill(self.table, [[str(l), str(r), badge, ""] for l, r, badge in neurons])
+        # Neurons are counted from 1 on screen (as in the topology tab); the signal carries the index.
+        _fill(self.table, [[str(l), str(r + 1), badge, ""] for l, r, badge in neurons])
         for i, (layer, neuron, _) in enumerate(neurons):
             button = QPushButton("Split")
             button.clicked.connect(lambda _=False, l=layer, r=neuron: self.split_requested.emit(l, r, self.lam.value()))
@@ -177,7 +181,7 @@ class SplitBox(QGroupBox):
 
     def button(self, layer: int, neuron: int) -> QPushButton:
         for i in range(self.table.rowCount()):
-            if (self.table.item(i, 0).text(), self.table.item(i, 1).text()) == (str(layer), str(neuron)):
+            if (self.table.item(i, 0).text(), self.table.item(i, 1).text()) == (str(layer), str(neuron + 1)):
                 return self.table.cellWidget(i, 3)
         raise KeyError(f"neuron {neuron} of layer {layer} is not admissible")
 
@@ -229,7 +233,8 @@ class InspectorPanel(QWidget):
         super().__init__(parent)
         self.lam = LambdaBox()
         self.split = SplitBox()
-        self.steps = _table(["layers", "verdict", "loss", "‖∇L‖", "min e", "max e", "#0", "#<0"])
+        # Six columns fit the inspector's width; max e and the zero count are in each row's tooltip.
+        self.steps = _table(["layers", "verdict", "loss", "‖∇L‖", "min e", "#<0"])
         self.neurons = _table(["layer", "neuron", "B is", "‖D‖", "eigenvalues of B"])
         self.restarts_label = QLabel("")
         self.restarts_label.setWordWrap(True)
@@ -283,12 +288,15 @@ class InspectorPanel(QWidget):
         for r in rows:
             verdict = Verdict(r["verdict"])
             table.append(["—".join(map(str, r["widths"])), SHORT_VERDICT[verdict], r["loss"], r["grad_norm"],
-                          r["min"], r["max"], str(r["n_zero"]), str(r["n_negative"])])
+                          r["min"], str(r["n_negative"])])
             tint = {"saddle": "#fde0dc", "minimum": "#e3f4ec"}.get(verdict_kind(verdict))
-            colors.append([None, tint] + [None] * 6)
+            colors.append([None, tint] + [None] * 4)
         _fill(self.steps, table, colors)
         for row, r in enumerate(rows):
-            self.steps.item(row, 1).setToolTip(f"{r['description']}: {r['verdict']}")
+            tip = (f"{r['description']}: {r['verdict']}\nHessian: min e = {r['min']:.3g}, max e = {r['max']:.3g}, "
+                   f"{r['n_zero']} zero, {r['n_negative']} negative")
+            for column in range(self.steps.columnCount()):
+                self.steps.item(row, column).setToolTip(tip)
         self.steps.scrollToBottom()
         self.restarts_label.setText(restarts_note)
 

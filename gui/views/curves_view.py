@@ -6,7 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from ..style import NEURON_COLORS
-from .plot_style import add_legend, set_title
+from .plot_style import add_legend, densify, follow_theme, legend_to_empty_corner, set_title
 
 STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine}
 
@@ -21,14 +21,24 @@ class CurvesView(pg.PlotWidget):
         self.legend = add_legend(self, offset=(-10, 10))
         self._items: list = []
         self._width = 3
+        self._shown: tuple | None = None  # the last show_curves arguments, redrawn on a theme switch
+        follow_theme(self, self._set_foreground)
 
-    def show_curves(self, curves: list[dict], log_y: bool = False, note: str = ""):
-        """Each curve: {"name", "x", "y"} and optionally "color" (index or hex), "style", "hline"."""
+    def _set_foreground(self, color):
+        self._fg = color
+        if self._shown is not None:
+            self.show_curves(*self._shown)
+
+    def show_curves(self, curves: list[dict], log_y: bool = False, note: str = "", frame=None):
+        """Each curve: {"name", "x", "y"} and optionally "color" (index, hex, or "fg" for the
+        theme's text colour), "style", "hline". frame: (x0, x1, y0, y1) to show instead of all."""
         self.clear_curves()
+        self._shown = (curves, log_y, note, frame)
         self.setLogMode(y=log_y)
         for k, c in enumerate(curves):
             color = c.get("color", k)
             color = NEURON_COLORS[color % len(NEURON_COLORS)] if isinstance(color, int) else color
+            color = self._fg if color == "fg" else color
             pen = pg.mkPen(color, width=self._width, style=STYLES[c.get("style", "solid")])
             if "hline" in c:  # a reference level, e.g. L* or L∞
                 item = pg.InfiniteLine(pos=c["hline"], angle=0, pen=pen)
@@ -38,12 +48,24 @@ class CurvesView(pg.PlotWidget):
                 item = self.plot(np.asarray(c["x"], float), np.asarray(c["y"], float), pen=pen, name=c["name"])
             self._items.append(item)
         set_title(self, self.getPlotItem()._title_parts[0], [note] if note else [])
-        self.autoRange()
+        if frame is None:
+            self.autoRange()
+        else:
+            self.setXRange(frame[0], frame[1], padding=0.02)
+            self.setYRange(frame[2], frame[3], padding=0)
+        drawn = [densify(c["x"], c["y"]) for c in curves if "hline" not in c]
+        if drawn:
+            xs = np.concatenate([x for x, _ in drawn])
+            across = np.linspace(np.nanmin(xs), np.nanmax(xs), 200)
+            drawn += [(across, np.full_like(across, c["hline"])) for c in curves if "hline" in c]
+            legend_to_empty_corner(self, np.concatenate([x for x, _ in drawn]),
+                                   np.concatenate([y for _, y in drawn]), frame=frame)
 
     def clear_curves(self):
         for item in self._items:
             self.removeItem(item)
         self._items = []
+        self._shown = None
         self.legend.clear()
 
     def set_presentation(self, on: bool):

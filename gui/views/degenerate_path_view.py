@@ -5,11 +5,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import add_legend, set_title
+from .plot_style import SHADED, SOLID, follow_theme, key_text, set_title
 
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"
 SHADE = (0, 158, 115, 45)  # the interval I where the points are minima
+KEY = key_text([(LOSS_COLOR, SOLID, "loss (left)"), (EIG_COLOR, SOLID, "λ_min(H) (right)"),
+                ("#009E73", SHADED, "I: minima")])
 VIEW_LIMIT = 1e3           # stands in for ±∞ when shading (−∞, 0) ∪ (1, ∞)
 
 
@@ -38,13 +40,11 @@ class DegeneratePathView(pg.PlotWidget):
         self.zero = pg.InfiniteLine(angle=0, pen=pg.mkPen(EIG_COLOR, width=1, style=Qt.PenStyle.DotLine))
         self.eig_box.addItem(self.zero)
         self.regions: list[pg.LinearRegionItem] = []
-        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#444444", width=2, style=Qt.PenStyle.DashLine))
+        self.marker = pg.InfiniteLine(angle=90)
         self.marker.hide()
         item.addItem(self.marker)
-        legend = add_legend(self, offset=(10, 10))
-        legend.addItem(self.loss_curve, "loss (left axis)")
-        legend.addItem(self.eig_curve, "λ_min(H) (right axis)")
-        legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=SHADE, pen=None), "I: points are minima")
+        # The key goes under the title: the path crosses every corner of the frame.
+        follow_theme(self, lambda fg: self.marker.setPen(pg.mkPen(fg, width=2, style=Qt.PenStyle.DashLine)))
 
     def show_path(self, lam, loss, hessian_min, intervals, split_label: str | None = None):
         """``intervals``: list of (a, b) with ±inf allowed, where the points are minima."""
@@ -77,7 +77,7 @@ class DegeneratePathView(pg.PlotWidget):
         self.marker.setVisible(lam is not None)
         if lam is not None:
             self.marker.setValue(lam)
-        set_title(self, self._title, lines)
+        set_title(self, self._title, [KEY] + lines)
 
     def clear_path(self):
         self.show_path([], [], [], [])

@@ -17,9 +17,9 @@ from engine.errors import EngineInputError
 from engine.sweep import SweepProgress, SweepResult, SweepSettings
 
 from .heatmap_plot import HeatmapPlot
-from .plot_style import add_legend, set_plot_fonts
+from .plot_style import add_legend, densify, legend_to_empty_corner, readable_colormap, set_plot_fonts
 
-LINE_CMAP = pg.colormap.get("plasma")
+LINE_CMAP = readable_colormap("plasma")
 
 
 def eta_text(done: int, total: int, elapsed_s: float) -> str:
@@ -38,7 +38,8 @@ class Fig4View(QWidget):
         self.caption.setWordWrap(True)
         self.caption.setStyleSheet("padding: 6px; font-size: 11pt;")
         self.heat = HeatmapPlot("mean test BCE", "l (hidden neurons)",
-                                "l₊ (non-pathological neurons)", cmap="magma")
+                                "l₊ (non-pathological neurons)",
+                                cmap=readable_colormap("magma", 0.25, 0.95))
         self.lines_widget = pg.PlotWidget(title="mean test BCE against l₊ / l")
         self.lines = self.lines_widget.getPlotItem()
         self.lines.setLabel("bottom", "l₊ / l")
@@ -81,12 +82,18 @@ class Fig4View(QWidget):
         self.lines.clear()
         if self.lines.legend is not None:
             self.lines.legend.clear()
+        xs, ys = [], []
         for i, li in enumerate(l):
             ok = np.isfinite(mean[i]) & (lp <= li)
             if ok.any():
                 color = LINE_CMAP.map(i / max(len(l) - 1, 1), mode="qcolor")
                 self.lines.plot(lp[ok] / li, mean[i, ok], pen=pg.mkPen(color, width=2), symbol="o",
                                 symbolSize=6, symbolBrush=color, symbolPen=None, name=f"l = {li}")
+                x, y = densify(lp[ok] / li, mean[i, ok])
+                xs.append(x)
+                ys.append(y)
+        if xs:
+            legend_to_empty_corner(self.lines, np.concatenate(xs), np.concatenate(ys))
         elapsed = time.monotonic() - self._started
         self.caption.setText(f"Fig. 4 sweep: {eta_text(result.done, result.total, elapsed)}"
                              + ("" if not final else " — done"))

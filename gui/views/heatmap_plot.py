@@ -14,7 +14,7 @@ from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar
 
 
 class HeatmapPlot(pg.PlotWidget):
-    def __init__(self, title: str, xlabel: str, ylabel: str, cmap: str = "viridis",
+    def __init__(self, title: str, xlabel: str, ylabel: str, cmap: str | pg.ColorMap = "viridis",
                  levels: Optional[tuple] = None):
         super().__init__(title=title)
         self.plot = self.getPlotItem()
@@ -22,7 +22,8 @@ class HeatmapPlot(pg.PlotWidget):
         self.plot.setLabel("left", ylabel)
         self.image = pg.ImageItem()
         self.plot.addItem(self.image)
-        self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get(cmap), width=12, interactive=False,
+        colors = pg.colormap.get(cmap) if isinstance(cmap, str) else cmap
+        self.colorbar = pg.ColorBarItem(colorMap=colors, width=12, interactive=False,
                                         values=levels or (0, 1))
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         limit_ticks(self.colorbar.axis)

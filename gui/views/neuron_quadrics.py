@@ -78,6 +78,12 @@ class _NeuronCell(QWidget):
                                    f"padding: 3px 6px; font-size: {pt}pt;")
 
 
+def nice_extent(x: float) -> float:
+    """The next 1, 1.5, 2, 3, 5 or 7 × 10ⁿ at or above x: a frame that does not jitter."""
+    magnitude = 10 ** np.floor(np.log10(x))
+    return float(next(m * magnitude for m in (1, 1.5, 2, 3, 5, 7, 10) if m * magnitude >= x))
+
+
 class NeuronQuadrics(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -154,6 +160,7 @@ class NeuronQuadrics(QWidget):
                 view.set_quadric(float(c_now[k]), float(c_start[k]), bool(barrier[k]))
             else:
                 view.set_quadric(None)
+                self._fit_projection(view, coords[:, k])
             flips = [row for row, _, jumped in events[k] if not jumped]
             jumps = [row for row, _, jumped in events[k] if jumped]
             view.set_trajectory(coords[:, k], time_fraction, coords[flips, k])
@@ -163,6 +170,13 @@ class NeuronQuadrics(QWidget):
             drift = drift_text(float(c_now[k]), float(c_start[k]))
             cell.caption.setText(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
                                  f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}")
+
+    def _fit_projection(self, view, points: np.ndarray):
+        """A projection has no surface to set the scale: frame the trajectory itself, refitting
+        only when it outgrows the frame or fills less than half of it (a handful of times a run)."""
+        reach = float(np.nanmax(np.abs(points))) if points.size else 0.0
+        if reach > 0 and not 0.5 * view.extent <= 1.1 * reach <= view.extent:
+            view.set_frame(nice_extent(1.1 * reach), self.labels)
 
     def preview(self, c: np.ndarray):
         """Before a run: the surfaces for the chosen c, with no trajectory."""

@@ -45,13 +45,41 @@ def add_legend(plot, **kwargs) -> pg.LegendItem:
                           labelTextColor=theme_colors()["fg"], **kwargs)
 
 
-def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
-    """Anchor the plot's legend in the corner of the plot where it covers the fewest drawn points,
-    so it never sits on the curves. xs, ys: flat arrays of every drawn point (NaNs ignored).
+SOLID, DASHED, SHADED = "━━", "╍╍", "▇"
 
-    The legend's own size (in pixels, against the view box's) decides the patch tested in each
-    corner. frame = (x0, x1, y0, y1): the range the caller set; without it the data box, padded
-    as pyqtgraph's auto-range pads it, stands in for the range pyqtgraph computes at next paint."""
+
+def densify(x, y, factor: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Points along the segments of a polyline, not only its vertices: what a legend must not
+    cover is the drawn line."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 2:
+        return x, y
+    s = np.linspace(0, x.size - 1, factor * (x.size - 1) + 1)
+    index = np.arange(x.size)
+    return np.interp(s, index, x), np.interp(s, index, y)
+
+
+def key_text(entries) -> str:
+    """An inline legend for a subtitle line, [(colour, glyph, label)] → coloured glyphs and labels.
+    For plots whose data fill every corner (K slices, a path crossing the frame), where any
+    legend box would cover curves."""
+    return " &nbsp; ".join(f"<span style='color:{pg.mkColor(color).name()}'>{glyph}</span> {label}"
+                           for color, glyph, label in entries)
+
+
+LEGEND_GRID = 40  # cells per side in which covered data is counted
+
+
+def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
+    """Anchor the plot's legend where it covers the least drawn data: a corner, or the middle of
+    the left or right edge (two flat lines across the plot leave only the middle free).
+
+    xs, ys: flat arrays of every drawn point (NaNs ignored); pass lines densified (``densify``).
+    Coverage is counted in cells of a 40 × 40 grid, not in points, so a curve recorded at 2,000
+    steps does not outweigh a reference line drawn from two. The legend's own size (in pixels,
+    against the view box's) decides the patch tested at each place. frame = (x0, x1, y0, y1): the
+    range the caller set; without it the data box, padded as pyqtgraph's auto-range pads it,
+    stands in for the range pyqtgraph computes at the next paint."""
     item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
     legend = item.legend
     if legend is None:
@@ -64,9 +92,8 @@ def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
     best = (1, 1)  # top right
     if x.size:
         box, view = legend.boundingRect(), item.getViewBox()
-        width, height = max(view.width(), 1.0), max(view.height(), 1.0)
-        fx = min(0.9, (box.width() + 2 * margin) / width) if view.width() > 1 else 0.4
-        fy = min(0.9, (box.height() + 2 * margin) / height) if view.height() > 1 else 0.4
+        fx = min(0.9, (box.width() + 2 * margin) / view.width()) if view.width() > 1 else 0.4
+        fy = min(0.9, (box.height() + 2 * margin) / view.height()) if view.height() > 1 else 0.4
         if frame is None:
             span = lambda a: (a.min(), max(a.max() - a.min(), 1e-300))
             (x0, dx), (y0, dy) = span(x), span(y)
@@ -74,18 +101,30 @@ def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
         else:
             (x0, x1, y0, y1) = frame
             u, v = (x - x0) / max(x1 - x0, 1e-300), (y - y0) / max(y1 - y0, 1e-300)
+        shown = (u >= 0) & (u <= 1) & (v >= 0) & (v <= 1)  # what lies outside is not drawn
+        cells = np.unique(np.minimum((np.column_stack([u[shown], v[shown]]) * LEGEND_GRID).astype(int),
+                                     LEGEND_GRID - 1), axis=0)
+        cu, cv = (cells + 0.5).T / LEGEND_GRID
         counts = {}
-        for cx in (0, 1):
-            for cy in (1, 0):
-                in_x = u >= 1 - fx if cx else u <= fx
-                in_y = v >= 1 - fy if cy else v <= fy
+        for cy in (1, 0.5, 0):  # on a tie: top before middle before bottom, right before left
+            for cx in (1, 0):
+                in_x = cu >= 1 - fx if cx else cu <= fx
+                in_y = np.abs(cv - cy) <= (fy / 2 if cy == 0.5 else fy)
                 counts[(cx, cy)] = int((in_x & in_y).sum())
-        # Fewest points covered; on a tie the top right, then the other top corner.
-        best = min(counts, key=lambda c: (counts[c], c != (1, 1), c[1] != 1, c))
+        best = min(counts, key=lambda place: counts[place])  # dicts keep the tie order above
     cx, cy = best
     anchor = (cx, 1 - cy)  # scene y grows downwards
-    offset = (-margin if cx else margin, margin if cy else -margin)
+    offset = (-margin if cx else margin, 0 if cy == 0.5 else (margin if cy else -margin))
     legend.anchor(itemPos=anchor, parentPos=anchor, offset=offset)
+
+
+def readable_colormap(name: str, low: float = 0.15, high: float = 0.85) -> pg.ColorMap:
+    """A colour map without its near-black and near-white ends, so every value stays visible on
+    both the light and the dark theme (magma's lowest cells vanished into the dark background,
+    plasma's yellow into the light one)."""
+    full = pg.colormap.get(name)
+    positions = np.linspace(0.0, 1.0, 16)
+    return pg.ColorMap(positions, full.map(low + (high - low) * positions, mode="byte"))
 
 
 def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False):

@@ -5,12 +5,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import add_legend, follow_theme, legend_to_empty_corner, set_title
+from .plot_style import DASHED, SOLID, follow_theme, key_text, set_title
 
 CURVE_RGB = (0, 114, 178)
 ENVELOPE_COLOR = "#D55E00"
 DESCENT_COLOR = "#CC79A7"  # distinct from the blue curves and the orange envelope
-LEGEND_SWATCH_ALPHA = 160   # the legend's curve sample: a faint line would be invisible there
 
 
 def curve_alpha(k: int) -> int:
@@ -29,7 +28,6 @@ class SliceView(pg.PlotWidget):
         self.setLabel("bottom", "t  (θ + t·d)")
         self.setLabel("left", "loss L")
         self.showGrid(x=True, y=True, alpha=0.2)
-        self.legend = add_legend(self, offset=(10, 10))
         # ONE item for all K curves: NaN-free, broken between curves by a connect array, so
         # pan/zoom redraws one path instead of K items (K = 5000, P = 101 stays interactive).
         self.curves = pg.PlotCurveItem(pen=pg.mkPen(CURVE_RGB + (curve_alpha(1000),), width=1),
@@ -43,20 +41,24 @@ class SliceView(pg.PlotWidget):
             self.addItem(item)
         self.lstar.hide()
         self.addItem(self.lstar)
-        self._curves_key = pg.PlotDataItem(pen=pg.mkPen(CURVE_RGB + (LEGEND_SWATCH_ALPHA,), width=2))
-        self._lstar_key = pg.PlotDataItem()
-        self.legend.addItem(self._curves_key, "L(θ + t·d), K curves")
-        self.legend.addItem(self.envelope, "envelope min over d")
-        self.legend.addItem(self._lstar_key, "L*")
         self._lstar_width = 2
+        self._subtitle: list[str] = []
+        self._with_descent = False
         follow_theme(self, self._set_foreground)
 
     def _set_foreground(self, color):
         self._fg = color
-        pen = pg.mkPen(color, width=self._lstar_width, style=Qt.PenStyle.DashLine)
-        self.lstar.setPen(pen)
+        self.lstar.setPen(pg.mkPen(color, width=self._lstar_width, style=Qt.PenStyle.DashLine))
         self.lstar.label.setColor(color)
-        self._lstar_key.setPen(pen)
+        if self._subtitle:
+            self._show_title(self._subtitle, self._with_descent)
+
+    def _show_title(self, lines: list[str], with_descent: bool):
+        """The key (curves fill every corner, so no legend box) and the numbers, under the title."""
+        self._subtitle, self._with_descent = lines, with_descent
+        key = [(CURVE_RGB, SOLID, "L(θ + t·d)"), (ENVELOPE_COLOR, SOLID, "envelope"),
+               (self._fg, DASHED, "L*")] + ([(DESCENT_COLOR, DASHED, "B6 descent (unit)")] if with_descent else [])
+        set_title(self, self._title, [key_text(key)] + lines)
 
     def set_title(self, title: str):
         self._title = title
@@ -79,19 +81,17 @@ class SliceView(pg.PlotWidget):
         lines = [f"{n_below} of {k} random directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]
         if predicted is not None:  # the engine's second-order prediction for this family (dᵀHd < 0)
             lines.insert(1, f"over {family}: predicted {predicted:.2g}, seen {n_below / k:.2g}")
-        self.legend.removeItem(self.descent)  # listed only where it is drawn
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)
         else:
             self.descent.setData(np.asarray(descent[0], float), np.asarray(descent[1], float))
-            self.legend.addItem(self.descent, "B6 descent direction (unit norm)")
             dip = float(np.min(descent[1])) - lstar
-            lines[1] += f" · B6 line: {dip:.2g}"
+            lines.append(f"B6 descent line: {dip:.2g} below L*" if dip < 0 else f"B6 descent line: +{dip:.2g}")
             low = min(np.nanmin(envelope), lstar, lstar + dip)
         # The summary sits under the title, where it can never cover a curve.
         # Short lines: a title wider than the plot widens the plot item past its widget.
-        set_title(self, self._title, lines)
+        self._show_title(lines, descent is not None)
         # Frame the interesting part: the envelope and L*, not the tallest of K curves; with a
         # descent line, frame that too, or its dip (~1e−4 of L* at the Fig. 3 saddle) is invisible.
         top = np.nanpercentile(losses, 40)
@@ -100,26 +100,13 @@ class SliceView(pg.PlotWidget):
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)
         self.setYRange(low - pad, top + pad, padding=0)
-        self._place_legend(t, losses, envelope, lstar, descent, (low - pad, top + pad))
-
-    def _place_legend(self, t, losses, envelope, lstar, descent, y_range):
-        """The legend goes where it covers the fewest curve points inside the framed range; a
-        curve above the frame runs along its top edge, so it counts there."""
-        xs = [np.tile(t, losses.shape[0]), t, t]
-        ys = [losses.ravel(), np.asarray(envelope, float), np.full_like(t, lstar)]
-        if descent is not None:
-            xs.append(np.asarray(descent[0], float))
-            ys.append(np.asarray(descent[1], float))
-        x, y = np.concatenate(xs), np.concatenate(ys)
-        span = t[-1] - t[0]
-        legend_to_empty_corner(self, x, np.clip(y, *y_range),
-                               frame=(t[0] - 0.02 * span, t[-1] + 0.02 * span, *y_range))
 
     def clear_slices(self):
         self.curves.setData([], [])
         self.envelope.setData([], [])
         self.descent.setData([], [])
         self.lstar.hide()
+        self._subtitle = []
         set_title(self, self._title)
         self.n_curves = 0
 

@@ -63,7 +63,7 @@ class SpectrumView(pg.PlotWidget):
                   f" · <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}) · <span style='color:{POSITIVE}'>"
                   f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span>")
         set_title(self, "Hessian spectrum (signed log scale)", [caption, counts] if caption else [counts])
-        self.autoRange()
+        self.autoRange(padding=0.06)  # the end points' dots stay whole
 
     def clear_spectrum(self):
         self.points.setData([], [])

@@ -50,13 +50,14 @@ PARAMETERS = [
         {"name": "widths", "title": "small network", "type": "str", "value": "2, 1, 1, 1"},
         {"name": "activation", "type": "list", "value": "sigmoid", "limits": ["sigmoid", "tanh"]},
         {"name": "bias", "title": "biases", "type": "bool", "value": False},
-        {"name": "schedule", "title": "splits layer:count", "type": "str", "value": "1:20, 2:20"},
-        {"name": "lam", "title": "λ of each split (B > 0)", "type": "float", "value": 0.5, "step": 0.05,
+        {"name": "schedule", "title": "splits", "type": "str", "value": "1:20, 2:20",
+         "tip": "layer:count pairs: split that many neurons of each layer"},
+        {"name": "lam", "title": "split λ (B > 0)", "type": "float", "value": 0.5, "step": 0.05,
          "limits": LAMBDA_RANGE},
-        {"name": "lam_outside", "title": "λ of each split (B < 0)", "type": "float", "value": -1.0, "step": 0.05,
+        {"name": "lam_outside", "title": "split λ (B < 0)", "type": "float", "value": -1.0, "step": 0.05,
          "limits": LAMBDA_RANGE},
         {"name": "restarts", "title": "max restarts", "type": "int", "value": 100, "limits": (1, 10000)},
-        {"name": "saddle_lam", "title": "λ at the saddle (c, d)", "type": "float", "value": 2.0, "step": 0.1,
+        {"name": "saddle_lam", "title": "saddle λ (c, d)", "type": "float", "value": 2.0, "step": 0.1,
          "limits": LAMBDA_RANGE},
     ]},
     {"name": "slices", "title": "Slices (a, c)", "type": "group", "children": [
@@ -69,8 +70,9 @@ PARAMETERS = [
         {"name": "family", "title": "directions over", "type": "list", "value": "all", "limits": {
             "all parameters": "all", "one layer's block": "layer", "one neuron's incoming weights": "neuron",
             "the split pair's incoming weights": "pair", "k lowest Hessian eigenvectors": "eigen"}},
-        {"name": "family_layer", "title": "layer (block, neuron)", "type": "int", "value": 1, "limits": (1, 100)},
-        {"name": "family_neuron", "title": "neuron", "type": "int", "value": 0, "limits": (0, 100000)},
+        {"name": "family_layer", "title": "layer", "type": "int", "value": 1, "limits": (1, 100)},
+        {"name": "family_neuron", "title": "neuron", "type": "int", "value": 1, "limits": (1, 100000),
+         "tip": "counted from 1 within the layer, as everywhere in the app"},
         {"name": "family_k", "title": "k eigenvectors", "type": "int", "value": 5, "limits": (1, 1000)},
     ]},
     {"name": "path", "title": "Degenerate path (b)", "type": "group", "children": [
@@ -99,7 +101,7 @@ class MinimaWorkspace(Workspace):
         self.descent_view = CurvesView("(d) descent direction at the saddle", "t", "loss L")
         self.plane = PlaneView()
         self.bias_view = CurvesView("loss against the shared last-layer bias b", "bias b", "L(b) − L∞")
-        self.gd_view = CurvesView("gradient descent from large b", "step", "value")
+        self.gd_view = CurvesView("gradient descent from large b", "step", "L − L∞")
         self.descend_view = CurvesView("non-increasing path vs straight segment", "path parameter t", "loss L")
         self.spectrum = SpectrumView()
         self.network = NetworkDiagram()
@@ -154,10 +156,10 @@ class MinimaWorkspace(Workspace):
         right.addWidget(inspector)
         right.addWidget(details)
         right.setSizes([560, 340])
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self._splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.figures)
         splitter.addWidget(right)
-        splitter.setSizes([880, 400])
+        splitter.setSizes([960, 500])  # the inspector's tables and the spectrum need ~500 px
         splitter.setStretchFactor(0, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -167,6 +169,7 @@ class MinimaWorkspace(Workspace):
     def make_job(self, steps: Optional[int] = None):
         """Run: always a fresh build (or B10), never a re-slice of what is on screen."""
         kind = self.parameters["experiment", "kind"]
+        self._fit_layout_to(kind)
         if kind == "infinity":
             self.figures.setCurrentIndex(2)
             return infinity_job(self.parameters["experiment", "seed"], steps or 200_000)
@@ -221,7 +224,7 @@ class MinimaWorkspace(Workspace):
             self.path_view.show_path(data["lam"], data["loss"], data["hessian_min"], data["intervals"],
                                      data.get("label"))
         elif stage == "descent":
-            self.descent_view.show_curves(data["curves"], note=data.get("note", ""))
+            self.descent_view.show_curves(data["curves"], note=data.get("note", ""), frame=data.get("frame"))
         elif stage == "plane":
             self.plane.show_plane(**data)
         elif stage == "probe":
@@ -243,6 +246,11 @@ class MinimaWorkspace(Workspace):
         self.inspector.lam.set_split(labels[-1] if labels else None)
         if data["split_lams"]:
             self.inspector.lam.set_value(data["split_lams"][-1])
+        rows = self.shown.get("steps", {}).get("rows")
+        if rows and "probe" not in self.shown:  # until a probe arrives: the network as built
+            last = rows[-1]
+            self.inspector.lam.show_probe(data["split_lams"][-1] if data["split_lams"] else None,
+                                          last["loss"], last["min"], last["verdict"])
         self.inspector.export_button.setEnabled(self._construction() is not None)
         live = isinstance(self.figure, Figure3) and self._construction() is not None
         self.inspector.critical_button.setEnabled(live)
@@ -251,6 +259,11 @@ class MinimaWorkspace(Workspace):
     def _construction(self):
         return None if self.figure is None else self.figure.construction
 
+    def _fit_layout_to(self, kind: str):
+        """Minima at infinity have no construction: the inspector and spectrum would stand empty
+        beside them, so the figures take the whole width."""
+        self._splitter.widget(1).setVisible(kind != "infinity")
+
     def helper_runners(self) -> list[JobRunner]:
         return [self.probe_runner, self.preview_runner]
 
@@ -258,6 +271,7 @@ class MinimaWorkspace(Workspace):
         for runner in self.helper_runners():  # nothing late may draw after a reset
             runner.discard()
         self.shown, self._seen, self.figure = {}, {}, None
+        self._fit_layout_to(self.parameters["experiment", "kind"])
         for view in (self.slice_min, self.slice_saddle):
             view.clear_slices()
         self.path_view.clear_path()
@@ -380,7 +394,7 @@ class MinimaWorkspace(Workspace):
         p = self.parameters
         return SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"], p["slices", "normalize"],
                              p["slices", "seed"], p["slices", "family"], p["slices", "family_layer"],
-                             p["slices", "family_neuron"], p["slices", "family_k"])
+                             p["slices", "family_neuron"] - 1, p["slices", "family_k"])
 
     def _message(self, text: str):
         bar = getattr(self.window(), "message_bar", None)
@@ -424,6 +438,8 @@ class MinimaWorkspace(Workspace):
         self._draw_all(state)
 
     def set_presentation(self, on: bool):
+        # Large type needs a wider inspector; the figures keep two thirds of the width.
+        self._splitter.setSizes([960, 620] if on else [960, 500])
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot, on)
             if hasattr(plot, "set_presentation"):

@@ -59,3 +59,28 @@ def test_subtitles_grow_in_presentation_mode(qtbot):
     assert f"font-size:{SUBTITLE_PT[True]}pt" in text and "12 of 500 dip below L*" in text
     set_title(plot, "(a) slices", ["3 of 500 dip below L*"])  # a later update keeps the size
     assert f"font-size:{SUBTITLE_PT[True]}pt" in plot.getPlotItem().titleLabel.text
+
+
+def test_two_flat_lines_leave_the_middle_and_sampling_does_not_weigh(qtbot):
+    """A long recorded line (2,000 points) at the top and a reference level (two points) at the
+    bottom: every corner touches a line, the middle of an edge does not."""
+    from gui.views.plot_style import densify
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(600, 300)
+    plot.show()
+    qtbot.waitExposed(plot)
+    add_legend(plot)
+    top_x = np.linspace(0, 1, 2000)
+    plot.plot(top_x, np.zeros_like(top_x), name="GD: L − L∞")
+    plot.plot([0, 1], [-7, -7], name="L-BFGS level")
+    x, y = densify([0, 1], [-7, -7], factor=200)
+    frame = (0, 1, -8.5, 1.5)  # both lines well inside, as a caller's frame puts them
+    legend_to_empty_corner(plot, np.concatenate([top_x, x]), np.concatenate([np.zeros_like(top_x), y]),
+                           frame=frame)
+    plot.setXRange(0, 1, padding=0)
+    plot.setYRange(-8.5, 1.5, padding=0)
+    qtbot.wait(50)
+    lines_x = np.concatenate([top_x, x])
+    lines_y = np.concatenate([np.zeros_like(top_x), y])
+    assert points_under_legend(plot, lines_x, lines_y) == 0
