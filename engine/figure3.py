@@ -243,10 +243,10 @@ PREVIEW_POINTS = 21  # t values per curve while dragging; the release refines to
 
 
 def preview_job(fig: Figure3, lam: float, split: int, slices: SliceSettings,
-                plane: tuple | None = None) -> Job[Preview]:
-    """The λ slider's live preview: the same K directions as (c) at PREVIEW_POINTS values of t
-    in float32 (engine.landscape.preview_slices' setting), and the 41 × 41 plane. No Hessian: the
-    probe (λ_min and the verdict) runs beside it."""
+                plane: tuple | None = None, points: int = PREVIEW_POINTS) -> Job[Preview]:
+    """The λ slider's live preview: the same K directions as (c) at ``points`` values of t in
+    float32 (engine.landscape.preview_slices' setting), and the 41 × 41 plane. No Hessian: the
+    probe (λ_min and the verdict) runs beside it. A clip's frames use more points."""
     c = fig.construction
     if c is None or not c.splits:
         raise EngineInputError("build or load a construction with a split before moving λ")
@@ -258,7 +258,7 @@ def preview_job(fig: Figure3, lam: float, split: int, slices: SliceSettings,
         family = DP.slice_family(c.arch, theta, c.X, c.Y, slices.family, slices.family_layer, slices.family_neuron,
                                  _pair(c, split), slices.family_k)
         directions = DP.family_directions(family, slices.K, slices.seed)
-    cut = yield from landscape.slices_job(c.arch, theta, c.X, c.Y, K=slices.K, P=PREVIEW_POINTS, T=slices.T,
+    cut = yield from landscape.slices_job(c.arch, theta, c.X, c.Y, K=slices.K, P=points, T=slices.T,
                                           normalization=slices.normalize, seed=slices.seed, dtype="float32",
                                           directions=directions)
     if plane is None:

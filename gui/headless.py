@@ -87,6 +87,7 @@ def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int =
     All input is checked before the (long) run, and nothing is written unless it completes.
     """
     from .capture import check_output
+    from .clips.minima_scene import minima_story_clip
     from .clips.model import load_clip, story_clip
     from .clips.render import ClipRenderer, render_to_file
     from .clips.scene import scene_for
@@ -101,15 +102,18 @@ def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int =
     else:
         if not (math.isfinite(seconds) and 0 < seconds <= 3600):
             raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
-        if preset_named(preset).workspace != "topology":
-            raise EngineInputError(f"preset {preset!r} has no story clip yet: clips cover the "
-                                   "invariant-sets (topology) training presets so far")
-        the_clip = story_clip(preset, size, fps, seconds, orbit)
+        if preset_named(preset).workspace == "minima":
+            the_clip = minima_story_clip(preset, size, fps, seconds)
+        else:
+            the_clip = story_clip(preset, size, fps, seconds, orbit)
     check_output(out)
     app, window = open_window((1600, 960))
     settle()
     run_preset(window, the_clip.preset, steps=steps)
-    renderer = ClipRenderer(the_clip, scene_for(window, the_clip.preset))
+    def computing(done, total):
+        print(f"\rslicing along the path {done}/{total}", end="", file=sys.stderr)
+
+    renderer = ClipRenderer(the_clip, scene_for(window, the_clip.preset, on_row=computing))
 
     def report(done, total):
         print(f"\rrendering {done}/{total}", end="", file=sys.stderr)

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 from PySide6.QtCore import QPoint, QRect, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
 from ..style import theme_colors
@@ -150,11 +150,16 @@ class Compositor:
     def _band(self, painter: QPainter, rect: QRect, text: str, size: float, bold: bool):
         t = time.perf_counter()
         painter.fillRect(rect, self.band)
-        painter.setFont(self._font(size, bold))
-        painter.setPen(QPen(self.fg))
         pad = round(0.02 * self.h)
-        painter.drawText(rect.adjusted(pad, 0, -pad, 0),
-                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+        room = rect.adjusted(pad, 0, -pad, 0)
+        font = self._font(size, bold)
+        # Smaller type rather than a cut-off line: long preset titles and captions fit the width.
+        while font.pixelSize() > 8 and QFontMetrics(font).boundingRect(
+                room, Qt.AlignmentFlag.AlignLeft, text).width() > room.width():
+            font.setPixelSize(font.pixelSize() - 1)
+        painter.setFont(font)
+        painter.setPen(QPen(self.fg))
+        painter.drawText(room, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
         self.times["compose"] += time.perf_counter() - t
 
     def _font(self, size: float, bold: bool = False) -> QFont:

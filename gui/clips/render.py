@@ -57,12 +57,10 @@ class ClipRenderer:
         return (yield from self.compositor.compose_steps(state, state.row))
 
     def close(self):
-        """The user's cameras and the run's end, as the replay dock shows after a run."""
+        """The user's cameras, and the window as it was before the clip."""
         self.scene.apply_cameras(self._saved)
         self.scene.forget()
-        self.scene.workspace.show_frame(len(self.scene.steps) - 1)
-        for view in self.scene.views:
-            view.update()
+        self.scene.close()
 
 
 def render_to_file(renderer: ClipRenderer, out, on_frame: Optional[Callable[[int, int], None]] = None) -> dict:

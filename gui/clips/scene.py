@@ -93,6 +93,12 @@ class TopologyScene:
         """Someone else (the scrubber, a run) changed the views; pose again next time."""
         self._shown = None
 
+    def close(self) -> None:
+        """The run's end, as the replay dock shows after a run."""
+        self.workspace.show_frame(len(self.steps) - 1)
+        for view in self.views:
+            view.update()
+
     def apply_cameras(self, cameras) -> None:
         for view, cam in zip(self.views, cameras):
             view.opts.update(distance=cam["distance"], elevation=cam["elevation"],
@@ -134,12 +140,13 @@ class TopologyScene:
         return out
 
 
-def scene_for(window, preset: str):
-    """The scene of the window's workspace for ``preset`` (which must have run)."""
+def scene_for(window, preset: str, on_row=None):
+    """The scene of the window's workspace for ``preset`` (which must have run): paper A's
+    training story, or paper B's walk along the degenerate path (``on_row``: its progress)."""
     from ..presets import preset_named
+    from .minima_scene import MinimaScene
 
     key = preset_named(preset).workspace
-    if key != "topology":
-        raise EngineInputError(f"preset {preset!r} belongs to the {key} workspace; clips cover "
-                               "the invariant-sets (topology) training presets so far")
+    if key == "minima":
+        return MinimaScene(window.workspaces[key], on_row=on_row)
     return TopologyScene(window.workspaces[key])

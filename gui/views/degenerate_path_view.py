@@ -5,7 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import SHADED, SOLID, follow_theme, key_text, set_title
+from .plot_style import SHADED, SOLID, follow_theme, key_text, limit_ticks, set_title
 
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"
@@ -26,6 +26,7 @@ class DegeneratePathView(pg.PlotWidget):
         item.showAxis("right")
         item.setLabel("right", "λ_min(H)", color=EIG_COLOR)
         item.showGrid(x=True, y=True, alpha=0.2)
+        limit_ticks(item.getAxis("left"))  # a flat loss spans ~1e-8: pyqtgraph labelled 17 ticks
         # The eigenvalue lives in its own ViewBox on the right axis, linked in x.
         self.eig_box = pg.ViewBox()
         item.scene().addItem(self.eig_box)

@@ -188,7 +188,7 @@ class MinimaWorkspace(Workspace):
             bias=p["construction", "bias"], schedule=parse_schedule(p["construction", "schedule"]),
             lam=p["construction", "lam"], lam_outside=p["construction", "lam_outside"],
             max_restarts=p["construction", "restarts"], n_samples=p["experiment", "samples"],
-            saddle_lam=p["construction", "saddle_lam"], slices=self._slice_settings(), path=self._path_range(),
+            saddle_lam=p["construction", "saddle_lam"], slices=self.slice_settings(), path=self._path_range(),
             plane=self._plane_settings())
 
     def show_partial(self, partial):
@@ -296,7 +296,7 @@ class MinimaWorkspace(Workspace):
         # The newest λ replaces any probe or preview still waiting; a running one finishes or is
         # dropped. Two runners: the coarse slices need not wait for the probe's Hessian.
         self.probe_runner.submit(probe_job(self.figure, lam, self._split))
-        self.preview_runner.submit(preview_job(self.figure, lam, self._split, self._slice_settings(),
+        self.preview_runner.submit(preview_job(self.figure, lam, self._split, self.slice_settings(),
                                                self._plane_settings()))
 
     def _on_preview(self, preview):
@@ -315,7 +315,7 @@ class MinimaWorkspace(Workspace):
         shown_split = self.figure.path.split if self.figure.path is not None else None
         path = None if shown_split == self._split_index() else self._path_range()
         self.preview_runner.discard()  # a late preview must not overwrite the refined slices
-        window.start_job(self, reslice_job(self.figure, lam, self._split, self._slice_settings(), path,
+        window.start_job(self, reslice_job(self.figure, lam, self._split, self.slice_settings(), path,
                                            plane=self._plane_settings()), keep=True)
 
     def _on_step_selected(self):
@@ -369,7 +369,7 @@ class MinimaWorkspace(Workspace):
         """``activation`` and ``data``: what a PyTorch file needs besides its weights ("" = none)."""
         window = self.window()
         try:
-            job = load_job(path, self._slice_settings(), replace(self._settings(), plane=None),
+            job = load_job(path, self.slice_settings(), replace(self._settings(), plane=None),
                            activation or None, data or None)
         except EngineInputError as error:
             self._message(str(error))
@@ -390,7 +390,7 @@ class MinimaWorkspace(Workspace):
         if hasattr(self.window(), "message_bar"):
             self.window().message_bar.show_info(f"wrote {path}")
 
-    def _slice_settings(self) -> SliceSettings:
+    def slice_settings(self) -> SliceSettings:
         p = self.parameters
         return SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"], p["slices", "normalize"],
                              p["slices", "seed"], p["slices", "family"], p["slices", "family_layer"],

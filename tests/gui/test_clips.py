@@ -222,3 +222,53 @@ def test_key_frame_dock_capture_reorder_preview_save_load_render(story_window, q
     frames = iio.imread(tmp_path / "dock.mp4")
     assert len(frames) == dock.current_clip().frames == 31  # 1 s at the story's 30 fps
     assert not dock.progress.isVisible()
+
+
+def test_paper_b_clip_walks_lambda_out_of_I_and_the_slices_start_to_dip(qapp, tmp_path, capsys):
+    """`record --preset nonattr-shallow`: λ walks from inside I (a line of minima, no random
+    direction dips below L*) to the saddle's λ outside I (directions dip). The frames show it:
+    the slices panel and the path's λ marker change between the start and the end, the start
+    holds still, and the caption says where λ is."""
+    from gui import headless
+    from gui.clips.minima_scene import MinimaScene, minima_story_clip
+
+    out = tmp_path / "walk.mp4"
+    assert main.main(["record", "--preset", "nonattr-shallow", "--out", str(out), "--size", "480x270",
+                      "--fps", "10", "--seconds", "4"]) == 0
+    frames = iio.imread(out)
+    assert frames.shape == (41, 270, 480, 3) and all(f.std() > 4 for f in frames)
+    changes = _changes(frames)
+    assert (changes[:3] < 0.05).all(), f"the opening hold moved: {changes[:3]}"  # codec noise only
+    assert changes[8:30].max() > 0.5, "λ's walk does not show"
+    clip = minima_story_clip("nonattr-shallow", (480, 270), 10, 4.0)
+    cells = {c.source: c.rect for c in clip.layout}
+    for source in ("path", "slices"):
+        x, y, w, h = cells[source]
+        box = (slice(round(y * 270), round((y + h) * 270)), slice(round(x * 480), round((x + w) * 480)))
+        moved = np.abs(frames[0][box].astype(int) - frames[-1][box].astype(int)).mean()
+        assert moved > 0.5, f"{source} panel is the same at both ends ({moved:.2f})"
+    # The facts behind those frames, from the same scene a clip is made of.
+    app, window = headless.open_window((1280, 800))
+    try:
+        headless.run_preset(window, "nonattr-shallow", None)
+        scene = MinimaScene(window.workspaces["minima"], rows=7)
+        first, last = scene.facts(0), scene.facts(6)
+        assert first["where"].startswith("inside I") and last["where"].startswith("outside I")
+        assert scene.cuts[0].n_below == 0 < scene.cuts[-1].n_below
+        assert scene.lams[0] == 1.5 and scene.lams[-1] == 0.5  # the split's λ → the saddle's
+        assert scene.event_steps(), "λ never leaves I"
+    finally:
+        window.close()
+        window.deleteLater()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def test_a_minima_preset_without_a_path_is_refused_before_its_run(qapp, tmp_path, capsys, monkeypatch):
+    from gui import headless
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("ran the 200,000-step preset before refusing")
+    monkeypatch.setattr(headless, "run_preset", no_run)
+    out = tmp_path / "none.mp4"
+    assert main.main(["record", "--preset", "nonattr-infinity", "--out", str(out)]) == 2
+    assert "no degenerate path" in capsys.readouterr().err and not out.exists()

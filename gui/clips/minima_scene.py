@@ -1,0 +1,149 @@
+"""Paper B's story as a clip: λ of the last split walks the degenerate path out of I.
+
+At the λ the construction chose, inside Theorem 9's interval I, the embedded point is one of a
+line of minima: no random direction dips below L*. Moving λ along the path keeps the loss
+exactly L* (panel b), and once λ leaves I the same point is a saddle: directions dip (panel c).
+The scene computes the slices at every row before the first frame (the clip's frames then depend
+on the run only) and poses its own two plots, never the window's.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from engine.errors import EngineInputError
+from engine.figure3 import Figure3, preview_job
+from engine.progress import run_to_completion
+
+from ..views.degenerate_path_view import DegeneratePathView
+from ..views.plot_style import set_plot_fonts
+from ..views.slice_view import SliceView
+from ..workspaces.minima_draw import slices_data, split_label
+from .model import Cell, Clip, KeyFrame, Timing
+
+ROWS = 61          # λ values along the walk: one slice computation each
+CLIP_POINTS = 41   # t values per slice curve: smooth at 1080p, 2.5× cheaper than the panel's 101
+STORY_CAPTION = "{where}\nλ = {lam}   ·   loss {loss} (= L* all along the path)   ·   λ_min(H) ≈ {hmin}   ·   {dips}"
+
+
+class MinimaScene:
+    """Rows are λ values from inside I (the middle of the part holding the split's λ, or that λ
+    when the part is unbounded) to the saddle's λ of panels (c, d), or the path's far end."""
+
+    def __init__(self, workspace, rows: int = ROWS, on_row=None):
+        fig = workspace.figure
+        if not (isinstance(fig, Figure3) and fig.path is not None and fig.construction is not None
+                and fig.construction.splits):
+            raise EngineInputError("the minima clip films a finished Fig. 3 construction with its "
+                                   "degenerate path; run a non-attracting-minima preset first")
+        self.workspace = workspace
+        self.views = []  # no 3D view in this story
+        path, split = fig.path, fig.path.split
+        self.interval = path.interval
+        start = float(fig.construction.splits[split].lam)
+        for lo, hi in self.interval.parts:
+            if lo < start < hi and np.isfinite(lo) and np.isfinite(hi):
+                start = (lo + hi) / 2
+        if fig.saddle is not None:
+            end = float(fig.saddle.probe.lam)
+        else:
+            end = max((float(path.lam[0]), float(path.lam[-1])), key=lambda lam: abs(lam - start))
+        self.lams = np.linspace(start, end, rows)
+        self.hmin = np.interp(self.lams, path.lam, path.hessian_min) if path.lam[0] < path.lam[-1] else \
+            np.interp(self.lams, path.lam[::-1], path.hessian_min[::-1])
+        slices = replace(workspace.slice_settings(), P=CLIP_POINTS)
+        self.cuts = []
+        for i, lam in enumerate(self.lams):
+            self.cuts.append(run_to_completion(preview_job(fig, float(lam), split, slices, points=CLIP_POINTS)).slices)
+            if on_row is not None:
+                on_row(i + 1, rows)
+        self.loss = float(path.loss[0])
+        # The clip's own plots, sized by the compositor: the window's stay as they are.
+        self.path_view = DegeneratePathView()
+        self.path_view.show_path(path.lam, path.loss, path.hessian_min, list(path.interval.parts),
+                                 split_label(fig.construction.splits[split]))
+        self.slice_view = SliceView("slices at the moving point")
+        for plot in (self.path_view, self.slice_view):
+            set_plot_fonts(plot)
+            # Never shown, so never laid out by an event loop: an axis keeps its initial width
+            # and drops tick labels longer than that (the path's loss, 0.004286).
+            for side in ("left", "right"):
+                plot.getPlotItem().getAxis(side).setWidth(84)
+        self.widgets = {"path": self.path_view, "slices": self.slice_view}
+        self._frame = self._common_frame()
+        self._shown = None
+
+    def _common_frame(self) -> tuple[float, float]:
+        """One y range for every row, so the curves move and the axes do not."""
+        low = min(min(float(np.min(c.envelope)), c.L_star) for c in self.cuts)
+        top = max(float(np.nanpercentile(c.curves, 40)) for c in self.cuts)
+        pad = 0.08 * max(top - low, 1e-12)
+        return low - pad, top + pad
+
+    # ------------------------------------------------------------------ the Timeline's view
+    @property
+    def steps(self) -> np.ndarray:
+        return np.arange(len(self.lams))
+
+    def event_steps(self) -> list[int]:
+        """The row where λ leaves I: the clip slows down there."""
+        inside = [self.interval.contains(float(lam)) for lam in self.lams]
+        return [i for i in range(1, len(inside)) if inside[i] != inside[i - 1]]
+
+    def default_cameras(self) -> list[dict]:
+        return []
+
+    def camera_of(self, view) -> dict:
+        return {}
+
+    def apply_cameras(self, cameras) -> None:
+        pass
+
+    # ------------------------------------------------------------------ posing
+    def show(self, row: int) -> None:
+        if row == self._shown:
+            return
+        cut, lam = self.cuts[row], float(self.lams[row])
+        self.slice_view.set_title(f"slices at λ = {lam:.3f}")
+        self.slice_view.show_slices(**slices_data(cut))
+        self.slice_view.setYRange(*self._frame, padding=0)
+        self.path_view.set_current(lam)
+        self._shown = row
+
+    def forget(self) -> None:
+        self._shown = None
+
+    def close(self) -> None:
+        """Nothing of the window's was changed."""
+
+    # ------------------------------------------------------------------ words
+    def facts(self, row: int) -> dict:
+        lam, cut = float(self.lams[row]), self.cuts[row]
+        inside = self.interval.contains(lam)
+        where = (f"inside I = {self.interval}: one of a line of minima at the same loss" if inside else
+                 f"outside I = {self.interval}: the same loss, now a saddle")
+        return {"lam": f"{lam:.3f}", "where": where, "loss": f"{self.loss:.6g}", "hmin": f"{self.hmin[row]:.2e}",
+                "dips": f"{cut.n_below} of {cut.curves.shape[0]} random directions dip below L*"}
+
+    def headers(self, row: int) -> list:
+        return []
+
+
+def minima_story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.0) -> Clip:
+    """The degenerate path beside the slices at the moving point; a hold at both ends."""
+    from ..presets import preset_named
+
+    found = preset_named(preset)
+    kind = found.values.get("experiment", {}).get("kind", "deep")
+    if kind not in ("deep", "shallow"):  # checked before the run, which may take minutes
+        raise EngineInputError(f"preset {preset!r} shows no degenerate path to walk; the minima "
+                               "clip films the Fig. 3 presets (nonattr-fig3, nonattr-shallow, …)")
+    size = (size[0] // 2 * 2, size[1] // 2 * 2)
+    layout = (Cell("title", (0.0, 0.0, 1.0, 0.07)), Cell("path", (0.0, 0.07, 0.44, 0.79)),
+              Cell("slices", (0.47, 0.07, 0.53, 0.79)), Cell("caption", (0.0, 0.86, 1.0, 0.14)))
+    hold = min(1.5, seconds / 5)
+    keys = (KeyFrame(0.0, 0, None, None, STORY_CAPTION), KeyFrame(hold, 0, None, None, STORY_CAPTION),
+            KeyFrame(seconds - hold, "end", None, None, STORY_CAPTION),
+            KeyFrame(float(seconds), "end", None, None, STORY_CAPTION))
+    return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 1))
