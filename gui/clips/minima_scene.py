@@ -11,15 +11,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from PySide6.QtCore import Qt
 
 from engine.errors import EngineInputError
 from engine.figure3 import Figure3, preview_job
 from engine.progress import run_to_completion
 
+from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
-from ..workspaces.minima_draw import slices_data, split_label
+from ..workspaces.minima_draw import slices_data, split_label, stages
 from .model import Cell, Clip, KeyFrame, Timing
 
 ROWS = 61          # λ values along the walk: one slice computation each
@@ -64,13 +66,17 @@ class MinimaScene:
         self.path_view.show_path(path.lam, path.loss, path.hessian_min, list(path.interval.parts),
                                  split_label(fig.construction.splits[split]))
         self.slice_view = SliceView("slices at the moving point")
-        for plot in (self.path_view, self.slice_view):
+        self.descent_view = CurvesView("(d) descent direction at the saddle", "t", "loss L")
+        descent = stages(fig, {}).get("descent")
+        if descent is not None:  # (d): where the saddle leads
+            self.descent_view.show_curves(descent["curves"], note=descent["note"], frame=descent["frame"])
+        self.widgets = {"path": self.path_view, "slices": self.slice_view, "descent": self.descent_view}
+        for plot in self.widgets.values():
             set_plot_fonts(plot)
-            # Never shown, so never laid out by an event loop: an axis keeps its initial width
-            # and drops tick labels longer than that (the path's loss, 0.004286).
-            for side in ("left", "right"):
-                plot.getPlotItem().getAxis(side).setWidth(84)
-        self.widgets = {"path": self.path_view, "slices": self.slice_view}
+            # "Shown" off screen: a widget never shown gets no resize events, so the compositor's
+            # resize would not lay it out (axes kept their first width and cut tick labels).
+            plot.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+            plot.show()
         self._frame = self._common_frame()
         self._shown = None
 
@@ -115,7 +121,10 @@ class MinimaScene:
         self._shown = None
 
     def close(self) -> None:
-        """Nothing of the window's was changed."""
+        """Nothing of the window's was changed; the clip's own plots go."""
+        for plot in self.widgets.values():
+            plot.hide()
+            plot.deleteLater()
 
     # ------------------------------------------------------------------ words
     def facts(self, row: int) -> dict:
@@ -131,7 +140,8 @@ class MinimaScene:
 
 
 def minima_story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.0) -> Clip:
-    """The degenerate path beside the slices at the moving point; a hold at both ends."""
+    """Panel (b)'s marker travels along λ while (c) re-slices at each λ; when λ reaches the
+    saddle, (d) appears: the descent direction the slices hint at. A hold at both ends."""
     from ..presets import preset_named
 
     found = preset_named(preset)
@@ -140,10 +150,12 @@ def minima_story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: fl
         raise EngineInputError(f"preset {preset!r} shows no degenerate path to walk; the minima "
                                "clip films the Fig. 3 presets (nonattr-fig3, nonattr-shallow, …)")
     size = (size[0] // 2 * 2, size[1] // 2 * 2)
-    layout = (Cell("title", (0.0, 0.0, 1.0, 0.07)), Cell("path", (0.0, 0.07, 0.44, 0.79)),
-              Cell("slices", (0.47, 0.07, 0.53, 0.79)), Cell("caption", (0.0, 0.86, 1.0, 0.14)))
+    layout = (Cell("title", (0.0, 0.0, 1.0, 0.07)), Cell("path", (0.0, 0.07, 0.32, 0.79)),
+              Cell("slices", (0.34, 0.07, 0.36, 0.79)), Cell("descent", (0.72, 0.07, 0.28, 0.79)),
+              Cell("caption", (0.0, 0.86, 1.0, 0.14)))
+    walking = ("title", "path", "slices", "caption")  # (d) only once λ has arrived
     hold = min(1.5, seconds / 5)
-    keys = (KeyFrame(0.0, 0, None, None, STORY_CAPTION), KeyFrame(hold, 0, None, None, STORY_CAPTION),
+    keys = (KeyFrame(0.0, 0, None, walking, STORY_CAPTION), KeyFrame(hold, 0, None, walking, STORY_CAPTION),
             KeyFrame(seconds - hold, "end", None, None, STORY_CAPTION),
             KeyFrame(float(seconds), "end", None, None, STORY_CAPTION))
     return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 1))

@@ -54,12 +54,22 @@ class CurvesView(pg.PlotWidget):
             self.setXRange(frame[0], frame[1], padding=0.02)
             self.setYRange(frame[2], frame[3], padding=0)
         drawn = [densify(c["x"], c["y"]) for c in curves if "hline" not in c]
+        self._drawn = None
         if drawn:
             xs = np.concatenate([x for x, _ in drawn])
             across = np.linspace(np.nanmin(xs), np.nanmax(xs), 200)
             drawn += [(across, np.full_like(across, c["hline"])) for c in curves if "hline" in c]
-            legend_to_empty_corner(self, np.concatenate([x for x, _ in drawn]),
-                                   np.concatenate([y for _, y in drawn]), frame=frame)
+            self._drawn = (np.concatenate([x for x, _ in drawn]), np.concatenate([y for _, y in drawn]), frame)
+            self._place_legend()
+
+    def _place_legend(self):
+        if getattr(self, "_drawn", None) is not None:
+            x, y, frame = self._drawn
+            legend_to_empty_corner(self, x, y, frame=frame)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._place_legend()  # the legend's share of the plot changed with its size
 
     def clear_curves(self):
         for item in self._items:
