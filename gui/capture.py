@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import QObject, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QImage, QMatrix4x4, QPainter, QVector3D
+from PySide6.QtCore import QObject, QPoint, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtOpenGLWidgets import QOpenGLWidget
-
-from pyqtgraph.opengl import GLTextItem
 
 from engine.errors import EngineInputError
 
@@ -33,72 +31,36 @@ STANDARD_SIZES = {"1920×1080": (1920, 1080), "3840×2160": (3840, 2160)}  # Non
 def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     """Render a GLViewWidget off-window at ``size`` and return RGB pixels (H, W, 3).
 
-    One multisampled framebuffer of exactly the requested size instead of renderToArray's
-    1024² tiles: a single pass is several times faster at 1080p and gives antialiased edges.
-    pyqtgraph's field of view is horizontal, so a 16:9 frame of a tall on-screen view would
-    crop its top and bottom. The render's fov is chosen so that the central square of what
-    the user framed (side = the view's shorter edge) is always in the frame, whatever its shape.
+    One multisampled framebuffer of exactly the requested size (gui.clips.gl_render) instead of
+    renderToArray's 1024² tiles: a single pass is several times faster at 1080p and gives
+    antialiased edges. pyqtgraph's field of view is horizontal, so a 16:9 frame of a tall
+    on-screen view would crop its top and bottom. The render's fov is chosen so that the central
+    square of what the user framed (side = the view's shorter edge) is always in the frame,
+    whatever its shape.
     """
-    from OpenGL import GL
-    from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
+    from .clips.gl_render import GLCells
 
     w, h = int(size[0]), int(size[1])
-    view.makeCurrent()
-    fov = view.opts["fov"]
     square = min(1.0, max(view.height(), 1) / max(view.width(), 1))  # its tan vs. the width's
-    half = math.atan(math.tan(math.radians(fov) / 2) * square * max(w / h, 1.0))
-    view.opts["fov"] = math.degrees(2 * half)
-    fmt = QOpenGLFramebufferObjectFormat()
-    fmt.setAttachment(QOpenGLFramebufferObject.Attachment.CombinedDepthStencil)
-    fmt.setSamples(samples)
-    multi = QOpenGLFramebufferObject(w, h, fmt)
-    plain = QOpenGLFramebufferObject(w, h)
-    # Text items paint with a QPainter on the widget, which rebinds the widget's own
-    # framebuffer: everything drawn after the first label would miss ours. Hide them during
-    # the GL pass and paint them onto the image afterwards.
-    labels = [item for item in view.items if isinstance(item, GLTextItem) and item.visible()]
+    half = math.atan(math.tan(math.radians(view.opts["fov"]) / 2) * square * max(w / h, 1.0))
+    cells = GLCells(samples)
     try:
-        for item in labels:
-            item.setVisible(False)
-        multi.bind()
-        GL.glViewport(0, 0, w, h)
-        view.paint(region=(0, 0, w, h), viewport=(0, 0, w, h))
-        placed = [(item, _label_position(item, w, h)) for item in labels]
-        QOpenGLFramebufferObject.blitFramebuffer(plain, multi)
-        plain.bind()
-        data = GL.glReadPixels(0, 0, w, h, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
+        image, labels = cells.render(view, w, h, label_scale=max(1.0, h / max(view.height(), 1)),
+                                     fov=math.degrees(2 * half))
     finally:
-        for item in labels:
-            item.setVisible(True)
-        view.opts["fov"] = fov
-        plain.release()
-        view.doneCurrent()
-    pixels = np.ascontiguousarray(np.frombuffer(data, dtype=np.uint8).reshape(h, w, 3)[::-1])
-    return _paint_labels(pixels, placed, scale=max(1.0, h / max(view.height(), 1)))
-
-
-def _label_position(item, w: int, h: int) -> QPointF:
-    """Where ``item`` puts its text in a w×h render, using the projection of the pass just drawn."""
-    to_pixels = QMatrix4x4()
-    to_pixels.viewport(0, h, w, -h)
-    return (to_pixels * item.mvpMatrix()).map(QVector3D(*item.pos)).toPointF()
-
-
-def _paint_labels(pixels: np.ndarray, placed, scale: float) -> np.ndarray:
-    if not placed:
+        cells.release()
+    pixels = np.ascontiguousarray(image.keep[::-1, :, :3])  # GL rows run bottom-up
+    if not labels:
         return pixels
-    h, w, _ = pixels.shape
-    image = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888)
-    painter = QPainter(image)
+    picture = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888)
+    painter = QPainter(picture)
     painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
-    for item, point in placed:
-        font = QFont(item.font)
-        font.setPointSizeF(font.pointSizeF() * scale)
+    for point, text, font, color in labels:
         painter.setFont(font)
-        painter.setPen(item.color)
-        painter.drawText(point, item.text)
+        painter.setPen(color)
+        painter.drawText(point, text)
     painter.end()
-    return image_to_array(image)
+    return image_to_array(picture)
 
 
 def image_to_array(image: QImage) -> np.ndarray:

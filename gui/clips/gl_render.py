@@ -1,7 +1,7 @@
 """3D views rendered off-window into framebuffers of a clip cell's size, reused frame to frame.
 
-Unlike capture.render_gl (one picture, any moment) the framing depends only on the cell, never
-on the on-screen widget's shape, so the window's size cannot change a clip's frames. Labels
+The framing depends only on the cell, never on the on-screen widget's shape, so the window's
+size cannot change a clip's frames (capture.render_gl passes its own field of view). Labels
 (GLTextItem, painted by QPainter) are returned with their positions for the compositor to draw.
 """
 from __future__ import annotations
@@ -11,11 +11,16 @@ import math
 import numpy as np
 
 from PySide6.QtCore import QPointF
-from PySide6.QtGui import QFont, QImage
+from PySide6.QtGui import QFont, QImage, QMatrix4x4, QVector3D
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 from pyqtgraph.opengl import GLTextItem
 
-from ..capture import _label_position
+
+def _label_position(item, w: int, h: int) -> QPointF:
+    """Where ``item`` puts its text in a w×h render, using the projection of the pass just drawn."""
+    to_pixels = QMatrix4x4()
+    to_pixels.viewport(0, h, w, -h)
+    return (to_pixels * item.mvpMatrix()).map(QVector3D(*item.pos)).toPointF()
 
 
 class GLCells:
@@ -37,20 +42,26 @@ class GLCells:
             self._fbos[key] = (multi, plain)
         return self._fbos[key]
 
-    def render(self, view, w: int, h: int, label_scale: float) -> tuple[QImage, list]:
+    def render(self, view, w: int, h: int, label_scale: float, fov: float | None = None) -> tuple[QImage, list]:
         """The view at w×h: (image, [(point, text, font, color)]) with labels to paint on top.
+        ``fov``: the horizontal field of view to render with (default: the view's, widened so
+        that it spans the cell's shorter side).
 
         The image is bottom-up, as GL reads it: draw it mirrored."""
         from OpenGL import GL
 
         view.makeCurrent()
         multi, plain = self._framebuffers(view, w, h)
-        fov = view.opts["fov"]
+        own = view.opts["fov"]
         # pyqtgraph's fov spans the width; widen it so the view's fov spans the shorter side.
-        view.opts["fov"] = math.degrees(2 * math.atan(math.tan(math.radians(fov) / 2) * max(w / h, 1.0)))
+        view.opts["fov"] = fov if fov is not None else \
+            math.degrees(2 * math.atan(math.tan(math.radians(own) / 2) * max(w / h, 1.0)))
         labels = [item for item in view.items if isinstance(item, GLTextItem) and item.visible()]
         try:
-            for item in labels:  # they would rebind the widget's framebuffer (see render_gl)
+            # Text items paint with a QPainter on the widget, which rebinds the widget's own
+            # framebuffer: everything drawn after the first label would miss ours. Hidden during
+            # the GL pass, they are returned to be painted on the image.
+            for item in labels:
                 item.setVisible(False)
             target = multi or plain
             target.bind()
@@ -71,7 +82,7 @@ class GLCells:
         finally:
             for item in labels:
                 item.setVisible(True)
-            view.opts["fov"] = fov
+            view.opts["fov"] = own
             plain.release()
             view.doneCurrent()
         texts = []

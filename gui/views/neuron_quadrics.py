@@ -167,6 +167,8 @@ class NeuronQuadrics(QWidget):
             cell.jump_markers.set_positions(coords[jumps, k])
             what = shape_name(c_now[k]) if self.exact else \
                 "projection onto (" + ", ".join(self.labels) + ")"
+            if not self.exact and np.ptp(coords[:, k], axis=0).max() < 1e-3 * view.extent:
+                what += ": still here (the run moves the other coordinates)"
             drift = drift_text(float(c_now[k]), float(c_start[k]))
             cell.caption.setText(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
                                  f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}")

@@ -194,6 +194,17 @@ def test_gui_job_writes_gif_and_png_frames(story_window, qtbot, tmp_path):
     assert len(list((tmp_path / "frames").glob("frame_*.png"))) == 11
 
 
+@pytest.mark.parametrize("fps", [24, 60])
+def test_film_and_talk_frame_rates_are_written_as_such(story_window, tmp_path, fps):
+    """0.5 s at 24 and 60 fps: the frame count the clip implies, and the rate in the MP4 header
+    (what a presentation program plays it at)."""
+    renderer = _renderer(story_window, story_clip("fig3-free", SIZE, fps=fps, seconds=0.5))
+    render_to_file(renderer, tmp_path / "rate.mp4")
+    frames = iio.imread(tmp_path / "rate.mp4")
+    assert frames.shape[0] == round(0.5 * fps) + 1
+    assert iio.immeta(tmp_path / "rate.mp4")["fps"] == pytest.approx(fps)
+
+
 def test_key_frame_dock_capture_reorder_preview_save_load_render(story_window, qtbot, tmp_path):
     dock = story_window.clip_dock
     dock.keys.clear()
