@@ -14,7 +14,9 @@ Example::
 Rects are fractions of the frame (x, y, width, height). A key frame's ``at`` is in seconds
 (or ``frame``, an index at the clip's fps); ``step`` is a training step or "end"; a missing
 camera field keeps the view's default framing; ``panels`` lists the sources shown (default:
-all); ``caption`` may use {step}, {last_step}, {c}, {loss}, {events}.
+all); ``caption`` may use {step}, {last_step}, {c}, {loss}, {events}. A clip of a minima
+(paper B) preset lays out "path", "slices" and "descent"; its ``step`` counts the rows of the
+walk along λ and its caption may use {lam}, {where}, {loss}, {hmin}, {dips}.
 """
 from __future__ import annotations
 
@@ -29,16 +31,20 @@ from typing import Optional, Union
 from engine.errors import EngineInputError
 
 GL_SOURCE = "neurons"  # every 3D view of the workspace, as a grid
-PLOT_SOURCES = ("loss", "drift")
-WIDGET_SOURCES = ("invariants",)
 TEXT_SOURCES = ("title", "caption")
+# What each workspace's scene offers (gui.clips.scene, gui.clips.minima_scene). For the minima
+# (paper B) presets a key frame's "step" counts the rows of the walk along λ: 0 is the point
+# inside I, "end" the saddle.
+SOURCES = {"topology": (GL_SOURCE, "loss", "drift", "invariants") + TEXT_SOURCES,
+           "minima": ("path", "slices", "descent") + TEXT_SOURCES}
+CAPTION_FIELDS = {"topology": ("step", "last_step", "c", "loss", "events"),
+                  "minima": ("lam", "where", "loss", "hmin", "dips")}
 CAMERA_FIELDS = ("azimuth", "elevation", "distance", "center")
-CAPTION_FIELDS = ("step", "last_step", "c", "loss", "events")
 EASINGS = ("smoothstep", "cubic", "linear")
 
 
-def source_names() -> tuple[str, ...]:
-    return (GL_SOURCE,) + PLOT_SOURCES + WIDGET_SOURCES + TEXT_SOURCES
+def source_names(workspace: str = "topology") -> tuple[str, ...]:
+    return SOURCES[workspace]
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,9 @@ def parse_clip(data) -> Clip:
     preset = obj.get("preset")
     if not isinstance(preset, str):
         raise EngineInputError("needs \"preset\": the name of a preset")
-    preset_named(preset)
+    workspace = preset_named(preset).workspace
+    if workspace not in SOURCES:
+        raise EngineInputError(f"preset {preset!r} belongs to the {workspace} workspace, which has no clips")
     size = obj.get("size", [1920, 1080])
     if not (isinstance(size, list) and len(size) == 2 and all(_is_int(v) for v in size)
             and 16 <= size[0] <= 7680 and 16 <= size[1] <= 4320):
@@ -144,9 +152,9 @@ def parse_clip(data) -> Clip:
     title = obj.get("title", "")
     if not isinstance(title, str):
         raise EngineInputError("title must be text")
-    layout = tuple(_cell(c, i) for i, c in enumerate(_list(obj.get("layout"), "layout")))
+    layout = tuple(_cell(c, i, workspace) for i, c in enumerate(_list(obj.get("layout"), "layout")))
     names = [c.source for c in layout]
-    keyframes = tuple(_keyframe(k, i, fps, names)
+    keyframes = tuple(_keyframe(k, i, fps, names, CAPTION_FIELDS[workspace])
                       for i, k in enumerate(_list(obj.get("keyframes"), "keyframes")))
     for i, (a, b) in enumerate(zip(keyframes, keyframes[1:])):
         if b.at < a.at:
@@ -182,12 +190,12 @@ def _list(data, what: str) -> list:
     return data
 
 
-def _cell(data, i: int) -> Cell:
+def _cell(data, i: int, workspace: str) -> Cell:
     obj = _object(data, f"layout entry {i + 1}", ("source", "rect"))
     source = obj.get("source")
-    if source not in source_names():
+    if source not in source_names(workspace):
         raise EngineInputError(f"layout entry {i + 1}: unknown panel {source!r}; "
-                               f"choose from {', '.join(source_names())}")
+                               f"choose from {', '.join(source_names(workspace))}")
     rect = obj.get("rect")
     if not (isinstance(rect, list) and len(rect) == 4 and all(_is_number(v) for v in rect)
             and rect[0] >= 0 and rect[1] >= 0 and rect[2] > 0 and rect[3] > 0
@@ -197,7 +205,7 @@ def _cell(data, i: int) -> Cell:
     return Cell(source, tuple(float(v) for v in rect))
 
 
-def _keyframe(data, i: int, fps: int, names: list[str]) -> KeyFrame:
+def _keyframe(data, i: int, fps: int, names: list[str], caption_fields: tuple[str, ...]) -> KeyFrame:
     what = f"key frame {i + 1}"
     obj = _object(data, what, ("at", "frame", "step", "camera", "panels", "caption"))
     if ("at" in obj) == ("frame" in obj):
@@ -228,9 +236,9 @@ def _keyframe(data, i: int, fps: int, names: list[str]) -> KeyFrame:
     except ValueError as error:
         raise EngineInputError(f"{what}: caption {caption!r}: {error}") from None
     for f in fields:
-        if f not in CAPTION_FIELDS:
+        if f not in caption_fields:
             raise EngineInputError(f"{what}: caption field {{{f}}} is unknown; "
-                                   f"use {', '.join('{' + n + '}' for n in CAPTION_FIELDS)}")
+                                   f"use {', '.join('{' + n + '}' for n in caption_fields)}")
     return KeyFrame(seconds, step, camera, panels, caption)
 
 

@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QEvent
 
 import main
+from engine.errors import EngineInputError
 from gui.clips import model
 from gui.clips.gl_render import GLCells
 from gui.clips.model import parse_clip, story_clip
@@ -283,3 +284,27 @@ def test_a_minima_preset_without_a_path_is_refused_before_its_run(qapp, tmp_path
     out = tmp_path / "none.mp4"
     assert main.main(["record", "--preset", "nonattr-infinity", "--out", str(out)]) == 2
     assert "no degenerate path" in capsys.readouterr().err and not out.exists()
+
+
+def test_minima_clip_files_round_trip_and_name_their_own_panels_and_fields():
+    from gui.clips.minima_scene import minima_story_clip
+    clip = minima_story_clip("nonattr-fig3", SIZE, 10, 2.0)
+    assert parse_clip(clip.to_json()) == clip
+    data = clip.to_json()
+    data["layout"][1]["source"] = "neurons"  # a paper-A panel in a paper-B clip
+    with pytest.raises(EngineInputError, match="unknown panel 'neurons'; choose from path, slices, descent"):
+        parse_clip(data)
+    data = clip.to_json()
+    data["keyframes"][0]["caption"] = "step {step}: {c}"
+    with pytest.raises(EngineInputError, match=r"caption field \{step\} is unknown; use \{lam\}"):
+        parse_clip(data)
+
+
+def test_a_minima_clip_file_renders_headless(qapp, tmp_path):
+    from gui.clips.minima_scene import minima_story_clip
+    from gui.clips.model import save_clip
+    path = tmp_path / "walk.json"
+    save_clip(minima_story_clip("nonattr-shallow", (160, 90), 5, 1.0), path)
+    assert main.main(["record", "--clip", str(path), "--out", str(tmp_path / "walk")]) == 0
+    frames = [iio.imread(f) for f in sorted((tmp_path / "walk").glob("frame_*.png"))]
+    assert len(frames) == 6 and np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 0.5
