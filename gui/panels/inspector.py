@@ -77,7 +77,6 @@ class LambdaBox(QGroupBox):
         self.slider.setRange(0, SLIDER_STEPS)
         self.slider.setEnabled(False)
         self.value_label = QLabel("λ = –")
-        self.value_label.setMinimumWidth(90)
         self.loss_label = QLabel("loss –")
         self.hmin_label = QLabel("λ_min(H) –")
         self.verdict_label = QLabel("no construction yet")
@@ -92,11 +91,11 @@ class LambdaBox(QGroupBox):
         grid.addWidget(self.slider, 0, 1)
         grid.addWidget(QLabel(f"{SLIDER_RANGE[1]:g}"), 0, 2)
         grid.addWidget(self.value_label, 0, 3)
-        readouts = QHBoxLayout()
-        readouts.addWidget(self.loss_label)
-        readouts.addWidget(self.hmin_label)
-        grid.addLayout(readouts, 1, 0, 1, 4)
-        grid.addWidget(self.verdict_label, 2, 0, 1, 4)
+        # One readout per line: side by side they set the inspector's minimum width, and in
+        # presentation type pushed it past its pane.
+        grid.addWidget(self.loss_label, 1, 0, 1, 4)
+        grid.addWidget(self.hmin_label, 2, 0, 1, 4)
+        grid.addWidget(self.verdict_label, 3, 0, 1, 4)
         self.slider.valueChanged.connect(lambda _: self._on_value())
         self.slider.sliderReleased.connect(lambda: self.released.emit(self.value()))
 

@@ -144,7 +144,7 @@ class MinimaWorkspace(Workspace):
         self.figures.addTab(self.plane, "2-D slice")
         self.figures.addTab(infinity, "Minima at infinity")
         self.figures.addTab(self.descend_view, "Non-increasing path")
-        details = QTabWidget()
+        self._details = details = QTabWidget()
         details.addTab(self.spectrum, "Hessian spectrum")
         details.addTab(self.network, "Network")
         # Scrollable, so the inspector never sets the window's minimum width (small recordings).
@@ -261,8 +261,11 @@ class MinimaWorkspace(Workspace):
 
     def _fit_layout_to(self, kind: str):
         """Minima at infinity have no construction: the inspector and spectrum would stand empty
-        beside them, so the figures take the whole width."""
+        beside them, so the figures take the whole width. The non-increasing path computes no
+        spectrum: its tab shows the network the path starts from instead."""
         self._splitter.widget(1).setVisible(kind != "infinity")
+        if kind == "path":
+            self._details.setCurrentWidget(self.network)
 
     def helper_runners(self) -> list[JobRunner]:
         return [self.probe_runner, self.preview_runner]
@@ -439,7 +442,7 @@ class MinimaWorkspace(Workspace):
 
     def set_presentation(self, on: bool):
         # Large type needs a wider inspector; the figures keep two thirds of the width.
-        self._splitter.setSizes([960, 620] if on else [960, 500])
+        self._splitter.setSizes([900, 700] if on else [960, 500])
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot, on)
             if hasattr(plot, "set_presentation"):
