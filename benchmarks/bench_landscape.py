@@ -92,6 +92,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timings of each row; the fastest counts")
     parser.add_argument("--peer-dirs", type=int, default=20, help="directions the peer is timed on (× 101 points)")
     parser.add_argument("--helper-dirs", type=int, default=10, help="directions the per-point helper is timed on")
+    parser.add_argument("--device", default="cpu",
+                        help="cuda: time the slice kernel on the GPU against this machine's CPU instead")
     args = parser.parse_args()
     configure_torch_threads()
     rng = np.random.default_rng(0)
@@ -100,6 +102,8 @@ def main():
     d = landscape.random_directions(ARCH, theta, K, seed=0)
     t = np.linspace(-T, T, P)
     points = K * P
+    if args.device != "cpu":
+        return device_table(args, theta, X, y, d)
 
     best = {}  # row -> (wall, cpu, threads) per point or per run, fastest wall of the repeats
 
@@ -158,6 +162,28 @@ def main():
     for key in (("preview", "K=5000 P=21 float32"), ("plane", "41×41 float64")):
         wall, cpu, _ = best[key]
         print(f"{key[0]} ({key[1]}, default threads): {1000 * wall:.0f} ms wall, {1000 * cpu:.0f} ms CPU")
+
+
+def device_table(args, theta, X, y, d):
+    """The same slices on ``args.device`` and on the CPU (default threads), in one run: wall
+    time, ratio, and the largest difference from CPU float64 relative to the curves' size."""
+    def slices(dtype, device):
+        return run_to_completion(landscape.slices_job(ARCH, theta, X, y, directions=d, P=P, T=T,
+                                                      dtype=dtype, device=device))
+
+    reference = slices("float64", "cpu").curves
+    slices("float32", args.device)  # the device's first call pays for its start-up
+    print(f"Workload: {'—'.join(map(str, ARCH.widths))} sigmoid, N={N}, K={K} × P={P}; best of {args.repeats}")
+    print(f"{'dtype':8} {'device':6} {'wall s':>8} {'×cpu':>6} {'max |Δ| / max |curve| vs cpu float64':>38}")
+    for name in DTYPES:
+        best = {}
+        for _ in range(args.repeats):
+            for device in ("cpu", args.device):
+                wall, _, s = timed(lambda: slices(name, device))
+                if device not in best or wall < best[device][0]:
+                    best[device] = (wall, np.abs(s.curves - reference).max() / np.abs(reference).max())
+        for device, (wall, rel) in best.items():
+            print(f"{name:8} {device:6} {wall:8.3f} {best['cpu'][0] / wall:6.1f} {rel:38.1e}")
 
 
 if __name__ == "__main__":
