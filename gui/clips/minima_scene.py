@@ -121,10 +121,11 @@ class MinimaScene:
         self._shown = None
 
     def close(self) -> None:
-        """Nothing of the window's was changed; the clip's own plots go."""
+        """Nothing of the window's was changed; the clip's own plots are hidden. Not deleted:
+        deleting a parentless PlotWidget segfaulted inside ~QGraphicsScene (seen under gdb);
+        they go with the scene."""
         for plot in self.widgets.values():
             plot.hide()
-            plot.deleteLater()
 
     # ------------------------------------------------------------------ words
     def facts(self, row: int) -> dict:
