@@ -269,6 +269,17 @@ def preview_job(fig: Figure3, lam: float, split: int, slices: SliceSettings,
     return Preview(lam, cut, flat)
 
 
+def walk_job(fig: Figure3, lams, split: int, slices: SliceSettings, points: int = PREVIEW_POINTS) -> Job[tuple]:
+    """Slices at each λ of ``lams`` (a clip's walk along the degenerate path), as the drag
+    preview computes them; returns one ``landscape.Slices`` per λ."""
+    cuts = []
+    for i, lam in enumerate(lams):
+        preview = yield from subjob(preview_job(fig, float(lam), split, slices, points=points),
+                                    i / len(lams), (i + 1) / len(lams), f"slices at λ = {lam:.3g}: ")
+        cuts.append(preview.slices)
+    return tuple(cuts)
+
+
 def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
     """The λ slider's live readout: one Hessian, on a helper thread."""
     if fig.construction is None:

@@ -110,10 +110,10 @@ def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int =
     app, window = open_window((1600, 960))
     settle()
     run_preset(window, the_clip.preset, steps=steps)
-    def computing(done, total):
-        print(f"\rslicing along the path {done}/{total}", end="", file=sys.stderr)
+    def computing(update):
+        print(f"\r{update.message} ({100 * update.fraction:.0f}%)", end="", file=sys.stderr)
 
-    renderer = ClipRenderer(the_clip, scene_for(window, the_clip.preset, on_row=computing))
+    renderer = ClipRenderer(the_clip, scene_for(window, the_clip.preset, on_progress=computing))
 
     def report(done, total):
         print(f"\rrendering {done}/{total}", end="", file=sys.stderr)

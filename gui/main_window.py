@@ -340,7 +340,8 @@ class MainWindow(QMainWindow):
         self.cancel_action.setEnabled(busy)
 
     def all_runners(self) -> list[JobRunner]:
-        return [self.runner] + [r for ws in self.workspaces.values() for r in ws.helper_runners()]
+        return ([self.runner, self.clip_dock.walker]
+                + [r for ws in self.workspaces.values() for r in ws.helper_runners()])
 
     @property
     def computing(self) -> bool:

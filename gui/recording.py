@@ -149,13 +149,20 @@ class RecordControl(QObject):
         return encoder
 
     def _start_clip(self, size, fps: int, seconds: float, orbit: bool, out: str):
+        from .clips.minima_scene import minima_story_clip
         from .clips.model import story_clip
+        from .presets import preset_named
 
         window = self.window
         dock = window.clip_dock
         try:
             if not window.preset_name:
                 raise EngineInputError("load and run a training preset first")
+            if preset_named(window.preset_name).workspace == "minima":  # slices first, on a worker
+                dock.show()
+                dock.render_walk(minima_story_clip(window.preset_name, size, fps, seconds),
+                                 window.workspaces["minima"], out)
+                return None
             clip = story_clip(window.preset_name, size, fps, seconds, orbit)
             dock.clip, dock.keys, dock._scene = clip, list(clip.keyframes), None
             dock._refresh(0)

@@ -13,6 +13,9 @@ from PySide6.QtWidgets import (QDockWidget, QDoubleSpinBox, QFileDialog, QFormLa
 
 from engine.errors import EngineInputError
 
+from ..presets import preset_named
+from ..worker import JobRunner
+from .minima_scene import MinimaScene, minima_story_clip, walk_of
 from .model import STORY_CAPTION, Clip, KeyFrame, load_clip, save_clip, story_clip
 from .render import ClipJob, ClipRenderer
 from .scene import scene_for
@@ -28,6 +31,13 @@ class ClipDock(QDockWidget):
         self.keys: list[KeyFrame] = []
         self.job: Optional[ClipJob] = None
         self._scene = None
+        # Paper B's clip slices the landscape at every λ of its walk before the first frame.
+        self.walker = JobRunner(self)
+        self.walker.progressed.connect(lambda update: self.progress.setValue(round(100 * update.fraction)))
+        self.walker.succeeded.connect(self._on_walked)
+        self.walker.failed.connect(lambda message: self._done(message, error=True))
+        self._walk: Optional[tuple] = None  # (workspace, λ values, output) while slicing
+        window.run_finished.connect(self._forget_scene)  # a new run: the old scene is stale
 
         self.list = QListWidget()
         self.list.currentRowChanged.connect(self._on_select)
@@ -92,8 +102,17 @@ class ClipDock(QDockWidget):
 
     def scene(self):
         if self._scene is None:
+            if self._is_walk():  # its slices take seconds: only render_walk computes them, on a worker
+                raise EngineInputError("paper B's clip slices along λ first: use Render…")
             self._scene = scene_for(self.window, self._base().preset)
         return self._scene
+
+    def _forget_scene(self, *_):
+        self._scene = None
+
+    def _is_walk(self) -> bool:
+        preset = getattr(self.window, "preset_name", None)
+        return bool(preset) and preset_named(preset).workspace == "minima"
 
     # ------------------------------------------------------------------ editing
     def capture(self) -> bool:
@@ -216,6 +235,14 @@ class ClipDock(QDockWidget):
                                                  "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)")
         if not out:
             return None
+        if self._is_walk() and self._scene is None:
+            try:
+                clip = self.clip if self.clip and self.clip.preset == self.window.preset_name else \
+                    minima_story_clip(self.window.preset_name)
+                self.render_walk(clip, self.window.workspaces["minima"], out)
+            except EngineInputError as error:
+                self.window.message_bar.show_error(str(error))
+            return None
         try:
             self.job = ClipJob(ClipRenderer(self.current_clip(), self.scene()), out, self)
         except EngineInputError as error:
@@ -230,7 +257,31 @@ class ClipDock(QDockWidget):
         self.job.start()
         return self.job
 
+    def render_walk(self, clip: Clip, workspace, out: str) -> None:
+        """Paper B's clip from the window: the walk's slices on a worker (progress here, Cancel
+        stops it), then the frames as any clip's."""
+        lams, job = walk_of(workspace)  # EngineInputError before any work
+        self.clip, self.keys, self._scene = clip, list(clip.keyframes), None
+        self._refresh(0)
+        self._walk = (workspace, lams, out)
+        self._show_running(True)
+        self.progress.setRange(0, 100)
+        self.progress.setFormat("slicing along λ: %p%")
+        self.eta.setText("")
+        self.walker.submit(job)
+
+    def _on_walked(self, cuts):
+        workspace, lams, out = self._walk
+        self._walk = None
+        self._scene = MinimaScene(workspace, lams, cuts)
+        self.progress.setFormat("%v / %m frames")
+        self.render(out)
+
     def cancel(self):
+        if self._walk is not None:
+            self.walker.discard()
+            self._walk = None
+            self._done("Clip rendering cancelled; no file written")
         if self.job is not None:
             self.job.cancel()
 

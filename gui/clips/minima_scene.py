@@ -14,8 +14,8 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from engine.errors import EngineInputError
-from engine.figure3 import Figure3, preview_job
-from engine.progress import run_to_completion
+from engine.figure3 import Figure3, walk_job
+from engine.progress import Job
 
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
@@ -29,37 +29,42 @@ CLIP_POINTS = 41   # t values per slice curve: smooth at 1080p, 2.5× cheaper th
 STORY_CAPTION = "{where}\nλ = {lam}   ·   loss {loss} (= L* all along the path)   ·   λ_min(H) ≈ {hmin}   ·   {dips}"
 
 
-class MinimaScene:
-    """Rows are λ values from inside I (the middle of the part holding the split's λ, or that λ
-    when the part is unbounded) to the saddle's λ of panels (c, d), or the path's far end."""
+def walk_of(workspace, rows: int = ROWS) -> tuple[np.ndarray, Job]:
+    """The λ values of the walk, and the job that slices the landscape at each: seconds of work,
+    run in place headless and on a worker in the window. From inside I (the middle of the part
+    holding the split's λ, or that λ when the part is unbounded) to the saddle's λ of panels
+    (c, d), or the path's far end."""
+    fig = workspace.figure
+    if not (isinstance(fig, Figure3) and fig.path is not None and fig.construction is not None
+            and fig.construction.splits):
+        raise EngineInputError("the minima clip films a finished Fig. 3 construction with its "
+                               "degenerate path; run a non-attracting-minima preset first")
+    path = fig.path
+    start = float(fig.construction.splits[path.split].lam)
+    for lo, hi in path.interval.parts:
+        if lo < start < hi and np.isfinite(lo) and np.isfinite(hi):
+            start = (lo + hi) / 2
+    if fig.saddle is not None:
+        end = float(fig.saddle.probe.lam)
+    else:
+        end = max((float(path.lam[0]), float(path.lam[-1])), key=lambda lam: abs(lam - start))
+    lams = np.linspace(start, end, rows)
+    slices = replace(workspace.slice_settings(), P=CLIP_POINTS)
+    return lams, walk_job(fig, lams, path.split, slices, CLIP_POINTS)
 
-    def __init__(self, workspace, rows: int = ROWS, on_row=None):
+
+class MinimaScene:
+    """Rows are the walk's λ values (``walk_of``); ``cuts`` the slices at each."""
+
+    def __init__(self, workspace, lams: np.ndarray, cuts):
         fig = workspace.figure
-        if not (isinstance(fig, Figure3) and fig.path is not None and fig.construction is not None
-                and fig.construction.splits):
-            raise EngineInputError("the minima clip films a finished Fig. 3 construction with its "
-                                   "degenerate path; run a non-attracting-minima preset first")
         self.workspace = workspace
         self.views = []  # no 3D view in this story
         path, split = fig.path, fig.path.split
         self.interval = path.interval
-        start = float(fig.construction.splits[split].lam)
-        for lo, hi in self.interval.parts:
-            if lo < start < hi and np.isfinite(lo) and np.isfinite(hi):
-                start = (lo + hi) / 2
-        if fig.saddle is not None:
-            end = float(fig.saddle.probe.lam)
-        else:
-            end = max((float(path.lam[0]), float(path.lam[-1])), key=lambda lam: abs(lam - start))
-        self.lams = np.linspace(start, end, rows)
-        self.hmin = np.interp(self.lams, path.lam, path.hessian_min) if path.lam[0] < path.lam[-1] else \
-            np.interp(self.lams, path.lam[::-1], path.hessian_min[::-1])
-        slices = replace(workspace.slice_settings(), P=CLIP_POINTS)
-        self.cuts = []
-        for i, lam in enumerate(self.lams):
-            self.cuts.append(run_to_completion(preview_job(fig, float(lam), split, slices, points=CLIP_POINTS)).slices)
-            if on_row is not None:
-                on_row(i + 1, rows)
+        self.lams, self.cuts = np.asarray(lams, float), list(cuts)
+        order = np.argsort(path.lam)
+        self.hmin = np.interp(self.lams, path.lam[order], path.hessian_min[order])
         self.loss = float(path.loss[0])
         # The clip's own plots, sized by the compositor: the window's stay as they are.
         self.path_view = DegeneratePathView()

@@ -280,11 +280,9 @@ def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8
     from ..presets import preset_named
 
     found = preset_named(preset)
-    if found.workspace != "topology":
-        # Paper B's walk slices the landscape at every frame's λ before rendering (seconds of
-        # work): the window would stall, so it renders headless (gui.clips.minima_scene).
-        raise EngineInputError(f"preset {preset!r}: its clip renders from the command line: "
-                               f"main.py record --preset {preset} --out clip.mp4")
+    if found.workspace != "topology":  # gui.clips.minima_scene.minima_story_clip
+        raise EngineInputError(f"preset {preset!r}: its clip is paper B's walk along λ "
+                               "(Record… → replay, or main.py record), not a training story")
     size = (size[0] // 2 * 2, size[1] // 2 * 2)
     layout = (Cell("title", (0.0, 0.0, 1.0, 0.07)), Cell(GL_SOURCE, (0.0, 0.07, 1.0, 0.57)),
               Cell("loss", (0.0, 0.64, 1.0, 0.24)), Cell("caption", (0.0, 0.88, 1.0, 0.12)))

@@ -140,13 +140,17 @@ class TopologyScene:
         return out
 
 
-def scene_for(window, preset: str, on_row=None):
+def scene_for(window, preset: str, on_progress=None):
     """The scene of the window's workspace for ``preset`` (which must have run): paper A's
-    training story, or paper B's walk along the degenerate path (``on_row``: its progress)."""
+    training story, or paper B's walk along the degenerate path, sliced here and now
+    (``on_progress``: the slicing job's updates; the window runs it on a worker instead)."""
+    from engine.progress import run_to_completion
+
     from ..presets import preset_named
-    from .minima_scene import MinimaScene
+    from .minima_scene import MinimaScene, walk_of
 
     key = preset_named(preset).workspace
     if key == "minima":
-        return MinimaScene(window.workspaces[key], on_row=on_row)
+        lams, job = walk_of(window.workspaces[key])
+        return MinimaScene(window.workspaces[key], lams, run_to_completion(job, on_progress))
     return TopologyScene(window.workspaces[key])

@@ -242,7 +242,8 @@ def test_paper_b_clip_walks_lambda_out_of_I_and_the_slices_start_to_dip(qapp, tm
     the slices panel and the path's λ marker change between the start and the end, the start
     holds still, and the caption says where λ is."""
     from gui import headless
-    from gui.clips.minima_scene import MinimaScene, minima_story_clip
+    from engine.progress import run_to_completion
+    from gui.clips.minima_scene import MinimaScene, minima_story_clip, walk_of
 
     out = tmp_path / "walk.mp4"
     assert main.main(["record", "--preset", "nonattr-shallow", "--out", str(out), "--size", "480x270",
@@ -263,7 +264,8 @@ def test_paper_b_clip_walks_lambda_out_of_I_and_the_slices_start_to_dip(qapp, tm
     app, window = headless.open_window((1280, 800))
     try:
         headless.run_preset(window, "nonattr-shallow", None)
-        scene = MinimaScene(window.workspaces["minima"], rows=7)
+        lams, job = walk_of(window.workspaces["minima"], rows=7)
+        scene = MinimaScene(window.workspaces["minima"], lams, run_to_completion(job))
         first, last = scene.facts(0), scene.facts(6)
         assert first["where"].startswith("inside I") and last["where"].startswith("outside I")
         assert scene.cuts[0].n_below == 0 < scene.cuts[-1].n_below

@@ -5,6 +5,7 @@ import threading
 import numpy as np
 import pyqtgraph as pg
 import pytest
+from PySide6.QtCore import QTimer
 
 from engine.progress import Progress
 from engine.verdicts import Verdict
@@ -287,3 +288,32 @@ def test_slices_over_the_split_pair_show_predicted_and_observed(window, qtbot):
     assert ws.shown["slices_saddle"]["predicted"] == saddle.predicted
     assert "predicted" in ws.slice_saddle.getPlotItem().titleLabel.text
     save_screenshot(window, "minima-pair-family")
+
+
+def test_record_replay_of_a_minima_preset_slices_on_a_worker_then_renders(window, qtbot, tmp_path):
+    """Record… → replay on paper B: the walk's slices run as a job (the window keeps turning its
+    event loop, Cancel stops it and writes nothing), then the clip renders like any other."""
+    import imageio.v3 as iio
+    open_quick(window, qtbot, "nonattr-shallow")
+    dock = window.clip_dock
+    ticks = []
+    timer = QTimer(interval=10)
+    timer.timeout.connect(lambda: ticks.append(1))
+    timer.start()
+    cancelled = tmp_path / "cancelled.mp4"
+    assert window.recording.start(source="Whole window", size="Source's own size", fps=5,
+                                  when="replay", seconds=1.0, out=str(cancelled)) is None
+    dock.cancel()
+    qtbot.waitUntil(lambda: not window.computing, timeout=60000)
+    assert not cancelled.exists() and "cancelled" in window.message_bar.text
+    out = tmp_path / "walk.mp4"
+    window.recording.start(source="Whole window", size="Source's own size", fps=5, when="replay",
+                           seconds=1.0, out=str(out))
+    assert dock._walk is not None, "the slicing ran before start() returned, on the GUI thread"
+    ticks.clear()
+    qtbot.waitUntil(lambda: dock._walk is None, timeout=120000)
+    timer.stop()
+    assert len(ticks) > 10, "the event loop stalled while slicing"
+    qtbot.waitUntil(lambda: dock.job is not None and not dock.job.active and out.exists(), timeout=180000)
+    frames = iio.imread(out)
+    assert frames.shape[0] == 6 and np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 0.5
