@@ -3,8 +3,8 @@
 At the λ the construction chose, inside Theorem 9's interval I, the embedded point is one of a
 line of minima: no random direction dips below L*. Moving λ along the path keeps the loss
 exactly L* (panel b), and once λ leaves I the same point is a saddle: directions dip (panel c).
-The scene computes the slices at every row before the first frame (the clip's frames then depend
-on the run only) and poses its own two plots, never the window's.
+The slices at every row are computed before the first frame (``walk_of``: the clip's frames then
+depend on the run only), and the scene poses its own three plots, never the window's.
 """
 from __future__ import annotations
 
@@ -75,13 +75,16 @@ class MinimaScene:
         descent = stages(fig, {}).get("descent")
         if descent is not None:  # (d): where the saddle leads
             self.descent_view.show_curves(descent["curves"], note=descent["note"], frame=descent["frame"])
-        self.widgets = {"path": self.path_view, "slices": self.slice_view, "descent": self.descent_view}
-        for plot in self.widgets.values():
+        own = {"path": self.path_view, "slices": self.slice_view, "descent": self.descent_view}
+        for plot in own.values():
             set_plot_fonts(plot)
-            # "Shown" off screen: a widget never shown gets no resize events, so the compositor's
-            # resize would not lay it out (axes kept their first width and cut tick labels).
+            # "Shown" off screen (see show): a widget never shown gets no resize events, so the
+            # compositor's resize would not lay it out (axes kept their first width, cut labels).
             plot.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
-            plot.show()
+        # The inspector's spectrum is the window's own view: the compositor resizes it for the
+        # render and puts it back, as it does the topology tab's invariants panel.
+        self.widgets = own | {"spectrum": workspace.spectrum}
+        self._own = own
         self._frame = self._common_frame()
         self._shown = None
 
@@ -113,6 +116,8 @@ class MinimaScene:
 
     # ------------------------------------------------------------------ posing
     def show(self, row: int) -> None:
+        for plot in self._own.values():
+            plot.show()  # off screen; again after a close, for the next render of this scene
         if row == self._shown:
             return
         cut, lam = self.cuts[row], float(self.lams[row])
@@ -129,7 +134,7 @@ class MinimaScene:
         """Nothing of the window's was changed; the clip's own plots are hidden. Not deleted:
         deleting a parentless PlotWidget segfaulted inside ~QGraphicsScene (seen under gdb);
         they go with the scene."""
-        for plot in self.widgets.values():
+        for plot in self._own.values():
             plot.hide()
 
     # ------------------------------------------------------------------ words

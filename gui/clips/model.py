@@ -15,8 +15,8 @@ Rects are fractions of the frame (x, y, width, height). A key frame's ``at`` is 
 (or ``frame``, an index at the clip's fps); ``step`` is a training step or "end"; a missing
 camera field keeps the view's default framing; ``panels`` lists the sources shown (default:
 all); ``caption`` may use {step}, {last_step}, {c}, {loss}, {events}. A clip of a minima
-(paper B) preset lays out "path", "slices" and "descent"; its ``step`` counts the rows of the
-walk along λ and its caption may use {lam}, {where}, {loss}, {hmin}, {dips}.
+(paper B) preset lays out "path", "slices", "descent" and "spectrum"; its ``step`` counts the
+rows of the walk along λ and its caption may use {lam}, {where}, {loss}, {hmin}, {dips}.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ TEXT_SOURCES = ("title", "caption")
 # (paper B) presets a key frame's "step" counts the rows of the walk along λ: 0 is the point
 # inside I, "end" the saddle.
 SOURCES = {"topology": (GL_SOURCE, "loss", "drift", "invariants") + TEXT_SOURCES,
-           "minima": ("path", "slices", "descent") + TEXT_SOURCES}
+           "minima": ("path", "slices", "descent", "spectrum") + TEXT_SOURCES}
 CAPTION_FIELDS = {"topology": ("step", "last_step", "c", "loss", "events"),
                   "minima": ("lam", "where", "loss", "hmin", "dips")}
 CAMERA_FIELDS = ("azimuth", "elevation", "distance", "center")

@@ -1,4 +1,5 @@
 """Talk clips: composed, key-framed, deterministic renders of a finished run (issue 11)."""
+import dataclasses
 import json
 import time
 
@@ -294,7 +295,7 @@ def test_minima_clip_files_round_trip_and_name_their_own_panels_and_fields():
     assert parse_clip(clip.to_json()) == clip
     data = clip.to_json()
     data["layout"][1]["source"] = "neurons"  # a paper-A panel in a paper-B clip
-    with pytest.raises(EngineInputError, match="unknown panel 'neurons'; choose from path, slices, descent"):
+    with pytest.raises(EngineInputError, match="unknown panel 'neurons'; choose from path, slices, descent, spectrum"):
         parse_clip(data)
     data = clip.to_json()
     data["keyframes"][0]["caption"] = "step {step}: {c}"
@@ -306,7 +307,9 @@ def test_a_minima_clip_file_renders_headless(qapp, tmp_path):
     from gui.clips.minima_scene import minima_story_clip
     from gui.clips.model import save_clip
     path = tmp_path / "walk.json"
-    save_clip(minima_story_clip("nonattr-shallow", (160, 90), 5, 1.0), path)
+    clip = minima_story_clip("nonattr-shallow", (160, 90), 5, 1.0)
+    spectrum = model.Cell("spectrum", (0.72, 0.5, 0.28, 0.36))  # the window's own view, too
+    save_clip(dataclasses.replace(clip, layout=clip.layout + (spectrum,)), path)
     assert main.main(["record", "--clip", str(path), "--out", str(tmp_path / "walk")]) == 0
     frames = [iio.imread(f) for f in sorted((tmp_path / "walk").glob("frame_*.png"))]
     assert len(frames) == 6 and np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 0.5
