@@ -99,8 +99,7 @@ class MainWindow(QMainWindow):
                                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         self.parameter_dock.setMinimumWidth(320)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.parameter_dock)
-        # Wide enough that no value is cut off at 1600 px and up.
-        self.resizeDocks([self.parameter_dock], [440], Qt.Orientation.Horizontal)
+        self._dock_sized = False  # sized at the first show (see showEvent)
 
     def _build_run_controls(self):
         bar = QToolBar("Run")
@@ -347,6 +346,14 @@ class MainWindow(QMainWindow):
     def computing(self) -> bool:
         """Any job of the window's, the workspaces' probes and previews included, still running."""
         return any(runner.busy for runner in self.all_runners())
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        if not self._dock_sized:
+            # Wide enough that no parameter name or value is cut off at 1600 px and up. Before
+            # the first show Qt ignores the request and the dock kept its 320 px minimum.
+            self._dock_sized = True
+            self.resizeDocks([self.parameter_dock], [440], Qt.Orientation.Horizontal)
 
     def closeEvent(self, event):
         # Stop every worker before Qt tears the widgets down, so no thread outlives the window.
