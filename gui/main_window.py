@@ -29,6 +29,12 @@ from .workspaces import all_workspaces
 STATUS_INTERVAL_S = 0.1
 
 
+def _all_parameters(group):
+    for child in group.children():
+        yield child
+        yield from _all_parameters(child)
+
+
 class MainWindow(QMainWindow):
     run_finished = Signal()  # after a job succeeded, failed or was cancelled
 
@@ -87,9 +93,13 @@ class MainWindow(QMainWindow):
             tree.setParameters(workspace.parameters, showTop=False)
             # Names whole, values in the rest: ParameterTree sizes both columns to their contents,
             # and the longest value ("deep construction (Fig. 3)") then cut every name short.
+            titles = [p.title() for p in _all_parameters(workspace.parameters)]
+            widest = max(tree.fontMetrics().horizontalAdvance(title) for title in titles)
+            names = widest + 2 * tree.indentation() + 12  # two levels of groups, and a margin
             tree.header().setStretchLastSection(False)
-            tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+            tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)
             tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+            tree.setColumnWidth(0, names)
             self.parameter_trees[key] = tree
             self.parameter_stack.addWidget(tree)
         self.parameter_dock = QDockWidget("Parameters")

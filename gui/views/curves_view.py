@@ -6,9 +6,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from ..style import NEURON_COLORS
-from .plot_style import add_legend, densify, follow_theme, legend_to_empty_corner, set_title
+from .plot_style import DASHED, SOLID, follow_theme, key_text, set_title
 
 STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine}
+GLYPHS = {"solid": SOLID, "dash": DASHED, "dot": DASHED}
 
 
 class CurvesView(pg.PlotWidget):
@@ -18,7 +19,6 @@ class CurvesView(pg.PlotWidget):
         self.setLabel("bottom", x_label)
         self.setLabel("left", y_label)
         self.showGrid(x=True, y=True, alpha=0.2)
-        self.legend = add_legend(self, offset=(-10, 10))
         self._items: list = []
         self._width = 3
         self._shown: tuple | None = None  # the last show_curves arguments, redrawn on a theme switch
@@ -35,48 +35,34 @@ class CurvesView(pg.PlotWidget):
         self.clear_curves()
         self._shown = (curves, log_y, note, frame)
         self.setLogMode(y=log_y)
+        key = []
         for k, c in enumerate(curves):
             color = c.get("color", k)
             color = NEURON_COLORS[color % len(NEURON_COLORS)] if isinstance(color, int) else color
             color = self._fg if color == "fg" else color
-            pen = pg.mkPen(color, width=self._width, style=STYLES[c.get("style", "solid")])
+            style = c.get("style", "solid")
+            pen = pg.mkPen(color, width=self._width, style=STYLES[style])
             if "hline" in c:  # a reference level, e.g. L* or L∞
                 item = pg.InfiniteLine(pos=c["hline"], angle=0, pen=pen)
                 self.addItem(item)
-                self.legend.addItem(pg.PlotDataItem(pen=pen), c["name"])
             else:
-                item = self.plot(np.asarray(c["x"], float), np.asarray(c["y"], float), pen=pen, name=c["name"])
+                item = self.plot(np.asarray(c["x"], float), np.asarray(c["y"], float), pen=pen)
             self._items.append(item)
-        set_title(self, self.getPlotItem()._title_parts[0], [note] if note else [])
+            key.append((color, GLYPHS[style], c["name"]))
+        # The key goes under the title: a descent line or two flat levels leave no corner free
+        # for a legend box at every size the plot is shown at (window, presentation, clip cell).
+        set_title(self, self.getPlotItem()._title_parts[0], [key_text(key)] + ([note] if note else []))
         if frame is None:
             self.autoRange()
         else:
             self.setXRange(frame[0], frame[1], padding=0.02)
             self.setYRange(frame[2], frame[3], padding=0)
-        drawn = [densify(c["x"], c["y"]) for c in curves if "hline" not in c]
-        self._drawn = None
-        if drawn:
-            xs = np.concatenate([x for x, _ in drawn])
-            across = np.linspace(np.nanmin(xs), np.nanmax(xs), 200)
-            drawn += [(across, np.full_like(across, c["hline"])) for c in curves if "hline" in c]
-            self._drawn = (np.concatenate([x for x, _ in drawn]), np.concatenate([y for _, y in drawn]), frame)
-            self._place_legend()
-
-    def _place_legend(self):
-        if getattr(self, "_drawn", None) is not None:
-            x, y, frame = self._drawn
-            legend_to_empty_corner(self, x, y, frame=frame)
-
-    def resizeEvent(self, event):
-        super().resizeEvent(event)
-        self._place_legend()  # the legend's share of the plot changed with its size
 
     def clear_curves(self):
         for item in self._items:
             self.removeItem(item)
         self._items = []
         self._shown = None
-        self.legend.clear()
 
     def set_presentation(self, on: bool):
         self._width = 5 if on else 3

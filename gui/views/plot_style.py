@@ -70,6 +70,16 @@ def key_text(entries) -> str:
 LEGEND_GRID = 40  # cells per side in which covered data is counted
 
 
+def _legend_size(legend) -> tuple[float, float]:
+    """The legend's size from its rows' text. Its own geometry lags: a legend refilled just now
+    still reports its old (often empty) size until the next layout pass."""
+    rows = [(20 + 3 + label.item.boundingRect().width(), max(20.0, label.item.boundingRect().height()))
+            for _, label in legend.items]
+    if not rows:
+        return 0.0, 0.0
+    return max(w for w, _ in rows) + 10, sum(h for _, h in rows) + 10
+
+
 def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
     """Anchor the plot's legend where it covers the least drawn data: a corner, or the middle of
     the left or right edge (two flat lines across the plot leave only the middle free).
@@ -91,9 +101,9 @@ def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
     x, y = x[keep], y[keep]
     best = (1, 1)  # top right
     if x.size:
-        box, view = legend.boundingRect(), item.getViewBox()
-        fx = min(0.9, (box.width() + 2 * margin) / view.width()) if view.width() > 1 else 0.4
-        fy = min(0.9, (box.height() + 2 * margin) / view.height()) if view.height() > 1 else 0.4
+        (width, height), view = _legend_size(legend), item.getViewBox()
+        fx = min(0.9, (width + 2 * margin) / view.width()) if view.width() > 1 else 0.4
+        fy = min(0.9, (height + 2 * margin) / view.height()) if view.height() > 1 else 0.4
         if frame is None:
             span = lambda a: (a.min(), max(a.max() - a.min(), 1e-300))
             (x0, dx), (y0, dy) = span(x), span(y)

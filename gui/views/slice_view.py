@@ -56,8 +56,8 @@ class SliceView(pg.PlotWidget):
     def _show_title(self, lines: list[str], with_descent: bool):
         """The key (curves fill every corner, so no legend box) and the numbers, under the title."""
         self._subtitle, self._with_descent = lines, with_descent
-        key = [(CURVE_RGB, SOLID, "L(θ + t·d)"), (ENVELOPE_COLOR, SOLID, "envelope"),
-               (self._fg, DASHED, "L*")] + ([(DESCENT_COLOR, DASHED, "B6 descent (unit)")] if with_descent else [])
+        key = [(CURVE_RGB, SOLID, "slices"), (ENVELOPE_COLOR, SOLID, "envelope"),
+               (self._fg, DASHED, "L*")] + ([(DESCENT_COLOR, DASHED, "B6 descent")] if with_descent else [])
         set_title(self, self._title, [key_text(key)] + lines)
 
     def set_title(self, title: str):

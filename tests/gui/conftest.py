@@ -26,24 +26,6 @@ def no_cyclic_garbage_collection():
     gc.enable()
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_menus(qapp):
-    """pyqtgraph gives every plot parentless menus (ViewBoxMenu, its submenus): top-level widgets
-    that only Python owns. With the cycle collector off they outlived their tests (a fresh window
-    has ~270), and every app-wide restyle, a theme switch, repolished all of them: theme switches
-    took seconds by the middle of the suite. The menus a test made are deleted when it ends
-    (after its window: autouse fixtures finish last). Only menus: deleting a leftover parentless
-    PlotWidget (a clip scene's) segfaults inside ~QGraphicsScene (seen under gdb)."""
-    from PySide6.QtCore import QCoreApplication, QEvent
-    from PySide6.QtWidgets import QMenu
-    before = set(qapp.topLevelWidgets())
-    yield
-    for widget in qapp.topLevelWidgets():
-        if isinstance(widget, QMenu) and widget not in before:
-            widget.deleteLater()
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-
-
 @pytest.fixture
 def window(qtbot):
     """A shown main window. At the end every job it started (probes and previews included) has

@@ -1,7 +1,6 @@
 """Presentation mode: full screen, no parameter panel, large type, themes; state survives."""
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication
 
 from gui import session
 
@@ -30,10 +29,10 @@ def _round_trip(qtbot, window, theme):
     window.presentation.toggle_action.trigger()
     qtbot.waitUntil(window.isFullScreen, timeout=3000)
     assert not window.parameter_dock.isVisible()
-    assert "16pt" in QApplication.instance().styleSheet()
+    assert "16pt" in window.styleSheet()
     qtbot.wait(300)
     save_screenshot(window, f"presentation-{theme}")
     window.presentation.toggle_action.trigger()
     qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=3000)
     assert window.parameter_dock.isVisible()
-    assert "16pt" not in QApplication.instance().styleSheet()
+    assert "16pt" not in window.styleSheet()
