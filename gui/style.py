@@ -91,12 +91,13 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
     global _theme
     _theme, colors = theme, THEMES[theme]
     pg.setConfigOptions(background=colors["bg"], foreground=colors["fg"])  # plots made later
-    # The window's widgets, not the application's: an app-wide restyle repolishes every widget
-    # of the process, pyqtgraph's ~270 parentless menus per window of plots included, and a
-    # theme switch grew to seconds as windows came and went (the test suite).
-    target = app if window is None else window
-    target.setPalette(palette(theme, app))
-    target.setStyleSheet(stylesheet(theme, presentation))
+    # The palette is the application's: under a style sheet Qt takes widgets' colours from the
+    # application palette, not a parent's (the inspector went light under the dark theme). The
+    # style sheet is the window's: an app-wide one repolishes every widget of the process,
+    # pyqtgraph's ~270 parentless menus per window of plots included, and a theme switch grew to
+    # seconds as windows came and went (the test suite).
+    app.setPalette(palette(theme, app))
+    (app if window is None else window).setStyleSheet(stylesheet(theme, presentation))
     if window is None:
         return
     for target in window.findChildren(QAction) + window.findChildren(QToolButton):
