@@ -128,7 +128,8 @@ class Compositor:
             painter.fillRect(QRect(x, y, cw, header), self.band)
             painter.fillRect(QRect(x, y, cw, max(2, round(0.004 * self.h))), color)  # the neuron's colour
             painter.setFont(font)
-            painter.setPen(color.darker(130))
+            # The neuron's colour, darker on a light band and lighter on a dark one (readable).
+            painter.setPen(color.darker(130) if self.band.lightness() > 127 else color.lighter(150))
             painter.drawText(QRect(x + round(0.01 * self.h), y, cw, header),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
             self.times["compose"] += time.perf_counter() - t
