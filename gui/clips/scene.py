@@ -67,15 +67,15 @@ class TopologyScene:
     # ------------------------------------------------------------------ posing
     def show(self, row: int) -> None:
         if row != self._shown:  # re-slicing the run costs more than any other part of a frame
-            # Exact surfaces: a frame must not depend on which frames were shown before it.
-            saved = [view.remesh_tolerance for view in self.views]
+            # Surfaces quantized, not tolerance-skipped: a frame must not depend on which frames
+            # were shown before it. 2e-4 × extent² in c is a tenth of the live tolerance.
             for view in self.views:
-                view.remesh_tolerance = 0.0
+                view.mesh_quantum = 2e-4
             try:
                 self.workspace.show_frame(row)
             finally:
-                for view, tolerance in zip(self.views, saved):
-                    view.remesh_tolerance = tolerance
+                for view in self.views:
+                    view.mesh_quantum = None
             self._shown = row
             self._show_curves(row)
 

@@ -109,8 +109,9 @@ class QuadricView(gl.GLViewWidget):
         self.setBackgroundColor(pg.mkColor(theme_colors()["gl"]))
         self.opts["fov"] = 40
         # Re-mesh only when c moved this much (× extent²): a live run then rebuilds no mesh
-        # per frame. Clips set 0, so the surface depends on the shown c alone, not on history.
+        # per frame. Clips set a mesh quantum instead (see set_quadric).
         self.remesh_tolerance = 2e-3
+        self.mesh_quantum: Optional[float] = None
         self._meshed_c: Optional[float] = None
         self._ghost_c: Optional[float] = None
         self._surface: list[gl.GLMeshItem] = []
@@ -229,10 +230,20 @@ class QuadricView(gl.GLViewWidget):
         more than 0.2 % of the scene, so a live run does not rebuild meshes every frame.
         """
         tol = 2e-3 * self.extent ** 2
-        skip = self.remesh_tolerance * self.extent ** 2
-        if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > skip:
-            self._surface = self._replace(self._surface, c_now, self._alphas[0], 0)
-            self._meshed_c = c_now
+        if self.mesh_quantum:
+            # Clips: the mesh of c rounded to the quantum (× extent²), a function of the shown c
+            # alone, so a frame does not depend on the frames before it, yet c moving by less
+            # than a quantum (sub-pixel at 4K) re-uses the mesh.
+            quantum = self.mesh_quantum * self.extent ** 2
+            c_mesh = None if c_now is None else round(c_now / quantum) * quantum
+            if c_mesh is None or c_mesh != self._meshed_c:
+                self._surface = self._replace(self._surface, c_mesh, self._alphas[0], 0)
+                self._meshed_c = c_mesh
+        else:
+            skip = self.remesh_tolerance * self.extent ** 2
+            if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > skip:
+                self._surface = self._replace(self._surface, c_now, self._alphas[0], 0)
+                self._meshed_c = c_now
         drifted = c_now is not None and c_start is not None and abs(c_now - c_start) > tol
         ghost = c_start if drifted else None
         if ghost != self._ghost_c:
