@@ -11,11 +11,12 @@ import pyqtgraph as pg
 import pyqtgraph.opengl as gl
 import pytest
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QTableWidget, QWidget
 
 from .conftest import wait_until_idle
 
 MIN_RATIO = 3.0
+NO_BRUSH = pg.QtCore.Qt.BrushStyle.NoBrush
 TOPOLOGY_PRESETS = ["fig3-free", "fig3-obstructed", "fig3-free-flow", "fig3-obstructed-flow",
                     "fig3-free-d3", "d1-input-signs", "adam-drift", "biases",
                     "fig4-breast-cancer", "fig5-probability"]
@@ -97,6 +98,23 @@ def text_items(window) -> list[tuple[str, QColor, QColor]]:
         if label.isVisibleTo(window) and label.text().strip():
             found.append((f"QLabel {label.text()[:40]!r}", label.palette().color(QPalette.ColorRole.WindowText),
                           _label_background(label)))
+    for button in tab.findChildren(QPushButton):  # the inspector's: white on white once
+        if button.isVisibleTo(window) and button.text().strip():
+            palette = button.palette()
+            found.append((f"button {button.text()[:30]!r}", palette.color(QPalette.ColorRole.ButtonText),
+                          palette.color(QPalette.ColorRole.Button)))
+    for table in tab.findChildren(QTableWidget):
+        if not table.isVisibleTo(window):
+            continue
+        palette = table.palette()
+        for row in range(table.rowCount()):
+            for column in range(table.columnCount()):
+                cell = table.item(row, column)
+                if cell is not None and cell.text().strip():
+                    fg, bg = cell.foreground(), cell.background()  # a brush with no style: the palette's
+                    fg = fg.color() if fg.style() != NO_BRUSH else palette.color(QPalette.ColorRole.Text)
+                    bg = bg.color() if bg.style() != NO_BRUSH else palette.color(QPalette.ColorRole.Base)
+                    found.append((f"table cell {cell.text()[:20]!r}", fg, bg))
     for view in tab.findChildren(gl.GLViewWidget):
         if not view.isVisibleTo(window):
             continue
@@ -134,6 +152,27 @@ def test_topology_preset_text_is_legible_in_both_themes(qtbot, window, preset):
             assert len(items) >= 5, f"{preset}/{theme}: found only {len(items)} text items"
             bad = low_contrast(window)
             assert not bad, f"{preset} in the {theme} theme:\n" + "\n".join(bad)
+    finally:
+        window.presentation.set_theme("light", remember=False)
+
+
+def test_minima_preset_text_is_legible_in_both_themes(qtbot, window):
+    """The minima tab too: plots, the inspector's labels, buttons and tables (verdict cells)."""
+    from gui.presets import apply_values
+    window.presentation.set_theme("dark", remember=False)
+    window.load_preset("nonattr-shallow", run=False)
+    apply_values(window.workspaces["minima"].parameters, {"slices": {"K": 300, "P": 41}})
+    window.run()
+    wait_until_idle(qtbot, window, timeout_ms=180000)
+    qtbot.wait(100)
+    try:
+        for theme in ("dark", "light"):
+            window.presentation.set_theme(theme, remember=False)
+            qtbot.wait(50)
+            items = text_items(window)
+            assert sum(what.startswith("table cell") for what, _, _ in items) >= 4, "no table cells found"
+            bad = low_contrast(window)
+            assert not bad, f"nonattr-shallow in the {theme} theme:\n" + "\n".join(bad)
     finally:
         window.presentation.set_theme("light", remember=False)
 
