@@ -10,8 +10,10 @@ from .plot_style import SHADED, SOLID, follow_theme, key_text, limit_ticks, set_
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"
 SHADE = (0, 158, 115, 45)  # the interval I where the points are minima
-KEY = key_text([(LOSS_COLOR, SOLID, "loss (left)"), (EIG_COLOR, SOLID, "λ_min(H) (right)"),
-                ("#009E73", SHADED, "I: minima")])
+# Short lines: a subtitle line wider than the plot widens its layout past the widget, and in
+# presentation type the right axis was cut off ("-0" for -0.05).
+KEY = key_text([(LOSS_COLOR, SOLID, "loss (left)"), (EIG_COLOR, SOLID, "λ_min(H) (right)")])
+SHADE_KEY = key_text([("#009E73", SHADED, "I: minima")])
 VIEW_LIMIT = 1e3           # stands in for ±∞ when shading (−∞, 0) ∪ (1, ∞)
 
 
@@ -74,7 +76,7 @@ class DegeneratePathView(pg.PlotWidget):
 
     def set_current(self, lam: float | None):
         """Short subtitle lines: which split, and the dashed marker's λ."""
-        lines = [self._which] + ([] if lam is None else [f"dashed: current λ = {lam:.3g}"])
+        lines = [self._which, SHADE_KEY + ("" if lam is None else f" · dashed: current λ = {lam:.3g}")]
         self.marker.setVisible(lam is not None)
         if lam is not None:
             self.marker.setValue(lam)
