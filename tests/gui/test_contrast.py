@@ -137,6 +137,20 @@ def test_ratio_matches_wcag():
     assert contrast(QColor("#888888"), QColor("#777777")) < 1.5
 
 
+def assert_legible_in_both_themes(qtbot, window, name: str, enough) -> None:
+    """Switch to dark then light; in each, ``enough(items)`` holds and no text is below 3:1."""
+    try:
+        for theme in ("dark", "light"):
+            window.presentation.set_theme(theme, remember=False)
+            qtbot.wait(50)
+            items = text_items(window)
+            assert enough(items), f"{name}/{theme}: too few text items ({len(items)})"
+            bad = low_contrast(window)
+            assert not bad, f"{name} in the {theme} theme:\n" + "\n".join(bad)
+    finally:
+        window.presentation.set_theme("light", remember=False)
+
+
 @pytest.mark.parametrize("preset", TOPOLOGY_PRESETS)
 def test_topology_preset_text_is_legible_in_both_themes(qtbot, window, preset):
     # Dark first, then load: views a preset reveals must take the theme already chosen.
@@ -144,16 +158,7 @@ def test_topology_preset_text_is_legible_in_both_themes(qtbot, window, preset):
     window.load_preset(preset, steps=20)
     wait_until_idle(qtbot, window, timeout_ms=120000)
     qtbot.wait(100)
-    try:
-        for theme in ("dark", "light"):
-            window.presentation.set_theme(theme, remember=False)
-            qtbot.wait(50)
-            items = text_items(window)
-            assert len(items) >= 5, f"{preset}/{theme}: found only {len(items)} text items"
-            bad = low_contrast(window)
-            assert not bad, f"{preset} in the {theme} theme:\n" + "\n".join(bad)
-    finally:
-        window.presentation.set_theme("light", remember=False)
+    assert_legible_in_both_themes(qtbot, window, preset, lambda items: len(items) >= 5)
 
 
 def test_minima_preset_text_is_legible_in_both_themes(qtbot, window):
@@ -165,16 +170,8 @@ def test_minima_preset_text_is_legible_in_both_themes(qtbot, window):
     window.run()
     wait_until_idle(qtbot, window, timeout_ms=180000)
     qtbot.wait(100)
-    try:
-        for theme in ("dark", "light"):
-            window.presentation.set_theme(theme, remember=False)
-            qtbot.wait(50)
-            items = text_items(window)
-            assert sum(what.startswith("table cell") for what, _, _ in items) >= 4, "no table cells found"
-            bad = low_contrast(window)
-            assert not bad, f"nonattr-shallow in the {theme} theme:\n" + "\n".join(bad)
-    finally:
-        window.presentation.set_theme("light", remember=False)
+    assert_legible_in_both_themes(qtbot, window, "nonattr-shallow",
+                                  lambda items: sum(what.startswith("table cell") for what, _, _ in items) >= 4)
 
 
 def test_check_catches_grey_on_grey(qtbot, window):

@@ -14,16 +14,21 @@ def points_under_legend(plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray) -> in
     return sum(box.contains(view.mapViewToScene(QPointF(a, b))) for a, b in zip(x, y))
 
 
+def shown_plot_with_legend(qtbot, width: int, height: int) -> pg.PlotWidget:
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(width, height)
+    plot.show()
+    qtbot.waitExposed(plot)
+    add_legend(plot)
+    return plot
+
+
 @pytest.mark.parametrize("empty", ["top left", "top right", "bottom left", "bottom right"])
 def test_the_legend_takes_the_one_empty_corner(qtbot, empty):
     """Data everywhere except one corner (a dense grid with that quadrant's corner cut out):
     the legend must go there, and cover none of the points."""
-    plot = pg.PlotWidget()
-    qtbot.addWidget(plot)
-    plot.resize(600, 400)
-    plot.show()
-    qtbot.waitExposed(plot)
-    add_legend(plot)
+    plot = shown_plot_with_legend(qtbot, 600, 400)
     gx, gy = np.meshgrid(np.linspace(0, 1, 41), np.linspace(0, 1, 41))
     x, y = gx.ravel(), gy.ravel()
     right, top = "right" in empty, "top" in empty
@@ -65,12 +70,7 @@ def test_two_flat_lines_leave_the_middle_and_sampling_does_not_weigh(qtbot):
     """A long recorded line (2,000 points) at the top and a reference level (two points) at the
     bottom: every corner touches a line, the middle of an edge does not."""
     from gui.views.plot_style import densify
-    plot = pg.PlotWidget()
-    qtbot.addWidget(plot)
-    plot.resize(600, 300)
-    plot.show()
-    qtbot.waitExposed(plot)
-    add_legend(plot)
+    plot = shown_plot_with_legend(qtbot, 600, 300)
     top_x = np.linspace(0, 1, 2000)
     plot.plot(top_x, np.zeros_like(top_x), name="GD: L − L∞")
     plot.plot([0, 1], [-7, -7], name="L-BFGS level")
