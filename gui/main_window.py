@@ -294,6 +294,7 @@ class MainWindow(QMainWindow):
     def reset(self):
         self.stop_jobs()
         self.workspace.reset()
+        self.clip_dock.forget_scene()
         self.progress_bar.setValue(0)
         self.status_label.setText("Reset")
 
@@ -305,6 +306,7 @@ class MainWindow(QMainWindow):
         self.message_bar.clear()
         if not keep:
             workspace.reset()
+            self.clip_dock.forget_scene()
         self.progress_bar.setValue(0)
 
     def _on_progress(self, update: Progress):

@@ -149,28 +149,24 @@ class RecordControl(QObject):
         return encoder
 
     def _start_clip(self, size, fps: int, seconds: float, orbit: bool, out: str):
+        """The preset's story clip, rendered by the clip dock (paper B slices its walk first)."""
         from .clips.minima_scene import minima_story_clip
         from .clips.model import story_clip
         from .presets import preset_named
 
         window = self.window
-        dock = window.clip_dock
         try:
             if not window.preset_name:
                 raise EngineInputError("load and run a training preset first")
-            if preset_named(window.preset_name).workspace == "minima":  # slices first, on a worker
-                dock.show()
-                dock.render_walk(minima_story_clip(window.preset_name, size, fps, seconds),
-                                 window.workspaces["minima"], out)
-                return None
-            clip = story_clip(window.preset_name, size, fps, seconds, orbit)
-            dock.clip, dock.keys, dock._scene = clip, list(clip.keyframes), None
-            dock._refresh(0)
+            clip = (minima_story_clip(window.preset_name, size, fps, seconds)
+                    if preset_named(window.preset_name).workspace == "minima"
+                    else story_clip(window.preset_name, size, fps, seconds, orbit))
         except EngineInputError as error:
             window.message_bar.show_error(str(error))
             return None
-        dock.show()  # its progress bar, ETA and Cancel button
-        return dock.render(out)
+        window.clip_dock.use_clip(clip)
+        window.clip_dock.show()  # its progress bar, ETA and Cancel button
+        return window.clip_dock.render(out)
 
     def _show_recording(self, on: bool):
         # Steady, not blinking: a whole-window recording films the status bar too.

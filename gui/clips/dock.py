@@ -1,5 +1,10 @@
 """The key-frame editor: capture the window's state as key frames, order and time them,
-scrub a preview in the live views, save/load the clip as JSON, and render it as a job."""
+scrub a preview, save/load the clip as JSON, and render it as a job.
+
+Paper A's preview poses the window's own 3D views; paper B's scene draws its own plots off
+screen, so its preview is the composed frame itself, drawn small in the dock. Paper B's scene
+slices the landscape at every λ of the walk first (seconds): Capture, Preview and Render start
+that on a worker when it is missing and carry on once it is done."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,19 +12,28 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDockWidget, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QListWidget, QProgressBar, QPushButton, QSlider,
-                               QVBoxLayout, QWidget)
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import (QCheckBox, QDockWidget, QDoubleSpinBox, QFileDialog, QFormLayout,
+                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QProgressBar, QPushButton,
+                               QSlider, QVBoxLayout, QWidget)
 
 from engine.errors import EngineInputError
 
 from ..presets import preset_named
 from ..worker import JobRunner
 from .minima_scene import MinimaScene, minima_story_clip, walk_of
-from .model import STORY_CAPTION, Clip, KeyFrame, load_clip, save_clip, story_clip
+from .model import CAPTION_FIELDS, TEXT_SOURCES, Clip, KeyFrame, load_clip, save_clip, story_clip
 from .render import ClipJob, ClipRenderer
 from .scene import scene_for
 from .timeline import Timeline
+
+NEW_LINE = " ↵ "  # how the one-line caption field shows a caption's line break
+PREVIEW_WIDTH = 400  # paper B's preview frame, in pixels: a thumbnail of the composed frame
+
+
+def story_of(preset: str) -> Clip:
+    """The preset's default clip: paper A's training story or paper B's walk along λ."""
+    return minima_story_clip(preset) if preset_named(preset).workspace == "minima" else story_clip(preset)
 
 
 class ClipDock(QDockWidget):
@@ -36,8 +50,9 @@ class ClipDock(QDockWidget):
         self.walker.progressed.connect(lambda update: self.progress.setValue(round(100 * update.fraction)))
         self.walker.succeeded.connect(self._on_walked)
         self.walker.failed.connect(lambda message: self._done(message, error=True))
-        self._walk: Optional[tuple] = None  # (workspace, λ values, output) while slicing
-        window.run_finished.connect(self._forget_scene)  # a new run: the old scene is stale
+        self._walk: Optional[tuple] = None  # (workspace, λ values, what to do next) while slicing
+        self._previewer: Optional[ClipRenderer] = None  # paper B's thumbnail renderer
+        window.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
 
         self.list = QListWidget()
         self.list.currentRowChanged.connect(self._on_select)
@@ -50,11 +65,16 @@ class ClipDock(QDockWidget):
         self.seconds = QDoubleSpinBox(minimum=0.0, maximum=600.0, value=3.0, suffix=" s", singleStep=0.5)
         self.seconds.setToolTip("Time from the previous key frame to this one")
         self.seconds.valueChanged.connect(self._on_seconds)
-        self.caption = QLineEdit(STORY_CAPTION.replace("\n", " · "))
-        self.caption.setToolTip("Fields: {step} {last_step} {c} {loss} {events}")
+        self.caption = QLineEdit()
         self.caption.editingFinished.connect(self._on_caption)
+        # Which of the layout's panels the selected key frame shows (all: the key's panels are None).
+        self.panels = QHBoxLayout()
+        self.panel_boxes: dict[str, QCheckBox] = {}
         self.preview = QSlider(Qt.Orientation.Horizontal)
         self.preview.valueChanged.connect(self.show_preview)
+        self.thumbnail = QLabel()
+        self.thumbnail.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.thumbnail.hide()
         files = QHBoxLayout()
         for text, slot in (("Save…", self.save), ("Load…", self.load), ("Render…", self.render)):
             button = QPushButton(text)
@@ -77,8 +97,10 @@ class ClipDock(QDockWidget):
         form = QFormLayout()
         form.addRow("After previous", self.seconds)
         form.addRow("Caption", self.caption)
+        form.addRow("Panels", self.panels)
         form.addRow("Preview", self.preview)
         layout.addLayout(form)
+        layout.addWidget(self.thumbnail)
         layout.addLayout(files)
         layout.addLayout(running)
         self.setWidget(body)
@@ -91,45 +113,98 @@ class ClipDock(QDockWidget):
         if self.clip is None or self.clip.preset != preset:
             if preset is None:
                 raise EngineInputError("load a training preset first: a clip films a preset's run")
-            self.clip, self.keys, self._scene = story_clip(preset), [], None
+            self.use_clip(story_of(preset), keys=[])
         return self.clip
 
+    def use_clip(self, clip: Clip, keys: Optional[list] = None):
+        """Edit ``clip``: its layout and timing, and its key frames unless ``keys`` are given."""
+        scene_fits = self.clip is not None and self.clip.preset == clip.preset
+        self.clip, self.keys = clip, list(clip.keyframes if keys is None else keys)
+        if not scene_fits:
+            self._scene = None
+        self._close_previewer()
+        workspace = self._workspace()
+        self._set_caption(clip.keyframes[0].caption if clip.keyframes else "")
+        self.caption.setToolTip("Fields: " + " ".join(f"{{{f}}}" for f in CAPTION_FIELDS[workspace])
+                                + f";{NEW_LINE}starts a new line")
+        for box in self.panel_boxes.values():
+            self.panels.removeWidget(box)
+            box.deleteLater()
+        self.panel_boxes = {}
+        for cell in clip.layout:
+            if cell.source not in TEXT_SOURCES and cell.source not in self.panel_boxes:
+                box = QCheckBox(cell.source, checked=True)
+                box.toggled.connect(self._on_panels)
+                self.panels.addWidget(box)
+                self.panel_boxes[cell.source] = box
+        self._refresh(0 if self.keys else -1)
+
+    def _workspace(self) -> str:
+        return preset_named(self.clip.preset).workspace if self.clip else "topology"
+
     def current_clip(self) -> Clip:
+        """The clip as edited; with no key frame captured yet, the story's own."""
         base = self._base()
+        if not self.keys:
+            return base
         if len(self.keys) < 2:
             raise EngineInputError("a clip needs at least two key frames")
         return dataclasses.replace(base, keyframes=tuple(self.keys))
 
     def scene(self):
         if self._scene is None:
-            if self._is_walk():  # its slices take seconds: only render_walk computes them, on a worker
-                raise EngineInputError("paper B's clip slices along λ first: use Render…")
+            if self._is_walk():  # its slices take seconds: only _slice_walk computes them, on a worker
+                raise EngineInputError("paper B's clip slices along λ first")
             self._scene = scene_for(self.window, self._base().preset)
         return self._scene
 
-    def _forget_scene(self, *_):
+    def forget_scene(self, *_):
+        """The run the scene was made of is gone (a new run, a reset)."""
         self._scene = None
+        self._close_previewer()
 
     def _is_walk(self) -> bool:
         preset = getattr(self.window, "preset_name", None)
         return bool(preset) and preset_named(preset).workspace == "minima"
 
-    # ------------------------------------------------------------------ editing
-    def capture(self) -> bool:
-        """Add the window's state (cameras, replay step, caption) after the selected key frame."""
+    def _with_scene(self, then) -> bool:
+        """True when the scene is ready; otherwise paper B's walk is sliced on the worker and
+        ``then()`` runs once it is (False). An error goes to the message bar (False)."""
         try:
             self._base()
-            scene = self.scene()
+            if self._is_walk() and self._scene is None:
+                self._slice_walk(then)
+                return False
+            self.scene()
+            return True
         except EngineInputError as error:
             self.window.message_bar.show_error(str(error))
             return False
-        row = min(self.window.replay_dock.slider.value(), len(scene.steps) - 1)
+
+    # ------------------------------------------------------------------ editing
+    def capture(self) -> bool:
+        """Add the window's state after the last key frame: the cameras and replay step (paper A)
+        or the λ slider's value (paper B), the panels ticked, the caption. Paper B's first capture
+        slices the walk first and captures when that is done (False until then)."""
+        if self._walk is not None or not self._with_scene(self.capture):
+            return False
+        scene = self._scene
+        if isinstance(scene, MinimaScene):
+            row = scene.row_of(self.window.workspaces["minima"].inspector.lam.value())
+        else:
+            row = min(self.window.replay_dock.slider.value(), len(scene.steps) - 1)
         at = (self.keys[-1].at + self.seconds.value()) if self.keys else 0.0
-        key = KeyFrame(at, int(scene.steps[row]), [scene.camera_of(v) for v in scene.views], None,
-                       self.caption.text())
-        self.keys.append(key)
+        self.keys.append(KeyFrame(at, int(scene.steps[row]), [scene.camera_of(v) for v in scene.views] or None,
+                                  self._ticked_panels(), self._caption()))
         self._refresh(len(self.keys) - 1)
         return True
+
+    def _ticked_panels(self) -> Optional[tuple[str, ...]]:
+        """The layout's sources the key frame shows: None for all (the words always show)."""
+        ticked = [name for name, box in self.panel_boxes.items() if box.isChecked()]
+        if len(ticked) == len(self.panel_boxes):
+            return None
+        return tuple(c.source for c in self.clip.layout if c.source in TEXT_SOURCES or c.source in ticked)
 
     def delete(self):
         i = self.list.currentRow()
@@ -164,26 +239,51 @@ class ClipDock(QDockWidget):
             self._retime(durations)
             self._refresh(i)
 
+    def _caption(self) -> str:
+        return self.caption.text().replace(NEW_LINE.strip(), "\n").replace(" \n ", "\n")
+
+    def _set_caption(self, caption: str):
+        self.caption.setText(caption.replace("\n", NEW_LINE))
+
     def _on_caption(self):
+        self._edit_selected(caption=self._caption())
+
+    def _on_panels(self):
+        self._edit_selected(panels=self._ticked_panels())
+
+    def _edit_selected(self, **change):
         i = self.list.currentRow()
         if 0 <= i < len(self.keys):
-            self.keys[i] = dataclasses.replace(self.keys[i], caption=self.caption.text())
+            self.keys[i] = dataclasses.replace(self.keys[i], **change)
             self._refresh(i)
 
     def _on_select(self, i: int):
         if 0 <= i < len(self.keys):
-            self.seconds.blockSignals(True)
-            self.seconds.setValue(self._durations()[i])
-            self.seconds.blockSignals(False)
-            self.caption.setText(self.keys[i].caption)
+            key = self.keys[i]
+            for widget, apply in ((self.seconds, lambda: self.seconds.setValue(self._durations()[i])),
+                                  *((box, lambda b=box, n=name: b.setChecked(key.panels is None or n in key.panels))
+                                    for name, box in self.panel_boxes.items())):
+                widget.blockSignals(True)
+                apply()
+                widget.blockSignals(False)
+            self._set_caption(key.caption)
+
+    def _describe(self, key: KeyFrame) -> str:
+        """A key frame's list line: its time, then its λ (paper B) or step and first camera."""
+        if self._workspace() == "minima":
+            if self._scene is None:
+                return f"{key.at:5.1f} s   row {key.step}"
+            row = len(self._scene.lams) - 1 if key.step == "end" else min(int(key.step), len(self._scene.lams) - 1)
+            return f"{key.at:5.1f} s   λ = {self._scene.lams[row]:.3f}"
+        cam = key.camera[0] if isinstance(key.camera, list) and key.camera else (key.camera or {})
+        return (f"{key.at:5.1f} s   step {key.step}   "
+                f"az {cam.get('azimuth', 0):.0f}°  el {cam.get('elevation', 0):.0f}°")
 
     def _refresh(self, select: int = -1):
         self.list.blockSignals(True)
         self.list.clear()
         for i, k in enumerate(self.keys):
-            cam = k.camera[0] if isinstance(k.camera, list) and k.camera else (k.camera or {})
-            self.list.addItem(f"{i + 1}.  {k.at:5.1f} s   step {k.step}   "
-                              f"az {cam.get('azimuth', 0):.0f}°  el {cam.get('elevation', 0):.0f}°")
+            self.list.addItem(f"{i + 1}.  {self._describe(k)}")
         self.list.blockSignals(False)
         if select >= 0:
             self.list.setCurrentRow(select)
@@ -192,16 +292,39 @@ class ClipDock(QDockWidget):
 
     # ------------------------------------------------------------------ preview
     def show_preview(self, i: int):
-        """Pose the window's own views as frame ``i`` of the clip (scrubbing)."""
+        """Frame ``i`` of the clip: the window's own views posed as it (paper A, scrubbing), or the
+        composed frame drawn small in the dock (paper B, whose plots live off screen)."""
+        if self._walk is not None or not self._with_scene(lambda: self.show_preview(self.preview.value())):
+            return
         try:
             clip, scene = self.current_clip(), self.scene()
         except EngineInputError:
+            return
+        if isinstance(scene, MinimaScene):
+            self._show_thumbnail(clip, scene, i)
             return
         state = Timeline(clip, scene.steps, scene.event_steps(), scene.default_cameras()).state(i)
         scene.show(state.row)
         scene.apply_cameras(state.cameras)
         for view in scene.views:
             view.update()
+
+    def _show_thumbnail(self, clip: Clip, scene, i: int):
+        w, h = clip.size
+        small = dataclasses.replace(clip, size=(PREVIEW_WIDTH, round(PREVIEW_WIDTH * h / w) // 2 * 2))
+        if self._previewer is None or self._previewer.clip != small:
+            self._close_previewer()
+            self._previewer = ClipRenderer(small, scene)
+        frame = self._previewer.frame(min(i, self._previewer.frames - 1))
+        image = QImage(frame.data, frame.shape[1], frame.shape[0], frame.strides[0], QImage.Format.Format_RGBX8888)
+        self.thumbnail.setPixmap(QPixmap.fromImage(image))  # fromImage copies: frame may go
+        self.thumbnail.show()
+
+    def _close_previewer(self):
+        if self._previewer is not None:
+            self._previewer.close()
+            self._previewer = None
+        self.thumbnail.hide()
 
     # ------------------------------------------------------------------ files
     def save(self, path: Optional[str] = None):
@@ -223,26 +346,20 @@ class ClipDock(QDockWidget):
         except EngineInputError as error:
             self.window.message_bar.show_error(str(error))
             return
-        self.clip, self.keys, self._scene = clip, list(clip.keyframes), None
-        self._refresh(0)
+        self.use_clip(clip)
 
     # ------------------------------------------------------------------ rendering
     def render(self, out: Optional[str] = None) -> Optional[ClipJob]:
-        if self.job is not None and self.job.active:
+        """Render the clip to ``out`` as a job (None while paper B's walk is sliced first: the
+        render then starts by itself)."""
+        if (self.job is not None and self.job.active) or self._walk is not None:
             return None
         if not out:
             out, _ = QFileDialog.getSaveFileName(self, "Render clip to", str(Path.home() / "clip.mp4"),
                                                  "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)")
-        if not out:
+        if not out or not self._with_scene(lambda: self.render(out)):
             return None
-        if self._is_walk() and self._scene is None:
-            try:
-                clip = self.clip if self.clip and self.clip.preset == self.window.preset_name else \
-                    minima_story_clip(self.window.preset_name)
-                self.render_walk(clip, self.window.workspaces["minima"], out)
-            except EngineInputError as error:
-                self.window.message_bar.show_error(str(error))
-            return None
+        self._close_previewer()  # the render poses the same scene
         try:
             self.job = ClipJob(ClipRenderer(self.current_clip(), self.scene()), out, self)
         except EngineInputError as error:
@@ -253,17 +370,17 @@ class ClipDock(QDockWidget):
         self.job.failed.connect(lambda message: self._done(message, error=True))
         self.job.cancelled.connect(lambda: self._done("Clip rendering cancelled; no file written"))
         self._show_running(True)
+        self.progress.setFormat("%v / %m frames")
         self.progress.setRange(0, self.job.renderer.frames)
         self.job.start()
         return self.job
 
-    def render_walk(self, clip: Clip, workspace, out: str) -> None:
-        """Paper B's clip from the window: the walk's slices on a worker (progress here, Cancel
-        stops it), then the frames as any clip's."""
+    def _slice_walk(self, then) -> None:
+        """Paper B's scene: the walk's slices on a worker (progress here, Cancel stops it), then
+        ``then()``."""
+        workspace = self.window.workspaces["minima"]
         lams, job = walk_of(workspace)  # EngineInputError before any work
-        self.clip, self.keys, self._scene = clip, list(clip.keyframes), None
-        self._refresh(0)
-        self._walk = (workspace, lams, out)
+        self._walk = (workspace, lams, then)
         self._show_running(True)
         self.progress.setRange(0, 100)
         self.progress.setFormat("slicing along λ: %p%")
@@ -271,11 +388,12 @@ class ClipDock(QDockWidget):
         self.walker.submit(job)
 
     def _on_walked(self, cuts):
-        workspace, lams, out = self._walk
+        workspace, lams, then = self._walk
         self._walk = None
         self._scene = MinimaScene(workspace, lams, cuts)
-        self.progress.setFormat("%v / %m frames")
-        self.render(out)
+        self._show_running(False)
+        self._refresh(self.list.currentRow())  # the key frames' λ values are known now
+        then()
 
     def cancel(self):
         if self._walk is not None:

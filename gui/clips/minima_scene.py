@@ -105,6 +105,10 @@ class MinimaScene:
         inside = [self.interval.contains(float(lam)) for lam in self.lams]
         return [i for i in range(1, len(inside)) if inside[i] != inside[i - 1]]
 
+    def row_of(self, lam: float) -> int:
+        """The walk's row nearest ``lam`` (the window's λ slider, for a key frame)."""
+        return int(np.argmin(np.abs(self.lams - lam)))
+
     def default_cameras(self) -> list[dict]:
         return []
 

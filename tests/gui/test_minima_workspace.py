@@ -317,3 +317,62 @@ def test_record_replay_of_a_minima_preset_slices_on_a_worker_then_renders(window
     qtbot.waitUntil(lambda: dock.job is not None and not dock.job.active and out.exists(), timeout=180000)
     frames = iio.imread(out)
     assert frames.shape[0] == 6 and np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 0.5
+
+
+def test_key_frame_dock_on_paper_b_slices_once_then_captures_lambda_panels_and_previews(window, qtbot, tmp_path):
+    """Paper B in the key-frame dock: the first Capture slices the walk on a worker, then
+    captures the λ slider's value; a key frame can hide a panel; the preview is the composed
+    frame, drawn small in the dock, and it changes along the walk; the clip saves, reloads and
+    renders as its key frames say."""
+    import imageio.v3 as iio
+    from gui.clips.minima_scene import STORY_CAPTION
+    ws = open_quick(window, qtbot, "nonattr-shallow")
+    dock = window.clip_dock
+    dock.show()
+    assert dock.capture() is False and dock._walk is not None, "the slicing must run on the worker"
+    qtbot.waitUntil(lambda: len(dock.keys) == 1, timeout=120000)
+    lams = dock.scene().lams
+    assert dock.keys[0].step == dock.scene().row_of(ws.inspector.lam.value())
+    dock.delete()  # the window's λ sat at the saddle: start inside I instead
+    ws.inspector.lam.set_value(float(lams[0]))
+    assert dock.capture() and dock.keys[0].step == 0 and dock.keys[0].at == 0
+    ws.inspector.lam.set_value(float(lams[-1]))
+    dock.seconds.setValue(1.0)
+    assert dock.capture() and dock.keys[1].step == len(lams) - 1 and dock.keys[1].at == 1.0
+    assert dock.keys[1].caption == STORY_CAPTION  # its line break kept through the one-line field
+    assert sorted(dock.panel_boxes) == ["descent", "path", "slices"]
+    dock.list.setCurrentRow(0)
+    dock.panel_boxes["descent"].setChecked(False)  # edits the selected key frame
+    assert "descent" not in dock.keys[0].panels and "caption" in dock.keys[0].panels
+    assert dock.keys[1].panels is None
+    dock.list.setCurrentRow(1)
+    assert dock.panel_boxes["descent"].isChecked()  # the boxes show the selected key frame
+    assert dock.list.item(0).text().endswith(f"λ = {lams[0]:.3f}")
+    assert dock.list.item(1).text().endswith(f"λ = {lams[-1]:.3f}")
+
+    dock.preview.setValue(dock.preview.maximum())  # scrubbed to the end and back
+    end = dock.thumbnail.pixmap().toImage()
+    dock.preview.setValue(0)
+    start = dock.thumbnail.pixmap().toImage()
+    assert dock.thumbnail.isVisible() and start.width() == 400
+    pixels = lambda image: np.array(image.convertToFormat(image.Format.Format_Grayscale8).constBits()).astype(int)
+    assert pixels(start).std() > 4 and np.abs(pixels(start) - pixels(end)).mean() > 0.5
+    save_screenshot(start, "clip-dock-walk-preview-start")
+    save_screenshot(end, "clip-dock-walk-preview-end")
+    save_screenshot(window, "clip-dock-walk")
+
+    dock.save(str(tmp_path / "walk.json"))
+    dock.keys.clear()
+    dock.load(str(tmp_path / "walk.json"))
+    assert [k.step for k in dock.keys] == [0, len(lams) - 1] and "descent" not in dock.keys[0].panels
+    out = tmp_path / "walk.mp4"
+    job = dock.render(str(out))
+    with qtbot.waitSignal(job.finished, timeout=120000):
+        pass
+    frames = iio.imread(out)
+    assert len(frames) == 31
+    # (d) is off in the first frame and on in the last: its cell is blank at the start.
+    x, y, w, h = next(c.rect for c in dock.clip.layout if c.source == "descent")
+    H, W = frames.shape[1:3]
+    cell = (slice(round(y * H), round((y + h) * H)), slice(round(x * W), round((x + w) * W)))
+    assert frames[0][cell].std() < 4 and frames[-1][cell].std() > 5 * frames[0][cell].std()
