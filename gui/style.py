@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import pyqtgraph as pg
-from pyqtgraph.opengl import GLViewWidget
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import QToolButton
 
@@ -88,6 +87,8 @@ def palette(theme: str, app) -> QPalette:
 
 def apply_theme(app, theme: str = "light", presentation: bool = False, window=None) -> None:
     """Restyle the widgets, and the plot and 3D backgrounds Qt stylesheets cannot reach."""
+    from .views.offscreen_gl import OffscreenGLView
+
     global _theme
     _theme, colors = theme, THEMES[theme]
     pg.setConfigOptions(background=colors["bg"], foreground=colors["fg"])  # plots made later
@@ -111,7 +112,7 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
     plots = {id(p): p for w in window.workspaces.values() for p in w.plot_widgets().values()}
     plots.update({id(p): p for p in window.findChildren(pg.PlotWidget)})
     gl_views = {id(v): v for w in window.workspaces.values() for v in w.gl_views()}
-    gl_views.update({id(v): v for v in window.findChildren(GLViewWidget)})
+    gl_views.update({id(v): v for v in window.findChildren(OffscreenGLView)})
     for plot in plots.values():
         plot.setBackground(colors["bg"])
         item = plot.getPlotItem()

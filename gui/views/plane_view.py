@@ -7,6 +7,8 @@ import pyqtgraph.opengl as gl
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
+from .offscreen_gl import OffscreenGLView
+
 COLORMAP = "viridis"
 SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units
 
@@ -23,7 +25,7 @@ class PlaneView(QWidget):
                                         pen=pg.mkPen("w", width=1.5))
         self.heatmap.addItem(self.point)
         self.heatmap.setAspectLocked(False)
-        self.surface_view = gl.GLViewWidget()
+        self.surface_view = OffscreenGLView()
         self.surface_view.setBackgroundColor("w")
         self.surface_view.setCameraPosition(distance=20, elevation=28, azimuth=-60)
         self.surface_view.setMinimumSize(120, 120)

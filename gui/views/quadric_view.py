@@ -18,6 +18,7 @@ from PySide6.QtGui import QFont
 from engine.quadrics import quadric_sheets
 
 from ..style import neuron_color, theme_colors
+from .offscreen_gl import OffscreenGLView
 
 MAX_SHOWN_POINTS = 1500  # per neuron; the stored trajectory keeps every row
 # Surfaces are drawn first and do not write depth, so the trajectory lying *on* the surface is
@@ -99,7 +100,7 @@ class SphereMarkers(gl.GLMeshItem):
         self.setVisible(n > 0)
 
 
-class QuadricView(gl.GLViewWidget):
+class QuadricView(OffscreenGLView):
     camera_moved = Signal(object)  # self, after the user turned or zoomed the camera
 
     def __init__(self, neuron: int = 0, parent=None):

@@ -13,6 +13,8 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QPushButton, QTableWidget, QWidget
 
+from gui.views.offscreen_gl import OffscreenGLView
+
 from .conftest import wait_until_idle
 
 MIN_RATIO = 3.0
@@ -115,7 +117,7 @@ def text_items(window) -> list[tuple[str, QColor, QColor]]:
                     fg = fg.color() if fg.style() != NO_BRUSH else palette.color(QPalette.ColorRole.Text)
                     bg = bg.color() if bg.style() != NO_BRUSH else palette.color(QPalette.ColorRole.Base)
                     found.append((f"table cell {cell.text()[:20]!r}", fg, bg))
-    for view in tab.findChildren(gl.GLViewWidget):
+    for view in tab.findChildren(OffscreenGLView):
         if not view.isVisibleTo(window):
             continue
         bg = QColor.fromRgbF(*view.opts["bgcolor"])

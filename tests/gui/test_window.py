@@ -31,8 +31,8 @@ def test_3d_view_framebuffer_is_not_blank(window, qtbot):
 
 def test_blank_check_can_fail(window):
     # The framebuffer check must be able to fail: an empty scene is flagged as blank.
-    import pyqtgraph.opengl as gl
-    empty = gl.GLViewWidget()
+    from gui.views.offscreen_gl import OffscreenGLView
+    empty = OffscreenGLView()
     empty.resize(200, 200)
     empty.show()
     try:
