@@ -21,6 +21,10 @@ def create_app(argv=None) -> QApplication:
         app = QApplication(list(argv or sys.argv[:1]))
     configure_torch_threads()
     import_lazy_torch_modules()
+    # The GUI thread waits for the GIL at every Python call Qt makes (each pyqtgraph item's
+    # paint, each slot) while a worker trains in Python; at the default 5 ms hand-over a repaint
+    # of a few dozen items could wait ~100 ms. 1 ms keeps those waits short.
+    sys.setswitchinterval(0.001)
     pg.setConfigOptions(antialias=True)
     app.setApplicationName("Landscape Lens")
     app.setOrganizationName("Landscape Lens")  # where QSettings keeps recent files and theme

@@ -4,6 +4,7 @@ Every number comes from engine.invariants; this panel only formats them.
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import numpy as np
@@ -64,6 +65,7 @@ class InvariantsPanel(QScrollArea):
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._fitted_width = -1
+        self._fitted_shape = None  # (text with digits as 0, width) of the last _fit
         self.shown: Optional[dict] = None
         self.show_nothing()
 
@@ -86,11 +88,16 @@ class InvariantsPanel(QScrollArea):
 
     def _set_text(self, text: str):
         self.label.setText(text)
-        self._fit()
+        # Live updates change digits, not lines: the height for this width is known already
+        # (heightForWidth lays the rich text out again, ~10 ms a call under a live run).
+        shape = (re.sub(r"\d", "0", text), self.width())
+        if shape != self._fitted_shape:
+            self._fit()
+            self._fitted_shape = shape
 
     def set_presentation(self, on: bool):
         self.label.setStyleSheet(f"padding: 6px; font-size: {16 if on else 10.5}pt; background: transparent;")
-        self._fitted_width = -1
+        self._fitted_width, self._fitted_shape = -1, None
         if self.label.text():
             self._fit()
 

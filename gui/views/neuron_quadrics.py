@@ -73,9 +73,24 @@ class _NeuronCell(QWidget):
         layout.addWidget(self.caption)
         layout.addWidget(self.view, 1)
 
+    def set_caption(self, text: str):
+        """The caption grows to the most lines it has needed and never shrinks back: a live run
+        changes its digits at every update, and a caption whose wrapping came and went resized
+        the 3D view under it each time (a full re-render, and the window's layout redone)."""
+        self.caption.setText(text)
+        needed = self.caption.heightForWidth(max(self.caption.width(), 1))
+        if needed > self.caption.minimumHeight():
+            self.caption.setMinimumHeight(needed)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.caption.setMinimumHeight(0)  # another width wraps differently: fit it afresh
+
     def set_caption_size(self, pt: float):
         self.caption.setStyleSheet(f"border-top: 4px solid {neuron_color(self.view.neuron).name()};"
                                    f"padding: 3px 6px; font-size: {pt}pt;")
+        self.caption.setMinimumHeight(0)  # another size of type: fit it afresh
 
 
 def nice_extent(x: float) -> float:
@@ -170,8 +185,8 @@ class NeuronQuadrics(QWidget):
             if not self.exact and np.ptp(coords[:, k], axis=0).max() < 1e-3 * view.extent:
                 what += ": still here (the run moves the other coordinates)"
             drift = drift_text(float(c_now[k]), float(c_start[k]))
-            cell.caption.setText(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
-                                 f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}")
+            cell.set_caption(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
+                             f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}")
 
     def _fit_projection(self, view, points: np.ndarray):
         """A projection has no surface to set the scale: frame the trajectory itself, refitting

@@ -8,16 +8,19 @@ off-screen GL context (pyqtgraph's GLViewMixin drives the items exactly as GLVie
 and the picture is drawn with QPainter: the window stays on Qt's raster backing store.
 
 A view renders only when something changed (``update``) or its size did; between renders a
-repaint (another widget's, a scroll, a tooltip) costs one image blit.
+repaint (another widget's, a scroll, a tooltip) costs one image blit. Changed views queue up and
+render one per turn of the event loop (``RenderQueue``): a live run that changes every neuron's
+view never stalls the loop for all of them at once.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
-from PySide6.QtCore import QRect, Qt, Signal
+from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceFormat
 from PySide6.QtWidgets import QWidget
+from shiboken6 import isValid
 
 from ..clips.gl_render import GLCells
 
@@ -38,6 +41,44 @@ def shared_context() -> tuple[QOpenGLContext, QOffscreenSurface]:
         surface.create()
         _shared = (context, surface)
     return _shared
+
+
+class RenderQueue(QObject):
+    """Views waiting for a new picture, rendered one per turn of the event loop, oldest first."""
+
+    def __init__(self):
+        super().__init__()
+        self._waiting: list = []
+        self._timer = QTimer(self, singleShot=True, interval=0)
+        self._timer.timeout.connect(self._render_next)
+
+    def request(self, view) -> None:
+        if view not in self._waiting:
+            self._waiting.append(view)
+        self._timer.start()
+
+    def _render_next(self) -> None:
+        while self._waiting:
+            view = self._waiting.pop(0)
+            if isValid(view) and view._stale and view.isVisible():  # a hidden one: when shown
+                view.render_now()
+                QWidget.update(view)  # its paint is now a blit
+                break
+        if self._waiting:
+            self._timer.start()
+
+
+_queue: Optional[RenderQueue] = None
+
+
+def render_queue() -> RenderQueue:
+    global _queue
+    if _queue is None:
+        _queue = RenderQueue()
+    return _queue
+
+
+WIDGET_DEVICE = 1  # QPaintDevice.devType() of a widget painting on screen (QInternal::Widget)
 
 
 class OffscreenGLView(GLViewMixin, QWidget):
@@ -76,8 +117,14 @@ class OffscreenGLView(GLViewMixin, QWidget):
         super().addItem(item)
 
     def update(self, *args) -> None:
+        """A new picture is due: rendered in its turn (``RenderQueue``), then painted."""
         self._stale = True
-        super().update(*args)
+        render_queue().request(self)
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        if self._stale:  # changed while hidden
+            render_queue().request(self)
 
     # ------------------------------------------------------------ painting
     def render_now(self) -> None:
@@ -89,12 +136,15 @@ class OffscreenGLView(GLViewMixin, QWidget):
         self.frameSwapped.emit()
 
     def paintEvent(self, event):
-        size = (max(self.deviceWidth(), 1), max(self.deviceHeight(), 1))
-        if self._stale or self._picture is None or self._picture[2] != size:
-            self.render_now()
-        image, labels, _ = self._picture
         painter = QPainter(self)
         try:
+            # On screen a stale picture waits for its turn in the queue; a new size cannot wait,
+            # and neither can a grab (painting into an image): it must show the view as it is.
+            size = (max(self.deviceWidth(), 1), max(self.deviceHeight(), 1))
+            if self._picture is None or self._picture[2] != size or (
+                    self._stale and painter.device().devType() != WIDGET_DEVICE):
+                self.render_now()
+            image, labels, _ = self._picture
             painter.save()
             painter.translate(0, self.height())  # GL rows run bottom-up: mirror as we draw
             painter.scale(1, -1)

@@ -1,4 +1,10 @@
-"""Loss against step with sign-flip events, and the drift c_k(t) − c_k(0) of each neuron."""
+"""Loss against step with sign-flip events, and the drift c_k(t) − c_k(0) of each neuron.
+
+During a live run the axes hold still (``live``): x spans the whole run from its first step and
+y only grows, in generous steps, when the data leaves it. A rescaled axis is a redrawn axis
+(10+ ms a plot under llvmpipe), and axes rescaling at every update read as jitter. ``finish``
+fits both axes to the data again.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -36,6 +42,7 @@ class TrainingCurves:
         self._width = 2.0
         self._twins: dict[int, bool] = {}
         self._fg = "#222222"
+        self._held: dict[int, tuple] = {}  # id(plot) -> (log?, y range) while live
         follow_theme(self.loss_plot, self._set_foreground)  # the loss is drawn in the text colour
 
     def _set_foreground(self, color):
@@ -74,10 +81,52 @@ class TrainingCurves:
              jumps: list[bool]):
         """flips: (step, k) output-sign changes; jumps[i]: flip i was a pathological neuron's
         finite-step jump over v = 0 (engine.invariants.barrier_jumps), not a free flip."""
+        self.show_loss(step, loss, flips, jumps)
+        self.show_drift(step, c)
+
+    def show_loss(self, step: np.ndarray, loss: np.ndarray, flips: list[tuple[int, int]], jumps: list[bool],
+                  live: bool = False):
         positive = loss[loss > 0]
         # Log scale only once the loss spans a decade: below that its axis would show no ticks.
-        self.loss_plot.setLogMode(y=bool(positive.size and positive.max() > 10 * positive.min()))
+        log = bool(positive.size and positive.max() > 10 * positive.min())
+        self.loss_plot.setLogMode(y=log)
         self.loss_curve.setData(step, loss)
+        if live:
+            self._hold_y(self.loss_plot, positive if log else loss, log)
+        self._set_events([(s, k, j) for (s, k), j in zip(flips, jumps)])
+
+    def hold_steps(self, total: int):
+        """A live run of ``total`` steps: x spans all of it from the start."""
+        self._held.clear()
+        for plot in (self.loss_plot, self.drift_plot):
+            plot.setXRange(0, max(total, 1), padding=0.02)  # also turns x auto-range off
+
+    def finish(self):
+        """The run is over: both axes fit the data again."""
+        self._held.clear()
+        for plot in (self.loss_plot, self.drift_plot):
+            plot.enableAutoRange()
+
+    def _hold_y(self, plot: pg.PlotWidget, values: np.ndarray, log: bool):
+        """Grow ``plot``'s y range to hold ``values`` with room to spare; never shrink it."""
+        values = values[np.isfinite(values)]
+        if not values.size:
+            return
+        lo, hi = (np.log10(values.min()), np.log10(values.max())) if log else (values.min(), values.max())
+        held = self._held.get(id(plot))
+        if held is not None and held[0] == log and held[1][0] <= lo and hi <= held[1][1]:
+            return
+        if log:  # whole half-decades
+            lo, hi = np.floor(2 * lo) / 2, np.ceil(2 * hi) / 2 + (0.5 if np.ceil(2 * hi) == 2 * hi else 0)
+        else:
+            pad = 0.5 * max(hi - lo, abs(hi), abs(lo), 1e-12)
+            lo, hi = lo - pad, hi + pad
+        if held is not None and held[0] == log:
+            lo, hi = min(lo, held[1][0]), max(hi, held[1][1])
+        self._held[id(plot)] = (log, (lo, hi))
+        plot.setYRange(lo, hi, padding=0)
+
+    def show_drift(self, step: np.ndarray, c: np.ndarray, live: bool = False):
         drift = c - c[:1]  # a difference to the first recorded row; display only
         if self._log_drift:
             drift = np.abs(drift)
@@ -90,7 +139,8 @@ class TrainingCurves:
             self._twins[k] = twin
             curve.setPen(self._drift_pen(k))
             curve.setData(step, drift[:, k], connect="finite")
-        self._set_events([(s, k, j) for (s, k), j in zip(flips, jumps)])
+        if live:
+            self._hold_y(self.drift_plot, drift[drift > 0] if self._log_drift else drift.ravel(), self._log_drift)
 
     def _set_events(self, events: list[tuple[int, int, bool]]):
         if len(events) == len(self._events):

@@ -7,7 +7,6 @@ the views; every number shown comes from the engine.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Optional
 
 import numpy as np
@@ -22,6 +21,7 @@ from engine.shallow import ShallowNet
 from engine.sweep import breast_cancer_sweep
 from engine.training import Trajectory, train
 
+from ..pacing import Pacer
 from ..panels.invariants_panel import InvariantsPanel, summary
 from ..panels.topology_parameters import (TrainingSetup, create_parameters, fig4_settings, fig5_settings,
                                           training_setup)
@@ -34,7 +34,9 @@ from ..views.reduced_view import ReducedView
 from ..views.training_curves import TrainingCurves
 from ..workspace import Workspace
 
-HEATMAP_INTERVAL_S = 0.25  # the learned-function heatmap is the one costly redraw
+# Seconds between live redraws of each part (gui.pacing): the 3D views as often as the event
+# loop allows; plots, whose repaint costs 4–18 ms each under llvmpipe, a few times a second.
+LIVE_INTERVALS = {"loss": 0.2, "drift": 0.2, "invariants": 0.2, "reduced": 0.1, "heatmaps": 0.5}
 
 
 def neuron_coordinates(traj: Trajectory) -> tuple[np.ndarray, list[str]]:
@@ -128,7 +130,7 @@ class TopologyWorkspace(Workspace):
         self._pending: Optional[TrainingSetup] = None  # built by make_job, shown at reset
         self._result = None                            # the latest partial or final result
         self._total_steps = 1
-        self._heatmap_at = 0.0
+        self.pacer = Pacer(LIVE_INTERVALS, self)
         self.parameters.child("mode").sigValueChanged.connect(self._on_mode)
         self.parameters.child("display").sigTreeStateChanged.connect(self._on_display)
         self._on_mode()
@@ -150,6 +152,7 @@ class TopologyWorkspace(Workspace):
 
     def reset(self):
         self._result = None
+        self.pacer.clear()  # a live update still waiting would draw the old run again
         if self.mode != "training":
             self.page_of[self.mode].reset()
             return
@@ -184,6 +187,7 @@ class TopologyWorkspace(Workspace):
         w_name = "w" if signed_w else ("‖(w, b)‖" if net.bias else "‖w‖")
         self.reduced.configure(signed_w, net.e == 1, w_name, "v" if net.e == 1 else "‖v‖", extent)
         self.curves.configure(net.l, self.parameters["display", "log_drift"])
+        self.curves.hold_steps(self._total_steps)
         self.heatmaps.setVisible(net.d <= 2)
         if net.d <= 2:
             self.heatmaps.set_dimension(net.d)
@@ -211,6 +215,8 @@ class TopologyWorkspace(Workspace):
             self.page_of[self.mode].show_result(result)
 
     def _show_trajectory(self, traj: Trajectory, final: bool):
+        """Every view of the run, through the pacer: a live update draws one view per turn of
+        the event loop (gui.pacing), a final one all at once."""
         if self._setup is None or len(traj.step) == 0:
             return
         net: ShallowNet = self._setup.net
@@ -221,22 +227,32 @@ class TopologyWorkspace(Workspace):
         events = [[] for _ in range(net.l)]  # per neuron: (row, step, jumped)
         for (s, k), jumped in zip(flips, jumps):
             events[k].append((min(int(np.searchsorted(traj.step, s)), len(traj.step) - 1), s, jumped))
+        draw = self.pacer.submit
         if self._axes is not None:
-            coords = neuron_coordinates(traj)[0][:, :, self._axes]
-            self.quadrics.show_neurons(coords, frac, c_now, c_start, c_now < 0, events)
+            axes = self._axes
+            draw("quadrics", lambda: self.quadrics.show_neurons(neuron_coordinates(traj)[0][:, :, axes], frac,
+                                                                c_now, c_start, c_now < 0, events))
         if not self._exact:
-            r, v = reduced_coordinates(traj.W1, traj.W2, traj.b1)
-            if net.d == 1 and not net.bias:
-                r = traj.W1[:, :, 0]  # signed: the label of a c > 0 neuron is sign(w)
-            self.reduced.show_neurons(r, v, frac, c_now, c_start, events)
-        label = component_label(traj.W1[-1], traj.W2[-1], None if traj.b1 is None else traj.b1[-1])
-        self.invariants.show_values(summary(net.d, net.e, net.bias, c_now, label), c_start,
-                                    int(traj.step[-1]), drift_note(c_start, c_now, self._setup.config))
-        self.curves.show(traj.step, traj.loss, traj.c, flips, jumps)
-        now = time.monotonic()
-        if net.d <= 2 and (final or now - self._heatmap_at > HEATMAP_INTERVAL_S):
-            self._heatmap_at = now
-            self.heatmaps.show_function(net, traj.final_params())
+            draw("reduced", lambda: self._show_reduced(traj, net, frac, c_now, c_start, events))
+
+        def invariants():
+            label = component_label(traj.W1[-1], traj.W2[-1], None if traj.b1 is None else traj.b1[-1])
+            self.invariants.show_values(summary(net.d, net.e, net.bias, c_now, label), c_start,
+                                        int(traj.step[-1]), drift_note(c_start, c_now, self._setup.config))
+        draw("invariants", invariants)
+        draw("loss", lambda: self.curves.show_loss(traj.step, traj.loss, flips, jumps, live=not final))
+        draw("drift", lambda: self.curves.show_drift(traj.step, traj.c, live=not final))
+        if net.d <= 2:
+            draw("heatmaps", lambda: self.heatmaps.show_function(net, traj.final_params()))
+        if final:
+            self.pacer.flush()
+            self.curves.finish()
+
+    def _show_reduced(self, traj: Trajectory, net: ShallowNet, frac, c_now, c_start, events):
+        r, v = reduced_coordinates(traj.W1, traj.W2, traj.b1)
+        if net.d == 1 and not net.bias:
+            r = traj.W1[:, :, 0]  # signed: the label of a c > 0 neuron is sign(w)
+        self.reduced.show_neurons(r, v, frac, c_now, c_start, events)
 
     # ------------------------------------------------------------------ display
     def _on_mode(self, *_):
