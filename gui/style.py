@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
-from PySide6.QtWidgets import QToolButton
+from PySide6.QtWidgets import QGraphicsItem, QToolButton
 
 # Okabe–Ito: distinguishable for colour-blind viewers and on projectors.
 NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
@@ -120,6 +120,10 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
             axis = item.getAxis(name)
             axis.setPen(colors["fg"])
             axis.setTextPen(colors["fg"])
+            # An axis draws its grid across the whole plot, so every change of a curve repainted
+            # it: a replay of its tick labels, the costliest part of a plot's repaint under a
+            # live run. Cached as a picture it is redrawn only when its range or style changes.
+            axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         if item.legend is not None:  # a light card under light text would be unreadable
             card = pg.mkColor(colors["bg"])
             card.setAlpha(200)
