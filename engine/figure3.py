@@ -233,40 +233,90 @@ def reslice_job(fig: Figure3, lam: float, split: int = -1, slices: SliceSettings
 
 @dataclass(frozen=True)
 class Preview:
-    """What a λ drag shows before the slider is released: (c) on a coarse t grid, and the plane."""
+    """What a λ drag shows before the slider is released: (c) on a coarse t grid, and the plane.
+    ``drag`` makes the next move's slices cheap (pass it back to ``preview_job``)."""
     lam: float
     slices: landscape.Slices
     plane: landscape.Plane | None
+    drag: "DragSlices | None" = None
+
+
+@dataclass(frozen=True, eq=False)
+class DragSlices:
+    """The slices of one split for every λ (``landscape.LambdaSlices``) and what they were made for."""
+    key: tuple                      # (split index, its layer/origin/new, K, seed, T, points)
+    slicer: landscape.LambdaSlices
+
+    def fits(self, c: Construction, key: tuple, theta: np.ndarray, lam: float) -> bool:
+        """Made for this split and settings, and its θ(λ) is the construction's."""
+        s = self.slicer
+        return (key == self.key and s.arch == c.arch
+                and np.array_equal(s.X, np.asarray(c.X, float)) and np.array_equal(s.Y, deep.as_targets(c.Y))
+                and np.allclose(s.theta + (lam - s.lam0) * s.e, theta, rtol=0, atol=1e-12 * (1 + np.abs(theta).max())))
 
 
 PREVIEW_POINTS = 21  # t values per curve while dragging; the release refines to the full grid
 
 
 def preview_job(fig: Figure3, lam: float, split: int, slices: SliceSettings,
-                plane: tuple | None = None, points: int = PREVIEW_POINTS) -> Job[Preview]:
+                plane: tuple | None = None, points: int = PREVIEW_POINTS,
+                drag: DragSlices | None = None) -> Job[Preview]:
     """The λ slider's live preview: the same K directions as (c) at ``points`` values of t in
     float32 (engine.landscape.preview_slices' setting), and the 41 × 41 plane. No Hessian: the
-    probe (λ_min and the verdict) runs beside it. A clip's frames use more points."""
+    probe (λ_min and the verdict) runs beside it. A clip's frames use more points.
+
+    A split in the last hidden layer with θ-independent directions (unit-norm, over all
+    parameters) moves only output weights: its slices are affine in λ (landscape.LambdaSlices).
+    The first move then costs one slice pass and returns ``drag``; with it, later moves cost
+    milliseconds."""
     c = fig.construction
     if c is None or not c.splits:
         raise EngineInputError("build or load a construction with a split before moving λ")
     s = c.splits[split]
     theta = C.set_split_lambda(c.arch, c.params, s, lam)
-    directions = None
-    if slices.family != "all":  # the same family as (c); no prediction while dragging
-        from . import dip_probability as DP
-        family = DP.slice_family(c.arch, theta, c.X, c.Y, slices.family, slices.family_layer, slices.family_neuron,
-                                 _pair(c, split), slices.family_k)
-        directions = DP.family_directions(family, slices.K, slices.seed)
-    cut = yield from landscape.slices_job(c.arch, theta, c.X, c.Y, K=slices.K, P=points, T=slices.T,
-                                          normalization=slices.normalize, seed=slices.seed, dtype="float32",
-                                          directions=directions)
+    drag = yield from drag_job(fig, lam, split, slices, points, drag)
+    if drag is not None:
+        cut = drag.slicer.slices(lam, theta)
+    else:
+        directions = None
+        if slices.family != "all":  # the same family as (c); no prediction while dragging
+            from . import dip_probability as DP
+            family = DP.slice_family(c.arch, theta, c.X, c.Y, slices.family, slices.family_layer,
+                                     slices.family_neuron, _pair(c, split), slices.family_k)
+            directions = DP.family_directions(family, slices.K, slices.seed)
+        cut = yield from landscape.slices_job(c.arch, theta, c.X, c.Y, K=slices.K, P=points, T=slices.T,
+                                              normalization=slices.normalize, seed=slices.seed, dtype="float32",
+                                              directions=directions)
     if plane is None:
-        return Preview(lam, cut, None)
+        return Preview(lam, cut, None, drag)
     B, _ = C.pair_B(c.arch, theta, c.X, c.Y, s)
     d1, d2 = C.degenerate_direction(c.arch, theta, s), C.descent_direction(c.arch, theta, s, B)
     flat = yield from landscape.plane_job(c.arch, theta, c.X, c.Y, d1, d2, n=int(plane[0]), T=plane[1])
-    return Preview(lam, cut, flat)
+    return Preview(lam, cut, flat, drag)
+
+
+def drag_job(fig: Figure3, lam: float, split: int, slices: SliceSettings, points: int = PREVIEW_POINTS,
+             drag: DragSlices | None = None) -> Job[DragSlices | None]:
+    """The affine slices ``preview_job`` reuses while λ moves: ``drag`` itself when it fits,
+    otherwise one slice pass at ``lam``; None where the slices are not affine in λ (a split
+    before the last hidden layer, or directions that depend on θ)."""
+    c = fig.construction
+    if c is None or not c.splits:
+        return None
+    s = c.splits[split]
+    if not (s.layer + 1 == c.arch.n_layers and slices.family == "all" and slices.normalize == "unit"):
+        return None
+    theta = C.set_split_lambda(c.arch, c.params, s, lam)
+    key = (split % len(c.splits), s.layer, s.origin, s.new, slices.K, slices.seed, slices.T, points)
+    if drag is not None and drag.fits(c, key, theta, lam):
+        return drag
+    directions = landscape.random_directions(c.arch, theta, slices.K, slices.seed, slices.normalize)
+    e = C.set_split_lambda(c.arch, c.params, s, 1.0) - C.set_split_lambda(c.arch, c.params, s, 0.0)
+    W = theta[c.arch.block(f"W{s.layer + 1}").slice].reshape(c.arch.block(f"W{s.layer + 1}").shape)
+    slicer = yield from landscape.lambda_slices_job(c.arch, theta, e, lam, (s.new, s.origin),
+                                                    float(W[0, s.new] + W[0, s.origin]), c.X, c.Y,
+                                                    directions, points, slices.T, dtype="float32")
+    return DragSlices(key, slicer)
 
 
 def walk_job(fig: Figure3, lams, split: int, slices: SliceSettings, points: int = PREVIEW_POINTS) -> Job[tuple]:

@@ -117,7 +117,8 @@ def slice_kernel(arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tens
     rows = lambda a, i0, i1: a if len(a) == 1 else a[i0:i1]
 
     @torch.no_grad()
-    def losses(i0: int, i1: int) -> torch.Tensor:
+    def forward(i0: int, i1: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The outputs (k, P, n_out, N) and the last hidden layer's activations (k·P, n, N)."""
         k = i1 - i0
         for l, (W, D, b) in enumerate(layers, 1):
             z = torch.addcmul(rows(W, i0, i1), rows(D, i0, i1), tt)  # (k, P, n_l, N or n_{l-1})
@@ -127,7 +128,11 @@ def slice_kernel(arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tens
                 z += torch.addcmul(rows(b[0], i0, i1), rows(b[1], i0, i1), t[:, None])[..., None]
             if l < arch.n_layers:
                 a = deep.sigma_(arch.activation, z).view(k * P, -1, N)
-        return z.view(k, P, N).sub_(y).square_().sum(-1)
+        return z, a
+
+    def losses(i0: int, i1: int) -> torch.Tensor:
+        return forward(i0, i1)[0].view(i1 - i0, P, N).sub_(y).square_().sum(-1)
+    losses.forward = forward
     return losses
 
 
@@ -211,6 +216,11 @@ def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 
         raise EngineInputError(f"directions have shape {d.shape}; expected (K, {arch.n_params})")
     t = np.linspace(-T, T, P)
     curves = yield from _curves_job(arch, theta, d, t, X, Y, dtype, chunk, threads, device)
+    return summarize(arch, theta, X, Y, t, curves, dtype)
+
+
+def summarize(arch: Arch, theta, X, Y, t: np.ndarray, curves: np.ndarray, dtype: str) -> Slices:
+    """``Slices`` of curves computed in ``dtype`` through θ: L*, the envelope and the dips."""
     L_star = deep.loss(arch, theta, X, Y)
     envelope = curves.min(0)
     # Every curve is L* at t = 0 only up to rounding (another dtype, another summation order
@@ -220,6 +230,64 @@ def slices_job(arch: Arch, theta, X, Y, K: int = 5000, P: int = 101, T: float = 
     gap = float(envelope[t != 0].min() - L_star)  # t = 0 would pin the gap to 0
     return Slices(t, curves, envelope, L_star, 0.0 if -tol <= gap < 0 else gap, float(below.mean()),
                   int(below.sum()), tol)
+
+
+@dataclass(frozen=True, eq=False)
+class LambdaSlices:
+    """Slices through θ(λ) = θ(λ₀) + (λ − λ₀) e along fixed directions, for any λ, from one pass.
+
+    A split's λ moves only its pair's outgoing weights (engine.construction.set_split_lambda).
+    When the pair sits in the last hidden layer those are output weights, so along every slice
+    the network's (one) output is affine in λ: f(λ) = f(λ₀) + (λ − λ₀) w δ, with w the pair's
+    total outgoing weight and δ = a_new − a_origin their activations' difference. Keeping f(λ₀) and δ
+    (one slice pass) makes each λ cost O(K·P·N) instead of a forward pass: the λ drag's preview.
+    """
+    arch: Arch
+    theta: np.ndarray    # θ(λ₀)
+    e: np.ndarray        # dθ/dλ
+    lam0: float
+    t: np.ndarray
+    outputs: np.ndarray  # (K, P, N): f(λ₀) on every slice, in dtype
+    delta: np.ndarray    # (K, P, N): a_new − a_origin
+    total: float         # w
+    X: np.ndarray
+    Y: np.ndarray
+    dtype: str
+
+    def slices(self, lam: float, theta=None) -> Slices:
+        """The slices at ``lam``; ``theta``: θ(λ) as the caller computes it (L* and the rounding
+        allowance are taken there), by default θ(λ₀) + (λ − λ₀) e."""
+        step = self.outputs.dtype.type((lam - self.lam0) * self.total)
+        residual = self.outputs + step * self.delta - self.Y.astype(self.outputs.dtype)
+        curves = np.square(residual).sum(-1).astype(float)
+        theta = self.theta + (lam - self.lam0) * self.e if theta is None else theta
+        return summarize(self.arch, theta, self.X, self.Y, self.t, curves, self.dtype)
+
+
+def lambda_slices_job(arch: Arch, theta, e, lam0: float, pair: tuple[int, int], total: float, X, Y,
+                      directions: np.ndarray, P: int, T: float = 1.0, dtype: str = "float32",
+                      threads: int = WORKER_THREADS) -> Job[LambdaSlices]:
+    """One slice pass through θ(λ₀) keeping what ``LambdaSlices`` needs; ``pair`` = (new, origin)
+    indices in the last hidden layer, ``e`` = dθ/dλ, ``total`` = the pair's outgoing weight."""
+    if dtype not in DTYPES:
+        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+    X, Y = deep.check_data(arch, X, Y)
+    as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype])
+    t = np.linspace(-T, T, P)
+    forward = slice_kernel(arch, as_t(np.atleast_2d(theta)), as_t(directions), as_t(t), as_t(X), as_t(Y)).forward
+    new, origin = pair
+
+    def compute(i0, i1):  # (k, P, 2, N): the outputs and δ, one array per chunk
+        z, a = forward(i0, i1)
+        k, N = i1 - i0, X.shape[0]
+        delta = (a[:, new] - a[:, origin]).reshape(k, P, N)
+        return torch.stack([z.reshape(k, P, N), delta], dim=2).numpy()
+
+    per_chunk = max(1, DEFAULT_CHUNK[dtype] // P)
+    parts = yield from evaluate_job(len(directions), compute, per_chunk, threads)
+    return LambdaSlices(arch, np.asarray(theta, float), np.asarray(e, float), float(lam0), t,
+                        np.ascontiguousarray(parts[:, :, 0]), np.ascontiguousarray(parts[:, :, 1]),
+                        float(total), X, Y, dtype)
 
 
 def preview_slices(arch: Arch, theta, X, Y, directions: np.ndarray, P: int = 21, T: float = 1.0,

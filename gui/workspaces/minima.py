@@ -17,8 +17,9 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QScrollArea, QSplitter, QTab
 
 from engine.descending_path import DescendingPath, descending_path_job
 from engine.errors import EngineInputError
-from engine.figure3 import (Figure3, Figure3Settings, SliceSettings, critical_point_job, figure3_job, load_job,
-                            preview_job, probe_job, reslice_job, split_figure_job, undo_figure_job)
+from engine.figure3 import (DragSlices, Figure3, Figure3Settings, SliceSettings, critical_point_job, drag_job,
+                            figure3_job, load_job, preview_job, probe_job, reslice_job, split_figure_job,
+                            undo_figure_job)
 from engine.infinity import infinity_job
 from engine.netio import save_network
 from engine.workbench import history_of
@@ -117,6 +118,10 @@ class MinimaWorkspace(Workspace):
         self.probe_runner.succeeded.connect(self._on_probe)
         self.probe_runner.failed.connect(self._on_probe_failed)
         self.preview_runner = JobRunner(self)  # (c) and the plane at a coarse grid while λ is dragged
+        # The split's slices for every λ, sliced once (engine.figure3.drag_job) as soon as a
+        # construction is ready: then a move's preview costs milliseconds, not a slice pass.
+        self._drag: Optional[DragSlices] = None
+        self._warmed_for = None  # the construction the drag slices were last asked for
         self.preview_runner.succeeded.connect(self._on_preview)
         self.preview_runner.failed.connect(self._on_probe_failed)
         self.inspector.lam.moved.connect(self._on_lambda_moved)
@@ -200,6 +205,12 @@ class MinimaWorkspace(Workspace):
             self.figure = result
         if result is not None and hasattr(result, "__dataclass_fields__"):
             self._draw_all(stages(result, self._seen))
+        if isinstance(result, Figure3) and result.saddle is not None and result.construction is not self._warmed_for:
+            self._warmed_for = result.construction
+            if self._movable():
+                lam = result.construction.splits[self._split].lam
+                self.preview_runner.submit(drag_job(result, lam, self._split, self.slice_settings(),
+                                                    drag=self._drag))
 
     def _draw_all(self, data: dict):
         for stage in STAGES:  # a fixed order: the construction before the slider reads its splits
@@ -274,6 +285,7 @@ class MinimaWorkspace(Workspace):
         for runner in self.helper_runners():  # nothing late may draw after a reset
             runner.discard()
         self.shown, self._seen, self.figure = {}, {}, None
+        self._drag = self._warmed_for = None
         self._fit_layout_to(self.parameters["experiment", "kind"])
         for view in (self.slice_min, self.slice_saddle):
             view.clear_slices()
@@ -300,10 +312,16 @@ class MinimaWorkspace(Workspace):
         # dropped. Two runners: the coarse slices need not wait for the probe's Hessian.
         self.probe_runner.submit(probe_job(self.figure, lam, self._split))
         self.preview_runner.submit(preview_job(self.figure, lam, self._split, self.slice_settings(),
-                                               self._plane_settings()))
+                                               self._plane_settings(), drag=self._drag))
 
-    def _on_preview(self, preview):
-        self._draw_all(preview_data(preview))
+    def _on_preview(self, result):
+        """A drag's preview, or the drag slices made ahead of the first move (or None: the
+        split's slices are not affine in λ, so each move slices afresh)."""
+        if result is None or isinstance(result, DragSlices):
+            self._drag = result
+            return
+        self._drag = result.drag
+        self._draw_all(preview_data(result))
 
     def _on_probe(self, probe):
         self._draw("probe", probe_data(probe))

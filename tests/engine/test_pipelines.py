@@ -101,3 +101,48 @@ def test_the_lambda_preview_is_the_refined_saddle_on_a_coarse_grid(run):
     released = run_to_completion(F.reslice_job(fig, 2.0, -1, None, None, plane=SMALL.plane))
     assert np.allclose(preview.plane.losses, released.plane.losses, rtol=1e-12, atol=0)
     assert released.slices_min is fig.slices_min  # what the release did not touch stays the same object
+
+
+def _affine_slicer(c, lam0, directions, P, dtype):
+    s = c.splits[-1]
+    theta = C.set_split_lambda(c.arch, c.params, s, lam0)
+    e = C.set_split_lambda(c.arch, c.params, s, 1.0) - C.set_split_lambda(c.arch, c.params, s, 0.0)
+    W = theta[c.arch.block(f"W{s.layer + 1}").slice].reshape(c.arch.block(f"W{s.layer + 1}").shape)
+    return run_to_completion(landscape.lambda_slices_job(c.arch, theta, e, lam0, (s.new, s.origin),
+                                                         W[0, s.new] + W[0, s.origin], c.X, c.Y, directions, P,
+                                                         dtype=dtype))
+
+
+def test_slices_of_a_last_layer_split_are_affine_in_lambda(run):
+    """One float64 pass at λ₀ = 0.5 gives, at other λ, what a fresh forward pass at θ(λ) gives
+    (the output is affine in λ when the pair feeds the output): curves to 1e-12, same L*, same dips."""
+    fig, _ = run
+    c = fig.construction
+    assert c.splits[-1].layer + 1 == c.arch.n_layers
+    d = landscape.random_directions(c.arch, c.params, 40, seed=3)
+    slicer = _affine_slicer(c, 0.5, d, 11, "float64")
+    for lam in (-1.0, 0.5, 2.0, 3.7):
+        theta = C.set_split_lambda(c.arch, c.params, c.splits[-1], lam)
+        exact = run_to_completion(landscape.slices_job(c.arch, theta, c.X, c.Y, P=11, directions=d))
+        got = slicer.slices(lam, theta)
+        assert np.abs(got.curves - exact.curves).max() <= 1e-12 * np.abs(exact.curves).max()
+        assert got.L_star == exact.L_star and got.n_below == exact.n_below
+
+
+def test_the_drag_preview_reuses_its_pass_only_where_it_fits(run):
+    """The first move returns the affine slices; the next move of the same split and settings
+    reuses them (same object) and agrees with a fresh preview; other settings, or a split in
+    layer 1 (whose λ reaches a hidden layer), compute afresh."""
+    fig, _ = run
+    first = run_to_completion(F.preview_job(fig, 2.0, -1, SMALL.slices))
+    assert first.drag is not None
+    second = run_to_completion(F.preview_job(fig, 3.0, -1, SMALL.slices, drag=first.drag))
+    fresh = run_to_completion(F.preview_job(fig, 3.0, -1, SMALL.slices))
+    assert second.drag is first.drag
+    scale = np.abs(fresh.slices.curves).max()
+    assert np.abs(second.slices.curves - fresh.slices.curves).max() < 1e-5 * scale
+    assert second.slices.n_below == fresh.slices.n_below
+    reseeded = run_to_completion(F.preview_job(fig, 3.0, -1, replace(SMALL.slices, seed=4), drag=first.drag))
+    assert reseeded.drag is not first.drag
+    layer_1 = next(i for i, s in enumerate(fig.construction.splits) if s.layer == 1)
+    assert run_to_completion(F.preview_job(fig, 2.0, layer_1, SMALL.slices, drag=first.drag)).drag is None
