@@ -52,16 +52,27 @@ def _table(headers) -> QTableWidget:
 
 
 def _fill(table: QTableWidget, rows: list[list], backgrounds: list | None = None):
-    table.setRowCount(len(rows))
-    for i, row in enumerate(rows):
-        for j, value in enumerate(row):
-            item = QTableWidgetItem(value if isinstance(value, str) else f"{value:.3g}")
-            item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter
-                                  | (Qt.AlignmentFlag.AlignLeft if isinstance(value, str) else Qt.AlignmentFlag.AlignRight))
-            if backgrounds and backgrounds[i] and backgrounds[i][j]:
-                item.setBackground(QBrush(QColor(backgrounds[i][j])))
-                item.setForeground(QBrush(QColor(TINTED_TEXT)))  # pastel tints stay pastel in dark
-            table.setItem(i, j, item)
+    """Fill ``table`` afresh, keeping its current row. Emptied first, signals blocked: replacing
+    the items of a filled table one by one re-announced the selection at each, ~300 ms for the
+    41 steps of nonattr-fig3 against 8 ms."""
+    current = table.currentRow()
+    blocked = table.blockSignals(True)
+    try:
+        table.setRowCount(0)
+        table.setRowCount(len(rows))
+        for i, row in enumerate(rows):
+            for j, value in enumerate(row):
+                item = QTableWidgetItem(value if isinstance(value, str) else f"{value:.3g}")
+                item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
+                    Qt.AlignmentFlag.AlignLeft if isinstance(value, str) else Qt.AlignmentFlag.AlignRight))
+                if backgrounds and backgrounds[i] and backgrounds[i][j]:
+                    item.setBackground(QBrush(QColor(backgrounds[i][j])))
+                    item.setForeground(QBrush(QColor(TINTED_TEXT)))  # pastel tints stay pastel in dark
+                table.setItem(i, j, item)
+        if 0 <= current < len(rows):
+            table.setCurrentCell(current, 0)
+    finally:
+        table.blockSignals(blocked)
     table.resizeRowsToContents()
 
 
