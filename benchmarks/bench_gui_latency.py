@@ -72,12 +72,15 @@ class Probe:
                 "redraws_per_s": [n / seconds for n in self.swaps.values()]}
 
 
-def measure(window, preset: str, seconds: float) -> dict:
+def measure(window, preset: str, seconds: float, steps: int | None = None) -> dict:
+    """``steps``: a training preset runs this many steps, so that the run fills the window
+    measured (the presets' own 500 steps take ~1.5 s: too few ticks for a p95)."""
     window.load_preset(preset, run=False)
     spin(500)
     workspace = window.workspace
     probe = Probe(window)
-    job = probe.wrap(workspace.make_job())
+    training = getattr(workspace, "mode", None) == "training"
+    job = probe.wrap(workspace.make_job(steps if training else None))
     probe.timer.start()
     started = time.perf_counter()
     window.start_job(workspace, job)
@@ -115,6 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presets", default=DEFAULT_PRESETS)
     parser.add_argument("--seconds", type=float, default=8.0, help="measure at most this long per preset")
+    parser.add_argument("--steps", type=int, default=3000, help="steps of a training preset's run")
     parser.add_argument("--lambda-preview", action="store_true", help="also time λ-drag previews (builds nonattr-fig3)")
     args = parser.parse_args()
     from gui.app import create_app
@@ -128,7 +132,7 @@ def main() -> None:
     print(f"{'preset':22s} {'timer p50':>9s} {'p95':>6s} {'max':>7s}  {'signal p50':>10s} {'p95':>6s}  "
           f"{'3D redraws/s (each view)':s}")
     for preset in args.presets.split(","):
-        r = measure(window, preset, args.seconds)
+        r = measure(window, preset, args.seconds, args.steps)
         redraws = ", ".join(f"{x:.1f}" for x in r["redraws_per_s"]) or "no 3D view"
         print(f"{preset:22s} {r['timer_p50']:8.1f}ms {r['timer_p95']:5.1f} {r['timer_max']:7.1f}  "
               f"{r['signal_p50']:9.1f}ms {r['signal_p95']:6.1f}  {redraws}   ({r['seconds']:.1f} s measured)")
