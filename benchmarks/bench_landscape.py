@@ -12,7 +12,9 @@ Rows, all measured in this one run, interleaved, best of --repeats:
 Ratios are peer (or helper) time over engine time, for wall and CPU time (process CPU, all
 threads). "% peak" is the engine's useful GFLOP/s (the multiply-adds of one network forward per
 point) over a 1500² torch matmul of the same dtype timed here on as many threads.
-Also printed: the λ-drag preview (K = 5000, P = 21, float32) and a 41 × 41 plane.
+Also printed: the sigmoid floor (the workload's sigmoids alone on one thread, which bounds the
+"% peak" any torch.sigmoid kernel can reach), the λ-drag preview (K = 5000, P = 21, float32)
+and a 41 × 41 plane.
 
 Needs the bench extra: pip install -e .[bench]   (loss-landscapes declares only numpy and
 imports torch; it runs unchanged on numpy 2, so no workaround is needed.)
@@ -34,6 +36,7 @@ from engine.runtime import configure_torch_threads  # noqa: E402
 K, P, N, T = 5000, 101, 20, 1.0
 ARCH = deep.Arch((2, 21, 21, 1))
 FLOPS_PER_POINT = 2 * N * sum(a * b for a, b in zip(ARCH.widths, ARCH.widths[1:]))  # 10.2 GFLOP in all
+ACTIVATIONS = K * P * N * sum(ARCH.widths[1:-1])  # sigmoids: every hidden unit, point and sample (424 M)
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
@@ -50,6 +53,19 @@ def matmul_peak(dtype, threads, n=1500, reps=3):
         a = torch.randn(n, n, dtype=dtype)
         a @ a
         return 2 * n**3 / min(timed(lambda: a @ a)[0] for _ in range(reps)) / 1e9
+    finally:
+        torch.set_num_threads(1)
+
+
+def sigmoid_seconds(dtype, chunk=8 * P * 21 * N):
+    """One thread's time for the workload's sigmoids alone, in the kernel's chunk size (in cache):
+    no kernel that evaluates them with torch.sigmoid can take less."""
+    torch.set_num_threads(1)
+    try:
+        x = torch.randn(chunk, dtype=dtype)
+        out = torch.empty_like(x)
+        torch.sigmoid(x, out=out)
+        return timed(lambda: [torch.sigmoid(x, out=out) for _ in range(ACTIVATIONS // chunk)])[0]
     finally:
         torch.set_num_threads(1)
 
@@ -111,12 +127,13 @@ def main():
         if row not in best or wall * scale < best[row][0]:
             best[row] = (wall * scale, cpu * scale, threads)
 
-    peaks, agree = {}, {}
+    peaks, agree, floors = {}, {}, {}
     for rep in range(args.repeats):
         for name, dtype in DTYPES.items():
             for threads in (1, 2):
                 peak = matmul_peak(dtype, threads)
                 peaks[name, threads] = max(peaks.get((name, threads), 0), peak)
+            floors[name] = min(floors.get(name, np.inf), sigmoid_seconds(dtype))
             sub = d[:args.peer_dirs]
             wall, cpu, peer = timed(lambda: peer_curves(theta, sub, t, X, y, dtype))
             record((name, "peer"), wall, cpu, 1, points / peer.size)
@@ -157,6 +174,11 @@ def main():
             print(f"{name:8} {method:10} {threads:>3} {wall:8.2f} {cpu:8.2f} {wall / points * 1e6:7.2f} "
                   f"{peer[0] / wall:10.1f} {peer[1] / cpu:9.1f} {helper[0] / wall:8.1f} {gflops:8.2f} "
                   + (f"{100 * gflops / peaks[name, threads]:6.1f}%" if engine else f"{'':>7}"))
+    print(f"sigmoid floor ({ACTIVATIONS / 1e6:.0f} M sigmoids alone, torch, 1 thread; no kernel that evaluates "
+          "them can be faster): " + ", ".join(
+              f"{name} {floors[name]:.2f} s, so at most "
+              f"{100 * FLOPS_PER_POINT * points / floors[name] / 1e9 / peaks[name, 1]:.0f}% of 1-thread peak"
+              for name in DTYPES))
     print("peer curves × N against the engine's, max |difference| / max |curve|: "
           + ", ".join(f"{name} {rel:.1e}" for name, rel in agree.items()))
     for key in (("preview", "K=5000 P=21 float32"), ("plane", "41×41 float64")):
