@@ -10,7 +10,6 @@ import math
 import os
 import queue
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -18,9 +17,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import QObject, QPoint, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter
-from PySide6.QtOpenGLWidgets import QOpenGLWidget
 
 from engine.errors import EngineInputError
 
@@ -91,19 +89,12 @@ def even_size(size: tuple[int, int]) -> tuple[int, int]:
 
 
 def grab_widget(widget) -> QImage:
-    """``widget.grab()``, with every visible GL view painted from its own framebuffer.
+    """``widget.grab()`` with every 3D view's newest picture: views still waiting for their turn
+    in the render queue (a live update changed them) render first."""
+    from .views.offscreen_gl import render_queue
 
-    A plain grab leaves out what a GL view paints with QPainter (its text labels), while
-    ``grabFramebuffer`` has the whole picture.
-    """
-    image = widget.grab().toImage()
-    painter = QPainter(image)
-    for view in widget.findChildren(QOpenGLWidget):
-        if view.isVisible() and view.width() > 0 and view.height() > 0:
-            painter.drawImage(QRect(view.mapTo(widget, QPoint(0, 0)), view.size()),
-                              view.grabFramebuffer())
-    painter.end()
-    return image
+    render_queue().flush()
+    return widget.grab().toImage()
 
 
 class FrameSource:

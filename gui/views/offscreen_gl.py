@@ -57,6 +57,12 @@ class RenderQueue(QObject):
             self._waiting.append(view)
         self._timer.start()
 
+    def flush(self) -> None:
+        """Render every waiting view now (before a grab: it must show the views as they are)."""
+        self._timer.stop()
+        while self._waiting:
+            self._render_next()
+
     def _render_next(self) -> None:
         while self._waiting:
             view = self._waiting.pop(0)
@@ -76,9 +82,6 @@ def render_queue() -> RenderQueue:
     if _queue is None:
         _queue = RenderQueue()
     return _queue
-
-
-WIDGET_DEVICE = 1  # QPaintDevice.devType() of a widget painting on screen (QInternal::Widget)
 
 
 class OffscreenGLView(GLViewMixin, QWidget):
@@ -136,14 +139,13 @@ class OffscreenGLView(GLViewMixin, QWidget):
         self.frameSwapped.emit()
 
     def paintEvent(self, event):
+        # A stale picture waits for its turn in the queue (grabs flush it first); a new size
+        # cannot wait.
+        size = (max(self.deviceWidth(), 1), max(self.deviceHeight(), 1))
+        if self._picture is None or self._picture[2] != size:
+            self.render_now()
         painter = QPainter(self)
         try:
-            # On screen a stale picture waits for its turn in the queue; a new size cannot wait,
-            # and neither can a grab (painting into an image): it must show the view as it is.
-            size = (max(self.deviceWidth(), 1), max(self.deviceHeight(), 1))
-            if self._picture is None or self._picture[2] != size or (
-                    self._stale and painter.device().devType() != WIDGET_DEVICE):
-                self.render_now()
             image, labels, _ = self._picture
             painter.save()
             painter.translate(0, self.height())  # GL rows run bottom-up: mirror as we draw
@@ -160,5 +162,7 @@ class OffscreenGLView(GLViewMixin, QWidget):
             painter.end()
 
     def grabFramebuffer(self):
-        """The view's picture with its labels, as QOpenGLWidget offers it."""
+        """The view's current picture with its labels, as QOpenGLWidget offers it."""
+        if self._stale:
+            self.render_now()
         return self.grab().toImage()

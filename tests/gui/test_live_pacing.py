@@ -1,0 +1,151 @@
+"""Live updates stay out of the event loop's way (issue 13): the pacer draws one part per turn
+and each part at its own pace, the 3D views render one per turn off screen (and a grab is
+always fresh), live curves hold their axes, captions and tables refill without relayouts."""
+import time
+
+import numpy as np
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+from gui.pacing import Pacer
+
+
+def test_pacer_draws_one_part_per_turn_newest_first_and_flush_draws_all(qapp, qtbot):
+    drawn = []
+    pacer = Pacer()
+
+    def draw(name):
+        drawn.append(name)
+        if name == "a":  # a timer started now fires before the pacer's next turn, not after all parts
+            QTimer.singleShot(0, lambda: drawn.append("other event"))
+
+    pacer.submit("a", lambda: draw("a"))
+    pacer.submit("b", lambda: draw("stale b"))
+    pacer.submit("b", lambda: draw("b"))  # replaces the pending draw of b
+    pacer.submit("c", lambda: draw("c"))
+    assert drawn == [], "submit must not draw"
+    qtbot.waitUntil(lambda: "c" in drawn, timeout=2000)
+    assert drawn == ["a", "other event", "b", "c"]
+
+    drawn.clear()
+    pacer.submit("x", lambda: draw("x"))
+    pacer.submit("y", lambda: draw("y"))
+    pacer.flush()
+    assert drawn == ["x", "y"] and pacer.pending == ()
+    pacer.submit("z", lambda: draw("z"))
+    pacer.clear()  # a reset: nothing pending may draw afterwards
+    qtbot.wait(50)
+    assert drawn == ["x", "y"]
+
+
+def test_pacer_keeps_each_part_to_its_interval(qapp, qtbot):
+    times = []
+    pacer = Pacer({"plot": 0.2})
+    pacer.submit("plot", lambda: times.append(time.monotonic()))
+    qtbot.waitUntil(lambda: len(times) == 1, timeout=2000)
+    pacer.submit("plot", lambda: times.append(time.monotonic()))
+    qtbot.wait(100)
+    assert len(times) == 1, "drawn again before its interval"
+    qtbot.waitUntil(lambda: len(times) == 2, timeout=2000)
+    assert times[1] - times[0] >= 0.19
+
+
+def _two_views(qtbot):
+    import pyqtgraph.opengl as gl
+
+    from gui.views.offscreen_gl import OffscreenGLView
+    box = QWidget()
+    layout = QHBoxLayout(box)
+    views = [OffscreenGLView() for _ in range(2)]
+    for view in views:
+        view.addItem(gl.GLGridItem())
+        layout.addWidget(view)
+    box.resize(400, 200)
+    box.show()
+    qtbot.waitExposed(box)
+    qtbot.waitUntil(lambda: all(v.renders for v in views), timeout=5000)
+    return box, views
+
+
+def test_changed_views_render_one_per_turn_and_a_grab_is_fresh(qapp, qtbot):
+    box, (first, second) = _two_views(qtbot)
+    try:
+        order = []
+        first.frameSwapped.connect(lambda: (order.append("first"),
+                                            QTimer.singleShot(0, lambda: order.append("other event"))))
+        second.frameSwapped.connect(lambda: order.append("second"))
+        before = (first.renders, second.renders)
+        first.setCameraPosition(azimuth=10)  # both change; neither renders on the spot
+        second.setCameraPosition(azimuth=20)
+        assert (first.renders, second.renders) == before
+        qtbot.waitUntil(lambda: "second" in order, timeout=5000)
+        assert order == ["first", "other event", "second"]
+
+        from gui.capture import grab_widget
+        first.setCameraPosition(azimuth=80)
+        stale = first.renders
+        picture = grab_widget(box)  # a screenshot or a recorded frame shows the views as they are
+        assert first.renders == stale + 1 and not picture.isNull()
+        box.hide()
+        second.setCameraPosition(azimuth=90)  # hidden: renders when shown again
+        qtbot.wait(50)
+        hidden = second.renders
+        assert second._stale
+        box.show()
+        qtbot.waitUntil(lambda: second.renders > hidden, timeout=5000)
+    finally:
+        box.close()
+
+
+def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
+    from gui.views.training_curves import TrainingCurves
+    curves = TrainingCurves()
+    curves.configure(2, False)
+    curves.hold_steps(1000)
+    view = curves.loss_plot.getViewBox()
+    x_lo, x_hi = view.viewRange()[0]
+    assert x_lo < 0 < 1000 < x_hi < 1030, "x spans the whole run from the start"
+    step = np.arange(10)
+    curves.show_loss(step, np.linspace(3.0, 2.0, 10), [], [], live=True)
+    held = view.viewRange()[1]
+    assert held[0] <= 2.0 and held[1] >= 3.0
+    curves.show_loss(step, np.linspace(2.9, 2.1, 10), [], [], live=True)  # inside: the axis holds still
+    assert view.viewRange()[1] == held
+    curves.show_loss(step, np.linspace(2.9, 2.6, 10), [], [], live=True)  # narrower: never shrinks
+    assert view.viewRange()[1] == held
+    curves.show_loss(step, np.linspace(9.0, 2.0, 10), [], [], live=True)  # outside: grows to hold it
+    assert view.viewRange()[1][1] >= 9.0
+    assert not any(view.autoRangeEnabled())
+    curves.finish()
+    assert all(view.autoRangeEnabled())
+
+
+def test_a_neuron_caption_keeps_its_height_while_its_digits_change(qapp, qtbot):
+    from gui.views.neuron_quadrics import _NeuronCell
+    cell = _NeuronCell(0)
+    cell.resize(220, 300)
+    cell.show()
+    qtbot.waitExposed(cell)
+    try:
+        long = "<b>neuron 1</b> &nbsp; c₁ = -0.09391 (start -0.1) &nbsp;·&nbsp; two sheets, and a flip"
+        cell.set_caption(long)
+        tall = cell.caption.minimumHeight()
+        cell.set_caption("<b>neuron 1</b> &nbsp; c₁ = -0.1")
+        assert cell.caption.minimumHeight() == tall > 0, "the caption shrank back: the view would resize"
+        cell.resize(600, 300)  # another width wraps differently: fitted afresh
+        qtbot.waitUntil(lambda: cell.caption.minimumHeight() < tall, timeout=2000)
+    finally:
+        cell.close()
+
+
+def test_refilling_the_steps_table_keeps_the_row_and_announces_nothing(qapp):
+    from gui.panels.inspector import InspectorPanel
+    panel = InspectorPanel()
+    rows = [{"widths": (2, 1, 1), "verdict": "strict minimum", "loss": 0.1, "grad_norm": 1e-9, "min": 0.5,
+             "max": 2.0, "n_zero": 0, "n_negative": 0, "description": f"step {i}"} for i in range(5)]
+    panel.show_steps(rows)
+    panel.steps.setCurrentCell(2, 0)
+    announced = []
+    panel.steps.itemSelectionChanged.connect(lambda: announced.append(1))
+    panel.show_steps(rows[:4])
+    assert panel.steps.rowCount() == 4 and panel.steps.currentRow() == 2 and announced == []
