@@ -44,7 +44,8 @@ def test_live_recording_of_a_running_preset(qtbot, window, tmp_path):
     # take a frame to settle, so a repeat may count as one more change (seen: 5 for 4 grabs).
     # Frames written far outnumber the grabs: repeats that differed would count many more.
     assert 2 * recorder.distinct >= moves >= (recorder.distinct - 1) // 2, (moves, recorder.distinct)
-    assert "distinct frames" in window.message_bar.text
+    # The summary arrives with the encoder's queued "finished", just after it stops writing.
+    qtbot.waitUntil(lambda: "distinct frames" in window.message_bar.text, timeout=10000)
     assert not window.recording.indicator.isVisible()
 
 
