@@ -12,6 +12,9 @@ STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Q
 GLYPHS = {"solid": SOLID, "dash": DASHED, "dot": DASHED}
 
 
+FLAT_SPAN = 1e-6  # the least half-height of a curve plot's y range, relative to its level
+
+
 class CurvesView(pg.PlotWidget):
     def __init__(self, title: str, x_label: str, y_label: str, parent=None):
         super().__init__(parent)
@@ -54,9 +57,24 @@ class CurvesView(pg.PlotWidget):
         set_title(self, self.getPlotItem()._title_parts[0], [key_text(key)] + ([note] if note else []))
         if frame is None:
             self.autoRange()
+            self._widen_flat(curves, log_y)
         else:
             self.setXRange(frame[0], frame[1], padding=0.02)
             self.setYRange(frame[2], frame[3], padding=0)
+
+    def _widen_flat(self, curves: list[dict], log_y: bool):
+        """A flat curve (the descent line inside I moves the loss by rounding only) autoscales to
+        a span of ~1e-14 and 15-digit tick labels: show at least ±1e-6 of its level instead."""
+        values = [np.asarray(c["y"], float) for c in curves if "y" in c] + \
+                 [np.asarray([c["hline"]], float) for c in curves if "hline" in c]
+        values = np.concatenate(values) if values else np.array([])
+        values = values[np.isfinite(values)]
+        if log_y or not values.size:
+            return
+        level, span = float(np.mean(values)), float(np.ptp(values))
+        least = FLAT_SPAN * max(1.0, abs(level))
+        if span < least:
+            self.setYRange(level - least, level + least, padding=0)
 
     def clear_curves(self):
         for item in self._items:

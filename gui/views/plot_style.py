@@ -128,6 +128,14 @@ def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
     legend.anchor(itemPos=anchor, parentPos=anchor, offset=offset)
 
 
+def dips_below(lowest: float, level: float) -> bool:
+    """Whether a curve whose lowest value is ``lowest`` dips below ``level`` by more than
+    float64 rounding. Inside I the descent line moves the loss by ~1e-14: framed as a dip, a
+    plot showed that noise with 15-digit tick labels. A real dip (at the Fig. 3 saddle ~1e-4 of
+    L*) is far above 1e-9 of the level."""
+    return level - lowest > 1e-9 * max(1.0, abs(level))
+
+
 def readable_colormap(name: str, low: float = 0.15, high: float = 0.85) -> pg.ColorMap:
     """A colour map without its near-black and near-white ends, so every value stays visible on
     both the light and the dark theme (magma's lowest cells vanished into the dark background,

@@ -5,7 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import DASHED, SOLID, follow_theme, key_text, set_title
+from .plot_style import DASHED, SOLID, dips_below, follow_theme, key_text, set_title
 
 CURVE_RGB = (0, 114, 178)
 ENVELOPE_COLOR = "#D55E00"
@@ -95,7 +95,7 @@ class SliceView(pg.PlotWidget):
         # Frame the interesting part: the envelope and L*, not the tallest of K curves; with a
         # descent line, frame that too, or its dip (~1e−4 of L* at the Fig. 3 saddle) is invisible.
         top = np.nanpercentile(losses, 40)
-        if descent is not None:
+        if descent is not None and dips_below(lstar + dip, lstar):  # a flat line (inside I): nothing to magnify
             top = min(top, float(np.max(descent[1])))
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)

@@ -17,6 +17,8 @@ from engine.infinity import InfinityResult
 from engine.verdicts import Verdict
 from engine.workbench import admissible_neurons
 
+from ..views.plot_style import dips_below
+
 STAGES = ("steps", "construction", "spectrum", "slices_min", "path", "probe", "slices_saddle", "descent",
           "plane", "infinity_bias", "infinity_gd", "descending_path")
 
@@ -139,9 +141,9 @@ def dip_frame(t, loss, level: float) -> list | None:
     """x and y ranges that show a dip below ``level`` at a readable size: the descent line at a
     saddle can dip 0.0016 on a curve rising to 0.9, which autoscaling flattens into a minimum."""
     t, loss = np.asarray(t, float), np.asarray(loss, float)
-    depth = level - float(np.min(loss))
-    if not depth > 0:
+    if not dips_below(float(np.min(loss)), level):
         return None
+    depth = level - float(np.min(loss))
     top = level + 2 * depth
     near = np.flatnonzero(loss <= top)
     lo, hi = t[max(near[0] - 1, 0)], t[min(near[-1] + 1, len(t) - 1)]

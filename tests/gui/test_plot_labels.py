@@ -84,3 +84,32 @@ def test_two_flat_lines_leave_the_middle_and_sampling_does_not_weigh(qtbot):
     lines_x = np.concatenate([top_x, x])
     lines_y = np.concatenate([np.zeros_like(top_x), y])
     assert points_under_legend(plot, lines_x, lines_y) == 0
+
+
+def test_a_flat_line_inside_I_gets_readable_axes(qtbot):
+    """Inside I the descent line moves the loss by rounding only (~1e-14). Panel (d) must not
+    autoscale to that (15-digit tick labels), and panel (c) must frame its slices as at a minimum
+    rather than around the flat line."""
+    from gui.views.curves_view import FLAT_SPAN, CurvesView
+    from gui.views.slice_view import SliceView
+    level = 2.981715923012
+    t = np.linspace(-1, 1, 21)
+    flat = level + 1e-14 * np.sin(7 * t)
+    d = CurvesView("(d)", "t", "loss L")
+    qtbot.addWidget(d)
+    d.show_curves([{"name": "L(θ + t·e)", "x": t, "y": flat}, {"name": "L*", "hline": level}])
+    low, high = d.getViewBox().viewRange()[1]
+    assert high - low >= 2 * FLAT_SPAN * level * 0.99
+    d.show_curves([{"name": "steep", "x": t, "y": level + t ** 2}])  # a real curve autoscales as before
+    low, high = d.getViewBox().viewRange()[1]
+    assert high - low < 2
+
+    c = SliceView("(c)")
+    qtbot.addWidget(c)
+    losses = level + np.outer(np.linspace(0.01, 0.05, 30), t ** 2)  # a minimum: every slice rises
+    c.show_slices(t, losses, losses.min(0), level, 0.0, 0, descent=(t, flat))
+    low, high = c.getViewBox().viewRange()[1]
+    assert high - low > 1e-3, f"framed around the flat descent line: {high - low:.1e}"
+    from gui.workspaces.minima_draw import dip_frame
+    assert dip_frame(t, flat, level) is None  # (d) autoscales (and is widened) instead
+    assert dip_frame(t, level - 1e-4 * (1 - t ** 2), level) is not None  # a saddle's dip is framed
