@@ -312,9 +312,7 @@ def drag_job(fig: Figure3, lam: float, split: int, slices: SliceSettings, points
         return drag
     directions = landscape.random_directions(c.arch, theta, slices.K, slices.seed, slices.normalize)
     e = C.set_split_lambda(c.arch, c.params, s, 1.0) - C.set_split_lambda(c.arch, c.params, s, 0.0)
-    W = theta[c.arch.block(f"W{s.layer + 1}").slice].reshape(c.arch.block(f"W{s.layer + 1}").shape)
-    slicer = yield from landscape.lambda_slices_job(c.arch, theta, e, lam, (s.new, s.origin),
-                                                    float(W[0, s.new] + W[0, s.origin]), c.X, c.Y,
+    slicer = yield from landscape.lambda_slices_job(c.arch, theta, e, lam, (s.new, s.origin), c.X, c.Y,
                                                     directions, points, slices.T, dtype="float32")
     return DragSlices(key, slicer)
 

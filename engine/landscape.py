@@ -264,13 +264,16 @@ class LambdaSlices:
         return summarize(self.arch, theta, self.X, self.Y, self.t, curves, self.dtype)
 
 
-def lambda_slices_job(arch: Arch, theta, e, lam0: float, pair: tuple[int, int], total: float, X, Y,
+def lambda_slices_job(arch: Arch, theta, e, lam0: float, pair: tuple[int, int], X, Y,
                       directions: np.ndarray, P: int, T: float = 1.0, dtype: str = "float32",
                       threads: int = WORKER_THREADS) -> Job[LambdaSlices]:
     """One slice pass through θ(λ₀) keeping what ``LambdaSlices`` needs; ``pair`` = (new, origin)
-    indices in the last hidden layer, ``e`` = dθ/dλ, ``total`` = the pair's outgoing weight."""
+    indices in the last hidden layer, ``e`` = dθ/dλ (the pair's total outgoing weight w sits in
+    e at the new neuron's output weight)."""
     if dtype not in DTYPES:
         raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+    out = arch.block(f"W{arch.n_layers}")
+    total = float(np.asarray(e, float)[out.slice].reshape(out.shape)[0, pair[0]])
     X, Y = deep.check_data(arch, X, Y)
     as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype])
     t = np.linspace(-T, T, P)

@@ -87,11 +87,9 @@ def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int =
     All input is checked before the (long) run, and nothing is written unless it completes.
     """
     from .capture import check_output
-    from .clips.minima_scene import minima_story_clip
-    from .clips.model import load_clip, story_clip
+    from .clips.model import load_clip
     from .clips.render import ClipRenderer, render_to_file
-    from .clips.scene import scene_for
-    from .presets import preset_named
+    from .clips.scene import scene_for, story_for
 
     if clip is not None:
         the_clip = load_clip(clip)
@@ -102,10 +100,7 @@ def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int =
     else:
         if not (math.isfinite(seconds) and 0 < seconds <= 3600):
             raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
-        if preset_named(preset).workspace == "minima":
-            the_clip = minima_story_clip(preset, size, fps, seconds)
-        else:
-            the_clip = story_clip(preset, size, fps, seconds, orbit)
+        the_clip = story_for(preset, size, fps, seconds, orbit)
     check_output(out)
     app, window = open_window((1600, 960))
     settle()

@@ -150,17 +150,13 @@ class RecordControl(QObject):
 
     def _start_clip(self, size, fps: int, seconds: float, orbit: bool, out: str):
         """The preset's story clip, rendered by the clip dock (paper B slices its walk first)."""
-        from .clips.minima_scene import minima_story_clip
-        from .clips.model import story_clip
-        from .presets import preset_named
+        from .clips.scene import story_for
 
         window = self.window
         try:
             if not window.preset_name:
                 raise EngineInputError("load and run a training preset first")
-            clip = (minima_story_clip(window.preset_name, size, fps, seconds)
-                    if preset_named(window.preset_name).workspace == "minima"
-                    else story_clip(window.preset_name, size, fps, seconds, orbit))
+            clip = story_for(window.preset_name, size, fps, seconds, orbit)
         except EngineInputError as error:
             window.message_bar.show_error(str(error))
             return None

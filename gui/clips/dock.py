@@ -21,19 +21,14 @@ from engine.errors import EngineInputError
 
 from ..presets import preset_named
 from ..worker import JobRunner
-from .minima_scene import MinimaScene, minima_story_clip, walk_of
-from .model import CAPTION_FIELDS, TEXT_SOURCES, Clip, KeyFrame, load_clip, save_clip, story_clip
+from .minima_scene import MinimaScene, walk_of
+from .model import CAPTION_FIELDS, TEXT_SOURCES, Clip, KeyFrame, load_clip, save_clip
 from .render import ClipJob, ClipRenderer
-from .scene import scene_for
+from .scene import scene_for, story_for
 from .timeline import Timeline
 
 NEW_LINE = " ↵ "  # how the one-line caption field shows a caption's line break
 PREVIEW_WIDTH = 400  # paper B's preview frame, in pixels: a thumbnail of the composed frame
-
-
-def story_of(preset: str) -> Clip:
-    """The preset's default clip: paper A's training story or paper B's walk along λ."""
-    return minima_story_clip(preset) if preset_named(preset).workspace == "minima" else story_clip(preset)
 
 
 class ClipDock(QDockWidget):
@@ -113,7 +108,7 @@ class ClipDock(QDockWidget):
         if self.clip is None or self.clip.preset != preset:
             if preset is None:
                 raise EngineInputError("load a training preset first: a clip films a preset's run")
-            self.use_clip(story_of(preset), keys=[])
+            self.use_clip(story_for(preset), keys=[])
         return self.clip
 
     def use_clip(self, clip: Clip, keys: Optional[list] = None):

@@ -140,6 +140,18 @@ class TopologyScene:
         return out
 
 
+def story_for(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.0, orbit: bool = False):
+    """The preset's default clip: paper A's training story, or paper B's walk along λ (which
+    has no orbit: its story has no 3D view)."""
+    from ..presets import preset_named
+    from .minima_scene import minima_story_clip
+    from .model import story_clip
+
+    if preset_named(preset).workspace == "minima":
+        return minima_story_clip(preset, size, fps, seconds)
+    return story_clip(preset, size, fps, seconds, orbit)
+
+
 def scene_for(window, preset: str, on_progress=None):
     """The scene of the window's workspace for ``preset`` (which must have run): paper A's
     training story, or paper B's walk along the degenerate path, sliced here and now

@@ -10,8 +10,6 @@ from .plot_style import DASHED, SOLID, follow_theme, key_text, set_title
 
 STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine}
 GLYPHS = {"solid": SOLID, "dash": DASHED, "dot": DASHED}
-
-
 FLAT_SPAN = 1e-6  # the least half-height of a curve plot's y range, relative to its level
 
 

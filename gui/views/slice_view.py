@@ -86,7 +86,8 @@ class SliceView(pg.PlotWidget):
             low = min(np.nanmin(envelope), lstar)
         else:
             self.descent.setData(np.asarray(descent[0], float), np.asarray(descent[1], float))
-            dip = float(np.min(descent[1])) - lstar
+            lowest = float(np.min(descent[1]))
+            dip = lowest - lstar
             lines.append(f"B6 descent line: {dip:.2g} below L*" if dip < 0 else f"B6 descent line: +{dip:.2g}")
             low = min(np.nanmin(envelope), lstar, lstar + dip)
         # The summary sits under the title, where it can never cover a curve.
@@ -95,7 +96,7 @@ class SliceView(pg.PlotWidget):
         # Frame the interesting part: the envelope and L*, not the tallest of K curves; with a
         # descent line, frame that too, or its dip (~1e−4 of L* at the Fig. 3 saddle) is invisible.
         top = np.nanpercentile(losses, 40)
-        if descent is not None and dips_below(lstar + dip, lstar):  # a flat line (inside I): nothing to magnify
+        if descent is not None and dips_below(lowest, lstar):  # a flat line (inside I): nothing to magnify
             top = min(top, float(np.max(descent[1])))
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)

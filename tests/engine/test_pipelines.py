@@ -107,10 +107,8 @@ def _affine_slicer(c, lam0, directions, P, dtype):
     s = c.splits[-1]
     theta = C.set_split_lambda(c.arch, c.params, s, lam0)
     e = C.set_split_lambda(c.arch, c.params, s, 1.0) - C.set_split_lambda(c.arch, c.params, s, 0.0)
-    W = theta[c.arch.block(f"W{s.layer + 1}").slice].reshape(c.arch.block(f"W{s.layer + 1}").shape)
-    return run_to_completion(landscape.lambda_slices_job(c.arch, theta, e, lam0, (s.new, s.origin),
-                                                         W[0, s.new] + W[0, s.origin], c.X, c.Y, directions, P,
-                                                         dtype=dtype))
+    return run_to_completion(landscape.lambda_slices_job(c.arch, theta, e, lam0, (s.new, s.origin), c.X, c.Y,
+                                                         directions, P, dtype=dtype))
 
 
 def test_slices_of_a_last_layer_split_are_affine_in_lambda(run):
