@@ -1,7 +1,7 @@
 """Time the full topo-breast-cancer grid: batched sweep vs Python loops of per-run training.
 
 Two per-run baselines do the same work run by run:
-- "hand-written": engine.sweep.train_run_bce (exact gradients, no autograd), the tight one;
+- "hand-written": engine.topology.width_sweep.train_run_bce (exact gradients, no autograd), the tight one;
 - "autograd": the usual plain-PyTorch loop (BCEWithLogits, loss.backward(), torch.optim.SGD).
 A full loop takes long, so by default each runs an evenly spaced subset of the runs (keeping the
 mix of hidden sizes l) and is extrapolated by run count; --full-loop times all of the first.
@@ -10,6 +10,7 @@ over --threads cores, so its wall-clock ratio is what a user sees and its CPU ra
 
     python benchmarks/bench_breast_cancer.py [--steps 1000] [--n-inits 100] [--loop-every 20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,12 +22,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from engine import datasets  # noqa: E402
-from engine.progress import run_to_completion  # noqa: E402
-from engine.runtime import configure_torch_threads  # noqa: E402
-from engine.shallow import ShallowParams  # noqa: E402
-from engine.sweep import (WORKER_THREADS, SweepSettings, breast_cancer_sweep, held_out_bce,  # noqa: E402
-                          sweep_init, train_run_bce)
+from engine.core import datasets  # noqa: E402
+from engine.core.progress import run_to_completion  # noqa: E402
+from engine.core.runtime import configure_torch_threads  # noqa: E402
+from engine.topology.two_layer import ShallowParams  # noqa: E402
+from engine.topology.width_sweep import (  # noqa: E402
+    WORKER_THREADS,
+    SweepSettings,
+    breast_cancer_sweep,
+    held_out_bce,
+    sweep_init,
+    train_run_bce,
+)
 
 
 def autograd_run(X, Y, p: ShallowParams, lr: float, steps: int) -> ShallowParams:
@@ -60,14 +67,17 @@ def main() -> None:
     split = datasets.breast_cancer(seed=0)
 
     settings = SweepSettings(n_inits=args.n_inits, steps=args.steps)
-    res, bw, bc = timed(lambda: run_to_completion(
-        breast_cancer_sweep(settings, chunk=args.chunk, threads=args.threads)))
+    res, bw, bc = timed(
+        lambda: run_to_completion(breast_cancer_sweep(settings, chunk=args.chunk, threads=args.threads))
+    )
     runs = res.runs
     print(f"grid: {len(runs)} runs x {args.steps} steps (l = 2..9, l+ = 0..l, {args.n_inits} inits)")
     print(f"batched sweep (chunk {args.chunk}, {args.threads} thread(s)): wall {bw:.1f} s, CPU {bc:.1f} s")
 
-    for name, trainer, every in (("hand-written", train_run_bce, 1 if args.full_loop else args.loop_every),
-                                 ("autograd", autograd_run, args.autograd_every)):
+    for name, trainer, every in (
+        ("hand-written", train_run_bce, 1 if args.full_loop else args.loop_every),
+        ("autograd", autograd_run, args.autograd_every),
+    ):
         subset = range(0, len(runs), every)
 
         def loop():
@@ -81,8 +91,10 @@ def main() -> None:
         diff, lw, lc = timed(loop)
         k = len(runs) / len(subset)
         how = "measured" if every == 1 else f"extrapolated x{k:.0f} from {len(subset)} runs (every {every}th)"
-        print(f"per-run loop, {name}: wall {lw * k:.1f} s, CPU {lc * k:.1f} s ({how}); "
-              f"speed-up wall {lw * k / bw:.1f}x, CPU {lc * k / bc:.1f}x; max |test BCE diff| {diff:.1e}")
+        print(
+            f"per-run loop, {name}: wall {lw * k:.1f} s, CPU {lc * k:.1f} s ({how}); "
+            f"speed-up wall {lw * k / bw:.1f}x, CPU {lc * k / bc:.1f}x; max |test BCE diff| {diff:.1e}"
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ encoder queue) and encode (thread: ffmpeg's pipe, in parallel with rendering).
 Run under a display (xvfb-run -a python benchmarks/bench_clip.py); the numbers are as noisy
 as the machine is shared.
 """
+
 import argparse
 import sys
 import time
@@ -28,8 +29,7 @@ def bench_clip(window, size, seconds, out):
     stats = render_to_file(renderer, out)
     n = stats["frames"]
     split = "  ".join(f"{k} {1000 * stats.get(k, 0) / n:6.1f}" for k in STAGES)
-    print(f"{size[0]}x{size[1]}  {n:3d} frames  {n / stats['total']:5.2f} frames/s   ms/frame: {split}",
-          flush=True)
+    print(f"{size[0]}x{size[1]}  {n:3d} frames  {n / stats['total']:5.2f} frames/s   ms/frame: {split}", flush=True)
 
 
 def timed_run(window, steps, record: bool, out) -> tuple[float, str]:
@@ -48,8 +48,9 @@ def timed_run(window, steps, record: bool, out) -> tuple[float, str]:
     if recorder:
         recorder.stop()
         recorder.encoder.close(wait=True)
-        note = (f" ({recorder.distinct} distinct frames, {recorder.frames} written, "
-                f"{recorder.grab_seconds:.1f} s grabbing)")
+        note = (
+            f" ({recorder.distinct} distinct frames, {recorder.frames} written, {recorder.grab_seconds:.1f} s grabbing)"
+        )
     return elapsed, note
 
 
@@ -72,9 +73,11 @@ def main():
         seconds, note = timed_run(window, args.steps, True, f"/tmp/bench_live_{i}.mp4")
         filmed.append(seconds)
         notes.append(note)
-    print(f"training {args.steps} steps: plain {' / '.join(f'{t:.1f}' for t in plain)} s, "
-          f"recording live {' / '.join(f'{t:.1f}' for t in filmed)} s{notes[-1]}: "
-          f"{100 * (sum(filmed) / sum(plain) - 1):+.0f}%")
+    print(
+        f"training {args.steps} steps: plain {' / '.join(f'{t:.1f}' for t in plain)} s, "
+        f"recording live {' / '.join(f'{t:.1f}' for t in filmed)} s{notes[-1]}: "
+        f"{100 * (sum(filmed) / sum(plain) - 1):+.0f}%"
+    )
     window.close()
 
 

@@ -12,6 +12,7 @@ With ``--lambda-preview`` it also builds nonattr-fig3 (K = 5,000 curves) and tim
 
     python benchmarks/bench_gui_latency.py [--presets fig3-free,fig3-obstructed] [--seconds 8] [--lambda-preview]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,9 +68,14 @@ class Probe:
     def summary(self, seconds: float) -> dict:
         gaps = np.diff(self.ticks) * 1000 if len(self.ticks) > 1 else np.array([np.nan])
         lat = np.array(self.latencies) * 1000 if self.latencies else np.array([np.nan])
-        return {"timer_p50": np.percentile(gaps, 50), "timer_p95": np.percentile(gaps, 95), "timer_max": gaps.max(),
-                "signal_p50": np.percentile(lat, 50), "signal_p95": np.percentile(lat, 95),
-                "redraws_per_s": [n / seconds for n in self.swaps.values()]}
+        return {
+            "timer_p50": np.percentile(gaps, 50),
+            "timer_p95": np.percentile(gaps, 95),
+            "timer_max": gaps.max(),
+            "signal_p50": np.percentile(lat, 50),
+            "signal_p95": np.percentile(lat, 95),
+            "redraws_per_s": [n / seconds for n in self.swaps.values()],
+        }
 
 
 def measure(window, preset: str, seconds: float, steps: int | None = None) -> dict:
@@ -129,18 +135,24 @@ def main() -> None:
     window.resize(1600, 960)
     window.show()
     spin(1000)
-    print(f"{'preset':22s} {'timer p50':>9s} {'p95':>6s} {'max':>7s}  {'signal p50':>10s} {'p95':>6s}  "
-          f"{'3D redraws/s (each view)':s}")
+    print(
+        f"{'preset':22s} {'timer p50':>9s} {'p95':>6s} {'max':>7s}  {'signal p50':>10s} {'p95':>6s}  "
+        f"{'3D redraws/s (each view)':s}"
+    )
     for preset in args.presets.split(","):
         r = measure(window, preset, args.seconds, args.steps)
         redraws = ", ".join(f"{x:.1f}" for x in r["redraws_per_s"]) or "no 3D view"
-        print(f"{preset:22s} {r['timer_p50']:8.1f}ms {r['timer_p95']:5.1f} {r['timer_max']:7.1f}  "
-              f"{r['signal_p50']:9.1f}ms {r['signal_p95']:6.1f}  {redraws}   ({r['seconds']:.1f} s measured)")
+        print(
+            f"{preset:22s} {r['timer_p50']:8.1f}ms {r['timer_p95']:5.1f} {r['timer_max']:7.1f}  "
+            f"{r['signal_p50']:9.1f}ms {r['signal_p95']:6.1f}  {redraws}   ({r['seconds']:.1f} s measured)"
+        )
     if args.lambda_preview:
         times = np.array(lambda_preview_latency(window)) * 1000
-        print(f"λ preview, K = 5000 curves + 41×41 plane, move to drawn: p50 {np.median(times):.0f} ms, "
-              f"max {times.max():.0f} ms over {len(times)} moves (target ≤ 150 ms): "
-              + ", ".join(f"{t:.0f}" for t in times))
+        print(
+            f"λ preview, K = 5000 curves + 41×41 plane, move to drawn: p50 {np.median(times):.0f} ms, "
+            f"max {times.max():.0f} ms over {len(times)} moves (target ≤ 150 ms): "
+            + ", ".join(f"{t:.0f}" for t in times)
+        )
     window.close()
 
 

@@ -4,6 +4,7 @@ minimum, where a few Gauss–Newton eigenvalues dwarf the rest and the lowest ar
 The report runs as the job the GUI drives, so the time includes its progress yields.
 Run: python benchmarks/bench_hessian.py [--k 6] [--probes 64]
 """
+
 import argparse
 import sys
 import time
@@ -13,9 +14,10 @@ import numpy as np
 import scipy.optimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engine import deep, hessian  # noqa: E402
-from engine.progress import run_to_completion  # noqa: E402
-from engine.runtime import configure_torch_threads  # noqa: E402
+from engine.core.progress import run_to_completion  # noqa: E402
+from engine.core.runtime import configure_torch_threads  # noqa: E402
+from engine.landscape import hessian
+from engine.minima import deep  # noqa: E402
 
 
 def main():
@@ -28,14 +30,16 @@ def main():
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(20, 2)), rng.normal(size=20)
     theta = deep.init_params(arch, rng)
-    trained = scipy.optimize.minimize(lambda p: deep.loss_and_grad(arch, p, X, Y), theta, jac=True,
-                                      method="L-BFGS-B", options=dict(maxiter=200)).x
+    trained = scipy.optimize.minimize(
+        lambda p: deep.loss_and_grad(arch, p, X, Y), theta, jac=True, method="L-BFGS-B", options=dict(maxiter=200)
+    ).x
     print(f"{arch.widths}: {arch.n_params} parameters, {len(X)} samples")
     for name, point in (("random start", theta), ("after 200 L-BFGS steps", trained)):
         updates = []
         began = time.perf_counter()
-        r = run_to_completion(hessian.hessian_report_job(arch, point, X, Y, k=args.k, probes=args.probes),
-                              updates.append)
+        r = run_to_completion(
+            hessian.hessian_report_job(arch, point, X, Y, k=args.k, probes=args.probes), updates.append
+        )
         seconds = time.perf_counter() - began
         print(f"{name}: {seconds:.1f} s, method {r.method}, {r.n_hvp} HVPs, {len(updates)} progress updates")
         print(f"  lowest  {np.array2string(r.lowest, precision=4)}")

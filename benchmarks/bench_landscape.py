@@ -20,6 +20,7 @@ Needs the bench extra: pip install -e .[bench]   (loss-landscapes declares only 
 imports torch; it runs unchanged on numpy 2, so no workaround is needed.)
 Run: python benchmarks/bench_landscape.py [--repeats 3] [--peer-dirs 20]
 """
+
 import argparse
 import sys
 import time
@@ -29,9 +30,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engine import deep, landscape  # noqa: E402
-from engine.progress import run_to_completion  # noqa: E402
-from engine.runtime import configure_torch_threads  # noqa: E402
+from engine.core.progress import run_to_completion  # noqa: E402
+from engine.core.runtime import configure_torch_threads  # noqa: E402
+from engine.landscape import slices as landscape
+from engine.minima import deep  # noqa: E402
 
 K, P, N, T = 5000, 101, 20, 1.0
 ARCH = deep.Arch((2, 21, 21, 1))
@@ -81,21 +83,27 @@ def peer_curves(theta, dirs, t, X, y, dtype):
     from loss_landscapes.metrics import Loss
     from loss_landscapes.model_interface.model_parameters import ModelParameters
 
-    model = torch.nn.Sequential(torch.nn.Linear(2, 21, bias=False), torch.nn.Sigmoid(),
-                                torch.nn.Linear(21, 21, bias=False), torch.nn.Sigmoid(),
-                                torch.nn.Linear(21, 1, bias=False)).to(dtype)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, 21, bias=False),
+        torch.nn.Sigmoid(),
+        torch.nn.Linear(21, 21, bias=False),
+        torch.nn.Sigmoid(),
+        torch.nn.Linear(21, 1, bias=False),
+    ).to(dtype)
     metric = Loss(torch.nn.MSELoss(), torch.as_tensor(X, dtype=dtype), torch.as_tensor(y, dtype=dtype)[:, None])
     h = t[1] - t[0]
-    shapes = [p.shape for p in model.parameters()]  # W1, W2, W3: the flat layout of engine.deep
+    shapes = [p.shape for p in model.parameters()]  # W1, W2, W3: the flat layout of engine.minima.deep
     drawn = ll_main.rand_u_like
     curves = []
     try:
         for dk in dirs:
-            torch.nn.utils.vector_to_parameters(torch.as_tensor(theta + (t[0] - h) * dk, dtype=dtype),
-                                                model.parameters())
+            torch.nn.utils.vector_to_parameters(
+                torch.as_tensor(theta + (t[0] - h) * dk, dtype=dtype), model.parameters()
+            )
             parts = torch.as_tensor(dk, dtype=dtype).split([s.numel() for s in shapes])
-            ll_main.rand_u_like = lambda _, parts=parts: ModelParameters([p.reshape(s).clone()
-                                                                           for p, s in zip(parts, shapes)])
+            ll_main.rand_u_like = lambda _, parts=parts: ModelParameters(
+                [p.reshape(s).clone() for p, s in zip(parts, shapes)]
+            )
             distance = ModelParameters(list(model.parameters())).model_norm() / (h * len(t))
             curves.append(ll_main.random_line(model, metric, distance=distance, steps=len(t), normalization=None))
     finally:
@@ -108,8 +116,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timings of each row; the fastest counts")
     parser.add_argument("--peer-dirs", type=int, default=20, help="directions the peer is timed on (× 101 points)")
     parser.add_argument("--helper-dirs", type=int, default=10, help="directions the per-point helper is timed on")
-    parser.add_argument("--device", default="cpu",
-                        help="cuda: time the slice kernel on the GPU against this machine's CPU instead")
+    parser.add_argument(
+        "--device", default="cpu", help="cuda: time the slice kernel on the GPU against this machine's CPU instead"
+    )
     args = parser.parse_args()
     configure_torch_threads()
     rng = np.random.default_rng(0)
@@ -128,26 +137,29 @@ def main():
             best[row] = (wall * scale, cpu * scale, threads)
 
     peaks, agree, floors = {}, {}, {}
-    for rep in range(args.repeats):
+    for _ in range(args.repeats):
         for name, dtype in DTYPES.items():
             for threads in (1, 2):
                 peak = matmul_peak(dtype, threads)
                 peaks[name, threads] = max(peaks.get((name, threads), 0), peak)
             floors[name] = min(floors.get(name, np.inf), sigmoid_seconds(dtype))
-            sub = d[:args.peer_dirs]
+            sub = d[: args.peer_dirs]
             wall, cpu, peer = timed(lambda: peer_curves(theta, sub, t, X, y, dtype))
             record((name, "peer"), wall, cpu, 1, points / peer.size)
-            hsub = d[:args.helper_dirs]
+            hsub = d[: args.helper_dirs]
             rows = lambda dirs: (theta + dirs[:, None] * t[:, None]).reshape(-1, ARCH.n_params)
             wall, cpu, _ = timed(lambda: landscape.losses_per_point(ARCH, rows(hsub), X, y, name))
             record((name, "helper"), wall, cpu, 1, K / len(hsub))
             for label in ("default", "1 thread"):
                 threads = landscape.WORKER_THREADS if label == "default" else 1
-                wall, cpu, s = timed(lambda: run_to_completion(landscape.slices_job(
-                    ARCH, theta, X, y, directions=d, P=P, T=T, dtype=name, threads=threads)))
+                wall, cpu, s = timed(
+                    lambda: run_to_completion(
+                        landscape.slices_job(ARCH, theta, X, y, directions=d, P=P, T=T, dtype=name, threads=threads)
+                    )
+                )
                 record((name, label), wall, cpu, threads)
             # the peer's curves are the engine's, up to its in-place stepping (float32: ~1e-4)
-            ours = s.curves[:len(sub)]
+            ours = s.curves[: len(sub)]
             rel = np.abs(peer - ours).max() / np.abs(ours).max()
             assert rel < (1e-9 if name == "float64" else 1e-3), f"{name}: peer and engine curves differ by {rel:.1e}"
             agree[name] = max(agree.get(name, 0.0), rel)
@@ -156,13 +168,19 @@ def main():
         wall, cpu, _ = timed(lambda: run_to_completion(landscape.plane_job(ARCH, theta, X, y, d[0], d[1], n=41)))
         record(("plane", "41×41 float64"), wall, cpu, 0)
 
-    print(f"Workload: {'—'.join(map(str, ARCH.widths))} sigmoid, N={N}, K={K} × P={P}: "
-          f"{FLOPS_PER_POINT * points / 1e9:.1f} GFLOP; best of {args.repeats}, interleaved; "
-          f"peer timed on {args.peer_dirs} directions, helper on {args.helper_dirs}, both extrapolated per point")
-    print("matmul peak (GFLOP/s, 1500² torch matmul): " + ", ".join(
-        f"{name} {th} thr {peaks[name, th]:.0f}" for name in DTYPES for th in (1, 2)))
-    header = f"{'dtype':8} {'method':10} {'thr':>3} {'wall s':>8} {'CPU s':>8} {'µs/pt':>7} " \
-             f"{'×peer wall':>10} {'×peer CPU':>9} {'×helper':>8} {'GFLOP/s':>8} {'% peak':>7}"
+    print(
+        f"Workload: {'—'.join(map(str, ARCH.widths))} sigmoid, N={N}, K={K} × P={P}: "
+        f"{FLOPS_PER_POINT * points / 1e9:.1f} GFLOP; best of {args.repeats}, interleaved; "
+        f"peer timed on {args.peer_dirs} directions, helper on {args.helper_dirs}, both extrapolated per point"
+    )
+    print(
+        "matmul peak (GFLOP/s, 1500² torch matmul): "
+        + ", ".join(f"{name} {th} thr {peaks[name, th]:.0f}" for name in DTYPES for th in (1, 2))
+    )
+    header = (
+        f"{'dtype':8} {'method':10} {'thr':>3} {'wall s':>8} {'CPU s':>8} {'µs/pt':>7} "
+        f"{'×peer wall':>10} {'×peer CPU':>9} {'×helper':>8} {'GFLOP/s':>8} {'% peak':>7}"
+    )
     print(header)
     print("-" * len(header))
     for name in DTYPES:
@@ -171,16 +189,24 @@ def main():
             wall, cpu, threads = best[name, method]
             gflops = FLOPS_PER_POINT * points / wall / 1e9
             engine = method in ("default", "1 thread")
-            print(f"{name:8} {method:10} {threads:>3} {wall:8.2f} {cpu:8.2f} {wall / points * 1e6:7.2f} "
-                  f"{peer[0] / wall:10.1f} {peer[1] / cpu:9.1f} {helper[0] / wall:8.1f} {gflops:8.2f} "
-                  + (f"{100 * gflops / peaks[name, threads]:6.1f}%" if engine else f"{'':>7}"))
-    print(f"sigmoid floor ({ACTIVATIONS / 1e6:.0f} M sigmoids alone, torch, 1 thread; no kernel that evaluates "
-          "them can be faster): " + ", ".join(
-              f"{name} {floors[name]:.2f} s, so at most "
-              f"{100 * FLOPS_PER_POINT * points / floors[name] / 1e9 / peaks[name, 1]:.0f}% of 1-thread peak"
-              for name in DTYPES))
-    print("peer curves × N against the engine's, max |difference| / max |curve|: "
-          + ", ".join(f"{name} {rel:.1e}" for name, rel in agree.items()))
+            print(
+                f"{name:8} {method:10} {threads:>3} {wall:8.2f} {cpu:8.2f} {wall / points * 1e6:7.2f} "
+                f"{peer[0] / wall:10.1f} {peer[1] / cpu:9.1f} {helper[0] / wall:8.1f} {gflops:8.2f} "
+                + (f"{100 * gflops / peaks[name, threads]:6.1f}%" if engine else f"{'':>7}")
+            )
+    print(
+        f"sigmoid floor ({ACTIVATIONS / 1e6:.0f} M sigmoids alone, torch, 1 thread; no kernel that evaluates "
+        "them can be faster): "
+        + ", ".join(
+            f"{name} {floors[name]:.2f} s, so at most "
+            f"{100 * FLOPS_PER_POINT * points / floors[name] / 1e9 / peaks[name, 1]:.0f}% of 1-thread peak"
+            for name in DTYPES
+        )
+    )
+    print(
+        "peer curves × N against the engine's, max |difference| / max |curve|: "
+        + ", ".join(f"{name} {rel:.1e}" for name, rel in agree.items())
+    )
     for key in (("preview", "K=5000 P=21 float32"), ("plane", "41×41 float64")):
         wall, cpu, _ = best[key]
         print(f"{key[0]} ({key[1]}, default threads): {1000 * wall:.0f} ms wall, {1000 * cpu:.0f} ms CPU")
@@ -189,9 +215,11 @@ def main():
 def device_table(args, theta, X, y, d):
     """The same slices on ``args.device`` and on the CPU (default threads), in one run: wall
     time, ratio, and the largest difference from CPU float64 relative to the curves' size."""
+
     def slices(dtype, device):
-        return run_to_completion(landscape.slices_job(ARCH, theta, X, y, directions=d, P=P, T=T,
-                                                      dtype=dtype, device=device))
+        return run_to_completion(
+            landscape.slices_job(ARCH, theta, X, y, directions=d, P=P, T=T, dtype=dtype, device=device)
+        )
 
     reference = slices("float64", "cpu").curves
     slices("float32", args.device)  # the device's first call pays for its start-up

@@ -4,16 +4,17 @@ The table below names each experiment's job function; the modules that define th
 import this one, so the registry adds no import cycle. ``main.py reproduce NAME`` runs
 ``run_experiment``, which the GUI presets reach through the same engine jobs.
 """
+
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from .errors import EngineInputError
-from .progress import Job
-from .validation import integer
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job
+from engine.core.validation import integer
 
 
 @dataclass(frozen=True)
@@ -29,20 +30,41 @@ class Experiment:
 
 
 _EXPERIMENTS = [
-    Experiment("topo-toy", "Paper Fig. 3: a disconnected invariant set blocks GD and gradient flow on a toy target",
-               "engine.topology_experiments:run_toy"),
-    Experiment("topo-breast-cancer", "Paper Fig. 4: test BCE on breast cancer vs hidden size l and free neurons l+",
-               "engine.topology_experiments:run_breast_cancer"),
-    Experiment("topo-probability", "Paper Fig. 5: probability of an obstruction at init vs (d, l), closed form "
-               "and Monte Carlo", "engine.topology_experiments:run_probability"),
-    Experiment("nonattr-deep", "B7 / Fig. 3: 2—1—1—1 minimum split to 2—21—21—1; slices at the minimum and a saddle",
-               "engine.nonattracting:run_deep"),
-    Experiment("nonattr-shallow", "Fukumizu–Amari 1—1—1 → 1—2—1, then widened beyond N samples (Theorem 13)",
-               "engine.nonattracting:run_shallow"),
-    Experiment("nonattr-infinity", "B10: a suboptimal minimum at infinity (biases → ∞), GD drift and escape",
-               "engine.nonattracting:run_infinity"),
-    Experiment("nonattr-path", "B11: a non-increasing path from the constructed minimum to a global one",
-               "engine.nonattracting:run_path"),
+    Experiment(
+        "topo-toy",
+        "Paper Fig. 3: a disconnected invariant set blocks GD and gradient flow on a toy target",
+        "engine.topology.reproduce:run_toy",
+    ),
+    Experiment(
+        "topo-breast-cancer",
+        "Paper Fig. 4: test BCE on breast cancer vs hidden size l and free neurons l+",
+        "engine.topology.reproduce:run_breast_cancer",
+    ),
+    Experiment(
+        "topo-probability",
+        "Paper Fig. 5: probability of an obstruction at init vs (d, l), closed form and Monte Carlo",
+        "engine.topology.reproduce:run_probability",
+    ),
+    Experiment(
+        "nonattr-deep",
+        "B7 / Fig. 3: 2—1—1—1 minimum split to 2—21—21—1; slices at the minimum and a saddle",
+        "engine.minima.reproduce:run_deep",
+    ),
+    Experiment(
+        "nonattr-shallow",
+        "Fukumizu–Amari 1—1—1 → 1—2—1, then widened beyond N samples (Theorem 13)",
+        "engine.minima.reproduce:run_shallow",
+    ),
+    Experiment(
+        "nonattr-infinity",
+        "B10: a suboptimal minimum at infinity (biases → ∞), GD drift and escape",
+        "engine.minima.reproduce:run_infinity",
+    ),
+    Experiment(
+        "nonattr-path",
+        "B11: a non-increasing path from the constructed minimum to a global one",
+        "engine.minima.reproduce:run_path",
+    ),
 ]
 
 
@@ -61,6 +83,7 @@ def run_experiment(name: str, out_dir: Path, quick: bool = False, seed: int = 0)
             raise EngineInputError(f"--out {out_dir} exists and is not a folder")
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise EngineInputError(f"cannot create the output folder {str(out_dir)[:80]}: "
-                               f"{error.strerror or error}") from None
+        raise EngineInputError(
+            f"cannot create the output folder {str(out_dir)[:80]}: {error.strerror or error}"
+        ) from None
     return known[name].run(out_dir, quick=quick, seed=seed)

@@ -1,4 +1,5 @@
 """Qt view of the app: renders engine results and sends commands; holds no mathematics."""
+
 import OpenGL
 
 # PyOpenGL calls glGetError after every GL call unless told not to, before OpenGL.GL is first

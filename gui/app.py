@@ -1,4 +1,5 @@
 """Application start-up: the Qt settings that must precede the QApplication, and the theme."""
+
 from __future__ import annotations
 
 import sys
@@ -7,7 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from engine.runtime import configure_torch_threads, import_lazy_torch_modules
+from engine.core.runtime import configure_torch_threads, import_lazy_torch_modules
 
 from .style import apply_theme
 

@@ -4,6 +4,7 @@
 turning the camera). Deterministic clips (replay, orbit, key frames) live in gui.clips and
 feed the same ``Encoder``, which writes on a thread so the window stays responsive.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,14 +14,14 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import numpy as np
 from PySide6.QtCore import QObject, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 STANDARD_SIZES = {"1920×1080": (1920, 1080), "3840×2160": (3840, 2160)}  # None: the source's own
 
@@ -43,8 +44,9 @@ def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     half = math.atan(math.tan(math.radians(view.opts["fov"]) / 2) * square * max(w / h, 1.0))
     cells = GLCells(samples)
     try:
-        image, labels = cells.render(view, w, h, label_scale=max(1.0, h / max(view.height(), 1)),
-                                     fov=math.degrees(2 * half))
+        image, labels = cells.render(
+            view, w, h, label_scale=max(1.0, h / max(view.height(), 1)), fov=math.degrees(2 * half)
+        )
     finally:
         cells.release()
     pixels = np.ascontiguousarray(image.keep[::-1, :, :3])  # GL rows run bottom-up
@@ -74,11 +76,13 @@ def letterbox(image: QImage, size: tuple[int, int], background: QColor) -> QImag
         return image
     out = QImage(size[0], size[1], QImage.Format.Format_RGB888)
     out.fill(background)
-    scaled = image.scaled(size[0], size[1], Qt.AspectRatioMode.KeepAspectRatio,
-                          Qt.TransformationMode.SmoothTransformation)
+    scaled = image.scaled(
+        size[0], size[1], Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
+    )
     painter = QPainter(out)
-    painter.drawImage(QRectF((size[0] - scaled.width()) / 2, (size[1] - scaled.height()) / 2,
-                             scaled.width(), scaled.height()), scaled)
+    painter.drawImage(
+        QRectF((size[0] - scaled.width()) / 2, (size[1] - scaled.height()) / 2, scaled.width(), scaled.height()), scaled
+    )
     painter.end()
     return out
 
@@ -100,7 +104,7 @@ def grab_widget(widget) -> QImage:
 class FrameSource:
     """Something to film: ``grab()`` returns (H, W, 3) uint8 at ``size`` (None: own size)."""
 
-    def __init__(self, widget, size: Optional[tuple[int, int]] = None, gl: bool = False):
+    def __init__(self, widget, size: tuple[int, int] | None = None, gl: bool = False):
         self.widget, self.gl = widget, gl
         own = (widget.width(), widget.height())
         self.size = even_size(size or own)
@@ -113,14 +117,14 @@ class FrameSource:
         return image_to_array(letterbox(image, self.size, background))
 
 
-def sources_of(window) -> dict[str, Callable[[Optional[tuple[int, int]]], FrameSource]]:
+def sources_of(window) -> dict[str, Callable[[tuple[int, int] | None], FrameSource]]:
     """The things the current tab can film, by the name the Record dialog shows."""
     workspace = window.workspace
     found = {}
     for i, view in enumerate(workspace.gl_views()):
-        found[f"3D view {i + 1}" if i else "3D view"] = (lambda s, v=view: FrameSource(v, s, gl=True))
+        found[f"3D view {i + 1}" if i else "3D view"] = lambda s, v=view: FrameSource(v, s, gl=True)
     for title, plot in workspace.plot_widgets().items():
-        found[f"Plot: {title}"] = (lambda s, p=plot: FrameSource(p, s))
+        found[f"Plot: {title}"] = lambda s, p=plot: FrameSource(p, s)
     found["Whole window"] = lambda s: FrameSource(window, s)
     return found
 
@@ -152,17 +156,24 @@ def _open_writer(out: Path, fps: int):
         # yuv420p needs even sizes; every size passed here is even (even_size, clip sizes).
         # veryfast: x264's default preset cannot keep up with 1080p clips on two cores, and
         # at this quality the files are still small. Its output stays deterministic.
-        writer = imageio.get_writer(str(out), format="FFMPEG", fps=fps, codec="libx264",
-                                    quality=8, pixelformat="yuv420p", macro_block_size=2,
-                                    ffmpeg_log_level="error", output_params=["-preset", "veryfast"])
+        writer = imageio.get_writer(
+            str(out),
+            format="FFMPEG",
+            fps=fps,
+            codec="libx264",
+            quality=8,
+            pixelformat="yuv420p",
+            macro_block_size=2,
+            ffmpeg_log_level="error",
+            output_params=["-preset", "veryfast"],
+        )
         return writer.append_data, writer.close
     if suffix == ".gif":
         writer = imageio.get_writer(str(out), mode="I", duration=1000 / fps, loop=0)
         return (lambda frame: writer.append_data(frame[..., :3])), writer.close
     out.mkdir(parents=True, exist_ok=True)
     count = iter(range(10**9))
-    return ((lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame[..., :3])),
-            (lambda: None))
+    return ((lambda frame: iio.imwrite(out / f"frame_{next(count):05d}.png", frame[..., :3])), (lambda: None))
 
 
 def _partial_path(out: Path) -> Path:
@@ -198,7 +209,7 @@ class Encoder(QObject):
     """
 
     progress = Signal(int, int)
-    finished = Signal(str)   # the output path
+    finished = Signal(str)  # the output path
     failed = Signal(str)
 
     def __init__(self, out, fps: int, parent=None):
@@ -219,7 +230,7 @@ class Encoder(QObject):
         self._queue: queue.Queue = queue.Queue(maxsize=16)
         self.submitted = self.done = 0
         self.busy_seconds = 0.0  # time spent encoding, on the encoder's thread
-        self.error: Optional[str] = None
+        self.error: str | None = None
         self._aborted = False
         self._thread = threading.Thread(target=self._work, daemon=True)
         self._thread.start()
@@ -279,8 +290,8 @@ class LiveRecorder(QObject):
 
     ``mark_changed`` (connected, after the views, to whatever draws: a run's updates, the
     replay scrubber, a camera move) says something new is on screen; it is grabbed then, or
-    by a timer once the time budget allows, and only then. While recording, only those distinct grabs are kept (spooled to disk by a
-    thread); on ``stop`` each is written for as many output frames as its time on screen spans
+    by a timer once the time budget allows, and only then. While recording, only those distinct
+    grabs are kept (spooled to disk by a thread); on ``stop`` each is written for as many output frames as its time on screen spans
     at ``fps``, so the video plays at the speed things happened and repeats only what timing
     implies. ``distinct`` says how many different frames there were.
 
@@ -292,8 +303,7 @@ class LiveRecorder(QObject):
     BUDGET = 0.15
     ticked = Signal(float)  # seconds recorded, for the REC indicator
 
-    def __init__(self, source: FrameSource, encoder: Encoder, fps: int,
-                 seconds: Optional[float] = None, parent=None):
+    def __init__(self, source: FrameSource, encoder: Encoder, fps: int, seconds: float | None = None, parent=None):
         super().__init__(parent)
         self.source, self.encoder, self.fps, self.seconds = source, encoder, fps, seconds
         self._timer = QTimer(self, interval=max(1, int(1000 / fps)))
@@ -305,8 +315,8 @@ class LiveRecorder(QObject):
         self._spooling: queue.Queue = queue.Queue()
         self._spooler = threading.Thread(target=self._spool_frames, daemon=True)
         self._spooler.start()
-        self.frames = 0          # in the file, known once stopped
-        self.distinct = 0        # different grabs
+        self.frames = 0  # in the file, known once stopped
+        self.distinct = 0  # different grabs
         self.grab_seconds = 0.0  # GUI-thread time spent grabbing
         self.active = False
 

@@ -6,6 +6,7 @@ signal of a QObject living in the GUI thread, so the message is shown there safe
 traceback still goes to the terminal for whoever debugs it. Qt's own critical messages take
 the same way.
 """
+
 from __future__ import annotations
 
 import sys

@@ -1,24 +1,23 @@
 """Export what is on screen: 2-D plots as PNG, SVG or their data as CSV (pyqtgraph's
 exporters), and a 3D view as PNG at any resolution (rendered off-window, not a screen grab).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import imageio.v3 as iio
 import pyqtgraph.exporters as exporters
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 from .capture import STANDARD_SIZES, render_gl
 
-PLOT_FORMATS = {".png": exporters.ImageExporter, ".svg": exporters.SVGExporter,
-                ".csv": exporters.CSVExporter}
+PLOT_FORMATS = {".png": exporters.ImageExporter, ".svg": exporters.SVGExporter, ".csv": exporters.CSVExporter}
 
 
-def export_plot(plot, path, width: Optional[int] = None) -> Path:
+def export_plot(plot, path, width: int | None = None) -> Path:
     """Write ``plot`` (a PlotWidget) as PNG, SVG or CSV, chosen by the file's suffix."""
     path = Path(path)
     kind = PLOT_FORMATS.get(path.suffix.lower())
@@ -78,18 +77,19 @@ def export_interactively(window, label: str) -> None:
     stem = label.split(": ")[-1].replace(" ", "_").lower()
     try:
         if kind == "plot":
-            path, _ = QFileDialog.getSaveFileName(window, f"Export {label}", f"{stem}.png",
-                                                  "PNG image (*.png);;SVG vector (*.svg);;CSV data (*.csv)")
+            path, _ = QFileDialog.getSaveFileName(
+                window, f"Export {label}", f"{stem}.png", "PNG image (*.png);;SVG vector (*.svg);;CSV data (*.csv)"
+            )
             if path:
                 export_plot(widget, path)
         else:
             own = f"view size ({widget.width()}×{widget.height()})"
-            choice, ok = QInputDialog.getItem(window, "3D export size", "Resolution",
-                                              list(STANDARD_SIZES) + [own], 0, False)
+            choice, ok = QInputDialog.getItem(
+                window, "3D export size", "Resolution", list(STANDARD_SIZES) + [own], 0, False
+            )
             if not ok:
                 return
-            path, _ = QFileDialog.getSaveFileName(window, f"Export {label}", f"{stem}.png",
-                                                  "PNG image (*.png)")
+            path, _ = QFileDialog.getSaveFileName(window, f"Export {label}", f"{stem}.png", "PNG image (*.png)")
             if path:
                 export_gl(widget, path, STANDARD_SIZES.get(choice, (widget.width(), widget.height())))
     except (EngineInputError, OSError) as error:

@@ -1,14 +1,14 @@
 """Window-driven commands without a person at the keyboard: ``main.py screenshot`` and ``record``."""
+
 from __future__ import annotations
 
 import math
 import sys
 from pathlib import Path
-from typing import Optional
 
 from PySide6.QtCore import QEventLoop, QTimer
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 
 def open_window(size: tuple[int, int]):
@@ -34,7 +34,7 @@ def wait_until_idle(window, timeout_s: float = 600.0) -> bool:
     return not window.runner.busy
 
 
-def run_preset(window, preset: str, steps: Optional[int], timeout_s: float = 600.0) -> None:
+def run_preset(window, preset: str, steps: int | None, timeout_s: float = 600.0) -> None:
     """Load and run ``preset``; raise EngineInputError unless its run succeeded in time."""
     window.load_preset(preset, steps=steps)
     if window.message_bar.text:
@@ -53,8 +53,14 @@ def settle(ms: int = 300) -> None:
     loop.exec()
 
 
-def screenshot(preset: str, out: str, size: tuple[int, int], steps: Optional[int],
-               presentation: bool = False, theme: Optional[str] = None) -> int:
+def screenshot(
+    preset: str,
+    out: str,
+    size: tuple[int, int],
+    steps: int | None,
+    presentation: bool = False,
+    theme: str | None = None,
+) -> int:
     out_path = Path(out)
     if out_path.suffix.lower() != ".png":
         raise EngineInputError(f"--out {out} must name a .png file")
@@ -66,6 +72,7 @@ def screenshot(preset: str, out: str, size: tuple[int, int], steps: Optional[int
     run_preset(window, preset, steps)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     from .capture import grab_widget
+
     image = grab_widget(window)
     if image.width() != size[0] or image.height() != size[1]:
         image = image.scaled(*size)
@@ -76,9 +83,16 @@ def screenshot(preset: str, out: str, size: tuple[int, int], steps: Optional[int
     return 0
 
 
-def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int = 30,
-                  seconds: float = 8.0, orbit: bool = False, clip: Optional[str] = None,
-                  steps: Optional[int] = None) -> int:
+def record_preset(
+    preset: str | None,
+    out: str,
+    size=(1920, 1080),
+    fps: int = 30,
+    seconds: float = 8.0,
+    orbit: bool = False,
+    clip: str | None = None,
+    steps: int | None = None,
+) -> int:
     """``main.py record``: compute the preset, then render a clip of its finished run to ``out``.
 
     ``clip`` is a clip JSON file; without one the preset's default story clip is rendered
@@ -105,6 +119,7 @@ def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int =
     app, window = open_window((1600, 960))
     settle()
     run_preset(window, the_clip.preset, steps=steps)
+
     def computing(update):
         print(f"\r{update.message} ({100 * update.fraction:.0f}%)", end="", file=sys.stderr)
 
@@ -117,7 +132,9 @@ def record_preset(preset: Optional[str], out: str, size=(1920, 1080), fps: int =
     print(file=sys.stderr)
     window.close()
     w, h = the_clip.size
-    print(f"wrote {out} ({stats['frames']} frames, {w}x{h}, {the_clip.fps} fps; rendered in "
-          f"{stats['rendered']:.1f} s, done in {stats['total']:.1f} s = "
-          f"{stats['frames'] / stats['total']:.1f} frames/s)")
+    print(
+        f"wrote {out} ({stats['frames']} frames, {w}x{h}, {the_clip.fps} fps; rendered in "
+        f"{stats['rendered']:.1f} s, done in {stats['total']:.1f} s = "
+        f"{stats['frames'] / stats['total']:.1f} frames/s)"
+    )
     return 0

@@ -1,30 +1,41 @@
 """The main window: parameter dock, workspace tabs, run controls and the status bar."""
+
 from __future__ import annotations
 
 import time
-from typing import Optional
 
+from pyqtgraph.parametertree import ParameterTree
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHeaderView, QLabel, QMainWindow, QProgressBar,
-                               QStackedWidget, QStyle, QTabWidget, QToolBar, QVBoxLayout, QWidget)
-from pyqtgraph.parametertree import ParameterTree
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QStackedWidget,
+    QStyle,
+    QTabWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine.errors import EngineInputError
-from engine.progress import Progress
+from engine.core.errors import EngineInputError
+from engine.core.progress import Progress
 
 from . import export, session
+from .clips.dock import ClipDock
 from .error_reporting import error_relay
 from .presentation import Presentation
 from .presets import apply_values, available_presets, preset_named
-from .clips.dock import ClipDock
 from .recording import RecordControl
 from .replay import ReplayDock
 from .widgets import MessageBar, SlideTitle
 from .worker import JobRunner
 from .workspace import Workspace
 from .workspaces import all_workspaces
-
 
 STATUS_INTERVAL_S = 0.1
 
@@ -42,9 +53,9 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("Landscape Lens — loss landscapes of shallow and deep networks")
         self.runner = JobRunner(self)
-        self._owner: Optional[Workspace] = None  # whose job runs; None once it was superseded
+        self._owner: Workspace | None = None  # whose job runs; None once it was superseded
         self.last_outcome = ""  # "succeeded", "failed" or "cancelled": how the last owned job ended
-        self.preset_name: Optional[str] = None  # the preset loaded last
+        self.preset_name: str | None = None  # the preset loaded last
         self._last_status_update = 0.0
         self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
         self._build_central()
@@ -105,8 +116,9 @@ class MainWindow(QMainWindow):
         self.parameter_dock = QDockWidget("Parameters")
         self.parameter_dock.setObjectName("parameters")
         self.parameter_dock.setWidget(self.parameter_stack)
-        self.parameter_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                                        | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.parameter_dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        )
         self.parameter_dock.setMinimumWidth(320)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.parameter_dock)
         self._dock_sized = False  # sized at the first show (see showEvent)
@@ -117,17 +129,20 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         icon = lambda name: self.style().standardIcon(getattr(QStyle.StandardPixmap, name))
-        self.run_action = QAction(icon("SP_MediaPlay"), "Run", self, triggered=self.run,
-                                  shortcut=QKeySequence("Ctrl+R"))
-        self.pause_action = QAction(icon("SP_MediaPause"), "Pause", self, triggered=self.toggle_pause,
-                                    shortcut=QKeySequence("Space"))
-        self.step_action = QAction(icon("SP_MediaSeekForward"), "Step", self, triggered=self.step,
-                                   shortcut=QKeySequence("Ctrl+."))
-        self.cancel_action = QAction(icon("SP_MediaStop"), "Cancel", self, triggered=self.cancel,
-                                     shortcut=QKeySequence("Esc"))
+        self.run_action = QAction(
+            icon("SP_MediaPlay"), "Run", self, triggered=self.run, shortcut=QKeySequence("Ctrl+R")
+        )
+        self.pause_action = QAction(
+            icon("SP_MediaPause"), "Pause", self, triggered=self.toggle_pause, shortcut=QKeySequence("Space")
+        )
+        self.step_action = QAction(
+            icon("SP_MediaSeekForward"), "Step", self, triggered=self.step, shortcut=QKeySequence("Ctrl+.")
+        )
+        self.cancel_action = QAction(
+            icon("SP_MediaStop"), "Cancel", self, triggered=self.cancel, shortcut=QKeySequence("Esc")
+        )
         self.reset_action = QAction(icon("SP_BrowserReload"), "Reset", self, triggered=self.reset)
-        for action in (self.run_action, self.pause_action, self.step_action, self.cancel_action,
-                       self.reset_action):
+        for action in (self.run_action, self.pause_action, self.step_action, self.cancel_action, self.reset_action):
             bar.addAction(action)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
 
@@ -144,12 +159,10 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addAction(QAction("&Load network (.npz, .pt, .pth, .pt2)…", self, triggered=self._load_network))
         self._add_talk_menus(file_menu)
-        file_menu.addAction(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit,
-                                    triggered=self.close))
+        file_menu.addAction(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close))
         preset_menu = self.menuBar().addMenu("&Presets")
         for name, preset in available_presets().items():
-            preset_menu.addAction(QAction(preset.title, self,
-                                          triggered=lambda _=False, n=name: self.load_preset(n)))
+            preset_menu.addAction(QAction(preset.title, self, triggered=lambda _=False, n=name: self.load_preset(n)))
 
     # ------------------------------------------- talks: sessions, export, record, replay
     def _build_talk_tools(self):
@@ -162,17 +175,28 @@ class MainWindow(QMainWindow):
         self.presentation = Presentation(self)
 
     def _add_talk_menus(self, file_menu):
-        file_menu.addAction(QAction("&Open session…", self, shortcut=QKeySequence.StandardKey.Open,
-                                    triggered=self.open_session))
-        file_menu.addAction(QAction("&Save session…", self, shortcut=QKeySequence.StandardKey.Save,
-                                    triggered=self.save_session))
+        file_menu.addAction(
+            QAction("&Open session…", self, shortcut=QKeySequence.StandardKey.Open, triggered=self.open_session)
+        )
+        file_menu.addAction(
+            QAction("&Save session…", self, shortcut=QKeySequence.StandardKey.Save, triggered=self.save_session)
+        )
         recent = file_menu.addMenu("Recent sessions")
-        recent.aboutToShow.connect(lambda: self._fill_menu(recent, {
-            f: (lambda _=False, f=f: self.open_session(f)) for f in session.recent_files()}))
+        recent.aboutToShow.connect(
+            lambda: self._fill_menu(
+                recent, {f: (lambda _=False, f=f: self.open_session(f)) for f in session.recent_files()}
+            )
+        )
         exports = file_menu.addMenu("&Export")
-        exports.aboutToShow.connect(lambda: self._fill_menu(exports, {
-            f"{label}…": (lambda _=False, t=label: export.export_interactively(self, t))
-            for label in export.export_targets(self.workspace)}))
+        exports.aboutToShow.connect(
+            lambda: self._fill_menu(
+                exports,
+                {
+                    f"{label}…": (lambda _=False, t=label: export.export_interactively(self, t))
+                    for label in export.export_targets(self.workspace)
+                },
+            )
+        )
         file_menu.addSeparator()
         view_menu = self.menuBar().addMenu("&View")
         self.presentation.add_to_menu(view_menu)
@@ -188,10 +212,11 @@ class MainWindow(QMainWindow):
         if not entries:
             menu.addAction(QAction("(none)", menu, enabled=False))
 
-    def save_session(self, path: Optional[str] = None):
+    def save_session(self, path: str | None = None):
         if not path:
-            path, _ = QFileDialog.getSaveFileName(self, "Save session", "talk" + session.SUFFIX,
-                                                  f"Sessions (*{session.SUFFIX})")
+            path, _ = QFileDialog.getSaveFileName(
+                self, "Save session", "talk" + session.SUFFIX, f"Sessions (*{session.SUFFIX})"
+            )
         if not path:
             return
         try:
@@ -201,14 +226,15 @@ class MainWindow(QMainWindow):
             return
         self.status_label.setText(f"Saved session {path}")
 
-    def open_session(self, path: Optional[str] = None):
+    def open_session(self, path: str | None = None):
         if not path:
-            path, _ = QFileDialog.getOpenFileName(self, "Open session", "",
-                                                  f"Sessions (*{session.SUFFIX});;All files (*)")
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Open session", "", f"Sessions (*{session.SUFFIX});;All files (*)"
+            )
         if path and session.load_session(self, path):
             self.replay_dock.refresh()
 
-    def set_look(self, presentation: bool = False, theme: Optional[str] = None) -> None:
+    def set_look(self, presentation: bool = False, theme: str | None = None) -> None:
         """Theme and presentation mode, as the View menu sets them (command-line flags)."""
         if theme is not None:
             self.presentation.set_theme(theme, remember=False)
@@ -226,7 +252,7 @@ class MainWindow(QMainWindow):
     def show_workspace(self, key: str):
         self.tabs.setCurrentWidget(self.workspaces[key])
 
-    def load_preset(self, name: str, run: Optional[bool] = None, steps: Optional[int] = None):
+    def load_preset(self, name: str, run: bool | None = None, steps: int | None = None):
         """Open a preset in its workspace and (by default) start it."""
         try:
             preset = preset_named(name)
@@ -262,7 +288,7 @@ class MainWindow(QMainWindow):
         self.runner.discard()
         self._owner = None
 
-    def run(self, steps: Optional[int] = None, step: bool = False):
+    def run(self, steps: int | None = None, step: bool = False):
         # Run resumes only a paused job. Otherwise it builds anew, queued behind whatever is still
         # finishing (a cancelled or superseded job slow to reach its next yield): never a re-slice.
         if self.runner.state == "paused":
@@ -337,7 +363,7 @@ class MainWindow(QMainWindow):
         self.status_label.setText("Stopped: " + message)
         QTimer.singleShot(0, self.run_finished.emit)
 
-    def _on_cancelled(self, last: Optional[Progress]):
+    def _on_cancelled(self, last: Progress | None):
         self.last_outcome = "cancelled"
         self.status_label.setText("Cancelled — results so far are kept")
         QTimer.singleShot(0, self.run_finished.emit)
@@ -351,8 +377,9 @@ class MainWindow(QMainWindow):
         self.cancel_action.setEnabled(busy)
 
     def all_runners(self) -> list[JobRunner]:
-        return ([self.runner, self.clip_dock.walker]
-                + [r for ws in self.workspaces.values() for r in ws.helper_runners()])
+        return [self.runner, self.clip_dock.walker] + [
+            r for ws in self.workspaces.values() for r in ws.helper_runners()
+        ]
 
     @property
     def computing(self) -> bool:

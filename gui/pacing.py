@@ -7,10 +7,11 @@ draw of each named part and runs one per turn, so a turn costs one part's repain
 Parts that are costly and change slowly (plots) run at most every ``intervals[name]`` seconds;
 the rest as often as turns allow. A final result is drawn at once: ``flush``.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer
 

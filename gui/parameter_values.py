@@ -4,6 +4,7 @@ Presets and sessions set many parameters at once. Each value is checked against 
 parameter's type and limits first; only when every one passes are they applied, so a bad
 file never leaves the panel half-changed.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,7 @@ import numbers
 
 from pyqtgraph.parametertree import Parameter
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 MAX_TEXT = 10_000  # characters in a text field: far above any real widths list or c_k list
 SEED_RANGE = (0, 2**32 - 1)  # every seed field: what numpy's and torch's generators take

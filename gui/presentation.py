@@ -4,6 +4,7 @@ type, thick lines — and the light/dark theme it (and the normal window) uses.
 Entering remembers how the window looked and leaving restores exactly that, so a talk can
 flip in and out without losing the layout. Nothing here touches results or parameters.
 """
+
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QSettings
@@ -22,12 +23,14 @@ class Presentation(QObject):
         if self.theme not in THEMES:
             self.theme = "light"
         self._saved = None  # (geometry, window state, parameter dock visible)
-        self.toggle_action = QAction("&Presentation mode", window, checkable=True,
-                                     shortcut=QKeySequence("F11"), toggled=self.set_on)
+        self.toggle_action = QAction(
+            "&Presentation mode", window, checkable=True, shortcut=QKeySequence("F11"), toggled=self.set_on
+        )
         self.theme_actions = QActionGroup(window)
         for name in THEMES:
-            action = QAction(f"{name.title()} theme (high contrast)", window, checkable=True,
-                             checked=name == self.theme)
+            action = QAction(
+                f"{name.title()} theme (high contrast)", window, checkable=True, checked=name == self.theme
+            )
             action.triggered.connect(lambda _=False, n=name: self.set_theme(n))
             self.theme_actions.addAction(action)
         self._restyle()

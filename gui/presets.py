@@ -4,6 +4,7 @@ A preset is read through one schema (pydantic) and its values are checked agains
 workspace's parameter tree before any is applied (gui.parameter_values), so a bad preset is
 refused with one line naming what is wrong and the panel stays as it was.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,18 +14,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyqtgraph.parametertree import Parameter
 
-from engine.errors import EngineInputError
+import resources
+from engine.core.errors import EngineInputError
 
 from .parameter_values import apply_all
 
-PRESET_DIR = Path(__file__).resolve().parent.parent / "resources" / "presets"
+PRESET_DIR = resources.path("presets")
 MAX_PRESET_BYTES = 1_000_000
 
 
 class Preset(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    name: str = ""                                   # file stem, used on the command line
+    name: str = ""  # file stem, used on the command line
     title: str = Field(min_length=1, max_length=200)  # shown in the menu and on the slide
     workspace: str = Field(min_length=1, max_length=100)
     parameters: dict[str, Any]

@@ -2,23 +2,38 @@
 
 The mechanics live in capture.py; this file only asks what to record and shows that it is.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
-                               QFormLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
-                               QPushButton, QSpinBox, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 from .capture import STANDARD_SIZES, Encoder, LiveRecorder, sources_of
 
-WHEN = {"live": "Live, until stopped (runs, replays, camera moves)",
-        "replay": "Story clip of the finished run over N seconds",
-        "orbit": "Story clip with a 360° camera orbit over N seconds"}
+WHEN = {
+    "live": "Live, until stopped (runs, replays, camera moves)",
+    "replay": "Story clip of the finished run over N seconds",
+    "orbit": "Story clip with a 360° camera orbit over N seconds",
+}
 
 
 class RecordDialog(QDialog):
@@ -48,27 +63,37 @@ class RecordDialog(QDialog):
         self.seconds.setValue(last.get("seconds", 8.0))
         self.out.setText(last.get("out", self.out.text()))
         form = QFormLayout(self)
-        for label, widget in (("Source", self.source), ("Resolution", self.size),
-                              ("Frame rate", self.fps), ("When", self.when),
-                              ("Length (replay, orbit)", self.seconds), ("Save to", row)):
+        for label, widget in (
+            ("Source", self.source),
+            ("Resolution", self.size),
+            ("Frame rate", self.fps),
+            ("When", self.when),
+            ("Length (replay, orbit)", self.seconds),
+            ("Save to", row),
+        ):
             form.addRow(label, widget)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Record")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
 
     def _browse(self):
-        path, _ = QFileDialog.getSaveFileName(self, "Record to", self.out.text(),
-                                              "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Record to", self.out.text(), "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)"
+        )
         if path:
             self.out.setText(path)
 
     def settings(self) -> dict:
-        return {"source": self.source.currentText(), "size": self.size.currentText(),
-                "fps": self.fps.value(), "when": self.when.currentData(),
-                "seconds": self.seconds.value(), "out": self.out.text().strip()}
+        return {
+            "source": self.source.currentText(),
+            "size": self.size.currentText(),
+            "fps": self.fps.value(),
+            "when": self.when.currentData(),
+            "seconds": self.seconds.value(),
+            "out": self.out.text().strip(),
+        }
 
 
 class RecordControl(QObject):
@@ -80,8 +105,7 @@ class RecordControl(QObject):
         self.recorder = None
         self._summary = ""  # how many distinct frames the live recording got
         self.last: dict = {}
-        self.action = QAction("&Record…", window, shortcut=QKeySequence("Ctrl+Shift+R"),
-                              triggered=self.toggle)
+        self.action = QAction("&Record…", window, shortcut=QKeySequence("Ctrl+Shift+R"), triggered=self.toggle)
         self.indicator = QLabel("● REC")
         self.indicator.setObjectName("recIndicator")
         self.indicator.hide()
@@ -108,9 +132,11 @@ class RecordControl(QObject):
     def stop(self):
         if self.recording:
             self.recorder.stop()
-            self._summary = (f": {self.recorder.distinct} distinct frames over "
-                             f"{self.recorder.frames / self.recorder.fps:.1f} s ({self.recorder.frames} "
-                             f"frames at {self.recorder.fps} fps; repeats fill the time between updates)")
+            self._summary = (
+                f": {self.recorder.distinct} distinct frames over "
+                f"{self.recorder.frames / self.recorder.fps:.1f} s ({self.recorder.frames} "
+                f"frames at {self.recorder.fps} fps; repeats fill the time between updates)"
+            )
         self._show_recording(False)
         self.action.setText("&Record…")
 
@@ -124,8 +150,7 @@ class RecordControl(QObject):
         window = self.window
         if when != "live":
             # A clip has no "own" size: it is a composition. 720p unless a standard size is chosen.
-            return self._start_clip(STANDARD_SIZES.get(size) or (1280, 720), fps, seconds,
-                                    when == "orbit", out)
+            return self._start_clip(STANDARD_SIZES.get(size) or (1280, 720), fps, seconds, when == "orbit", out)
         try:
             film = sources_of(window)[source](STANDARD_SIZES.get(size))
             encoder = Encoder(out, fps, self)

@@ -5,13 +5,23 @@ Every view follows through ``Workspace.show_frame``. At 1× the whole run plays 
 recorded steps and a talk needs a predictable pace. Playback follows the wall clock: when
 drawing a frame is slow, frames are skipped rather than the replay slowing down.
 """
+
 from __future__ import annotations
 
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDockWidget, QHBoxLayout, QLabel, QSlider,
-                               QStyle, QToolButton, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QHBoxLayout,
+    QLabel,
+    QSlider,
+    QStyle,
+    QToolButton,
+    QWidget,
+)
 
 from .style import set_icon
 
@@ -58,8 +68,9 @@ class ReplayDock(QDockWidget):
             layout.addWidget(widget)
         self.setWidget(bar)
         self.setTitleBarWidget(QWidget())  # one slim row; View ▸ Replay shows or hides it
-        self.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable
-                         | QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetClosable | QDockWidget.DockWidgetFeature.DockWidgetMovable
+        )
         window.run_finished.connect(self.refresh)
         window.tabs.currentChanged.connect(self.refresh)
         window.runner.state_changed.connect(self.refresh)

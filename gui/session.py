@@ -8,16 +8,16 @@ temporary file in the same folder and ``os.replace`` it, so a crash never leaves
 session behind. Loading reads and checks everything before touching the window, and puts
 the previous state back if a workspace rejects the results.
 """
+
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import tempfile
 import zipfile
 from pathlib import Path
-
-import math
 from typing import Annotated, Any
 
 import numpy as np
@@ -25,7 +25,7 @@ import pyqtgraph as pg
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from PySide6.QtCore import QSettings
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 from .parameter_values import apply_all, values_of_state
 from .presets import one_line
@@ -66,6 +66,7 @@ class WorkspaceState(BaseModel):
 
 class SessionState(BaseModel):
     """The manifest's content: checked whole before anything in the window changes."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
     current: str
     workspaces: dict[str, WorkspaceState]
@@ -137,8 +138,9 @@ def _read_array(z: zipfile.ZipFile, name: str) -> np.ndarray:
         buffer = io.BytesIO(raw.read(MAX_ARRAY_BYTES + 1))
     if buffer.getbuffer().nbytes > MAX_ARRAY_BYTES:
         raise EngineInputError(f"array {name} is larger than {MAX_ARRAY_BYTES} bytes")
-    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
-                   (2, 0): np.lib.format.read_array_header_2_0}.get(np.lib.format.read_magic(buffer))
+    read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(
+        np.lib.format.read_magic(buffer)
+    )
     if read_header is None:
         raise EngineInputError(f"array {name} is in an .npy format version this app does not read")
     shape, _, dtype = read_header(buffer)
@@ -161,8 +163,9 @@ def read_session(path) -> dict:
             if not (isinstance(body, dict) and body.get("format") == FORMAT):
                 raise EngineInputError(f"{path.name} is not a Landscape Lens session")
             if body.get("version") != VERSION:
-                raise EngineInputError(f"{path.name} is session format version "
-                                       f"{body.get('version')}; this app reads version {VERSION}")
+                raise EngineInputError(
+                    f"{path.name} is session format version {body.get('version')}; this app reads version {VERSION}"
+                )
             arrays = {name: _read_array(z, name) for name in z.namelist() if name.startswith("arrays/")}
             return _decode(body["content"], arrays)
     except EngineInputError:
@@ -171,33 +174,43 @@ def read_session(path) -> dict:
         raise EngineInputError(f"cannot open session {path.name}: its manifest is nested too deeply") from None
     except FileNotFoundError:
         raise EngineInputError(f"session file {path} does not exist") from None
-    except (zipfile.BadZipFile, KeyError, EOFError, ValueError, TypeError, OSError,
-            zipfile.LargeZipFile) as error:
-        raise EngineInputError(f"cannot open session {path.name}: the file is damaged, "
-                               f"truncated or not a session ({type(error).__name__}: {error})") from None
+    except (zipfile.BadZipFile, KeyError, EOFError, ValueError, TypeError, OSError, zipfile.LargeZipFile) as error:
+        raise EngineInputError(
+            f"cannot open session {path.name}: the file is damaged, "
+            f"truncated or not a session ({type(error).__name__}: {error})"
+        ) from None
 
 
 # ------------------------------------------------------------ window <-> plain data
 def _camera(view) -> dict:
     o = view.opts
-    return {"distance": float(o["distance"]), "elevation": float(o["elevation"]),
-            "azimuth": float(o["azimuth"]), "fov": float(o["fov"]),
-            "center": [float(o["center"].x()), float(o["center"].y()), float(o["center"].z())]}
+    return {
+        "distance": float(o["distance"]),
+        "elevation": float(o["elevation"]),
+        "azimuth": float(o["azimuth"]),
+        "fov": float(o["fov"]),
+        "center": [float(o["center"].x()), float(o["center"].y()), float(o["center"].z())],
+    }
 
 
 def _set_camera(view, camera: dict):
     view.opts["center"] = pg.Vector(*camera["center"])
     view.opts["fov"] = camera["fov"]
-    view.setCameraPosition(distance=camera["distance"], elevation=camera["elevation"],
-                           azimuth=camera["azimuth"])
+    view.setCameraPosition(distance=camera["distance"], elevation=camera["elevation"], azimuth=camera["azimuth"])
 
 
 def capture_state(window) -> dict:
-    return {"current": window.workspace.key, "workspaces": {
-        key: {"parameters": ws.parameters.saveState(filter="user"),
-              "cameras": [_camera(v) for v in ws.gl_views()],
-              "results": ws.session_state()}
-        for key, ws in window.workspaces.items()}}
+    return {
+        "current": window.workspace.key,
+        "workspaces": {
+            key: {
+                "parameters": ws.parameters.saveState(filter="user"),
+                "cameras": [_camera(v) for v in ws.gl_views()],
+                "results": ws.session_state(),
+            }
+            for key, ws in window.workspaces.items()
+        },
+    }
 
 
 def apply_state(window, state: dict) -> None:

@@ -4,28 +4,47 @@ Two themes, both high contrast for projectors. The stylesheet in resources/style
 template whose @tokens take the theme's colours and the font size, so light and dark (and
 presentation's larger type) come from one file rather than drifting copies.
 """
+
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import QGraphicsItem, QToolButton
 
-# Okabe–Ito: distinguishable for colour-blind viewers and on projectors.
-NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
-                 "#F0E442", "#000000", "#999999"]
+import resources
 
-STYLESHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
+# Okabe–Ito: distinguishable for colour-blind viewers and on projectors.
+NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000", "#999999"]
+
+STYLESHEET = resources.path("style.qss")
 
 THEMES = {
-    "light": {"bg": "#ffffff", "panel": "#ecece8", "fg": "#111111", "muted": "#858585",
-              "border": "#c0c0bc", "accent": "#0072B2", "gl": "#f7f7f4",
-              "error_bg": "#fde8e4", "error_fg": "#8a2b00", "info_bg": "#e6f1fa"},
-    "dark": {"bg": "#121417", "panel": "#22262b", "fg": "#f2f2f2", "muted": "#7a7f86",
-             "border": "#3a3f45", "accent": "#56B4E9", "gl": "#181b1f",
-             "error_bg": "#4a1e12", "error_fg": "#ffcbb8", "info_bg": "#13304a"},
+    "light": {
+        "bg": "#ffffff",
+        "panel": "#ecece8",
+        "fg": "#111111",
+        "muted": "#858585",
+        "border": "#c0c0bc",
+        "accent": "#0072B2",
+        "gl": "#f7f7f4",
+        "error_bg": "#fde8e4",
+        "error_fg": "#8a2b00",
+        "info_bg": "#e6f1fa",
+    },
+    "dark": {
+        "bg": "#121417",
+        "panel": "#22262b",
+        "fg": "#f2f2f2",
+        "muted": "#7a7f86",
+        "border": "#3a3f45",
+        "accent": "#56B4E9",
+        "gl": "#181b1f",
+        "error_bg": "#4a1e12",
+        "error_fg": "#ffcbb8",
+        "info_bg": "#13304a",
+    },
 }
 FONT_PT = {False: 10.5, True: 16}  # normal, presentation
 TITLE_PT = {False: 14, True: 24}
@@ -73,12 +92,26 @@ def palette(theme: str, app) -> QPalette:
     c = {k: QColor(v) for k, v in THEMES[theme].items()}
     pal = QPalette()
     R = QPalette.ColorRole
-    for role, color in ((R.Window, c["bg"]), (R.Base, c["bg"]), (R.AlternateBase, c["panel"]),
-                        (R.Button, c["panel"]), (R.ToolTipBase, c["panel"]), (R.Text, c["fg"]),
-                        (R.WindowText, c["fg"]), (R.ButtonText, c["fg"]), (R.ToolTipText, c["fg"]),
-                        (R.BrightText, c["fg"]), (R.PlaceholderText, c["muted"]), (R.Mid, c["border"]),
-                        (R.Dark, c["border"]), (R.Light, c["panel"]), (R.Midlight, c["panel"]),
-                        (R.Highlight, c["accent"]), (R.HighlightedText, c["bg"]), (R.Link, c["accent"])):
+    for role, color in (
+        (R.Window, c["bg"]),
+        (R.Base, c["bg"]),
+        (R.AlternateBase, c["panel"]),
+        (R.Button, c["panel"]),
+        (R.ToolTipBase, c["panel"]),
+        (R.Text, c["fg"]),
+        (R.WindowText, c["fg"]),
+        (R.ButtonText, c["fg"]),
+        (R.ToolTipText, c["fg"]),
+        (R.BrightText, c["fg"]),
+        (R.PlaceholderText, c["muted"]),
+        (R.Mid, c["border"]),
+        (R.Dark, c["border"]),
+        (R.Light, c["panel"]),
+        (R.Midlight, c["panel"]),
+        (R.Highlight, c["accent"]),
+        (R.HighlightedText, c["bg"]),
+        (R.Link, c["accent"]),
+    ):
         pal.setColor(role, color)
     for role in (R.Text, R.WindowText, R.ButtonText):
         pal.setColor(QPalette.ColorGroup.Disabled, role, c["muted"])

@@ -1,4 +1,5 @@
 """Small reusable widgets."""
+
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 

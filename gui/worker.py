@@ -6,6 +6,7 @@ window can draw, and since partials are cumulative snapshots only the newest mat
 rest are dropped instead of queueing up behind a busy GUI. Pause, step and cancel are checked
 between yields, which engine jobs keep well under 200 ms apart.
 """
+
 from __future__ import annotations
 
 import threading
@@ -14,18 +15,18 @@ import traceback
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
-from engine.errors import EngineInputError
-from engine.progress import Job, Progress
-from engine.runtime import configure_torch_threads
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job
+from engine.core.runtime import configure_torch_threads
 
 MIN_EMIT_INTERVAL_S = 1 / 60
 
 
 class _JobThread(QThread):
-    progressed = Signal(object)   # Progress
-    succeeded = Signal(object)    # the job's return value
+    progressed = Signal(object)  # Progress
+    succeeded = Signal(object)  # the job's return value
     failed = Signal(str)
-    cancelled = Signal(object)    # the last Progress seen (what was computed), or None
+    cancelled = Signal(object)  # the last Progress seen (what was computed), or None
 
     def __init__(self, job: Job, start_paused: bool = False):
         super().__init__()
@@ -113,18 +114,18 @@ class JobRunner(QObject):
     old thread has finished -- never after a timed wait, so two jobs never run at once.
     """
 
-    started = Signal(object)      # the tag given to submit, as the job's thread starts
+    started = Signal(object)  # the tag given to submit, as the job's thread starts
     progressed = Signal(object)
     succeeded = Signal(object)
     failed = Signal(str)
     cancelled = Signal(object)
-    state_changed = Signal(str)   # "idle", "running", "paused"
+    state_changed = Signal(str)  # "idle", "running", "paused"
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._thread: _JobThread | None = None
-        self._stale: set[_JobThread] = set()   # cancelled and superseded: their signals are dropped
-        self._waiting: tuple | None = None     # (job, start_paused, step, tag) to start next
+        self._stale: set[_JobThread] = set()  # cancelled and superseded: their signals are dropped
+        self._waiting: tuple | None = None  # (job, start_paused, step, tag) to start next
 
     @property
     def busy(self) -> bool:

@@ -3,27 +3,26 @@
 A workspace turns its parameter values into an engine job and renders the job's partial and
 final results; the window owns the run controls, the worker and the status bar.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import pyqtgraph as pg
 import pyqtgraph.opengl as gl
 from pyqtgraph.parametertree import Parameter
 from PySide6.QtWidgets import QWidget
 
-from engine.progress import Job
+from engine.core.progress import Job
 
 
 class Workspace(QWidget):
-    key = ""     # the name presets use in their "workspace" field
-    title = ""   # the tab's label
+    key = ""  # the name presets use in their "workspace" field
+    title = ""  # the tab's label
 
     def __init__(self, parameters: Parameter, parent=None):
         super().__init__(parent)
         self.parameters = parameters
 
-    def make_job(self, steps: Optional[int] = None) -> Job:
+    def make_job(self, steps: int | None = None) -> Job:
         """Build the job from the current parameters; raise EngineInputError on bad values.
 
         ``steps`` overrides the number of training steps (screenshots and tests run short).

@@ -1,9 +1,11 @@
 """Small networks the tests build themselves."""
+
 import numpy as np
 
-from engine import construction as C
-from engine import deep, netio
-from engine.figure3 import teacher_data
+from engine.io import netfile as netio
+from engine.minima import construction as C
+from engine.minima import deep
+from engine.minima.pipeline import teacher_data
 
 
 def strict_minimum_net() -> netio.NetFile:

@@ -4,6 +4,7 @@ Each must give one clear line (exit status 2 on the command line), no traceback,
 the state it was applied to unchanged. Runs in-process, without a window: the checks under
 test are the same ones the window calls before it changes anything.
 """
+
 import json
 import math
 import zipfile
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import main
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 from gui import presets, session
 from gui.panels.topology_parameters import create_parameters
 from gui.parameter_values import apply_all, values_of_state
@@ -61,8 +62,10 @@ def test_invariant_set_refuses_bad_c_lists(capsys, c):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32)).map(str),
-       fps=st.one_of(st.integers(max_value=0), st.integers(min_value=121)).map(str))
+@given(
+    seed=st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32)).map(str),
+    fps=st.one_of(st.integers(max_value=0), st.integers(min_value=121)).map(str),
+)
 def test_seeds_and_frame_rates_out_of_range(capsys, seed, fps):
     assert_one_line(*run_cli(capsys, ["reproduce", "topo-probability", "--quick", "--out", "/tmp/x", "--seed", seed]))
     assert_one_line(*run_cli(capsys, ["record", "--preset", "fig3-free", "--out", "x.mp4", "--fps", fps]))
@@ -74,8 +77,9 @@ def test_output_folders_that_cannot_be_made(capsys, tmp_path):
     for out in (a_file, "/dev/null", a_file / "sub", tmp_path / ("n" * 300)):
         status, err = run_cli(capsys, ["reproduce", "topo-probability", "--quick", "--out", str(out)])
         assert_one_line(status, err)
-    status, err = run_cli(capsys, ["record", "--preset", "fig3-free", "--out", "x.mp4", "--fps", "120",
-                                   "--seconds", "3600"])
+    status, err = run_cli(
+        capsys, ["record", "--preset", "fig3-free", "--out", "x.mp4", "--fps", "120", "--seconds", "3600"]
+    )
     assert_one_line(status, err)
     assert "frames" in err
 
@@ -83,12 +87,28 @@ def test_output_folders_that_cannot_be_made(capsys, tmp_path):
 # ------------------------------------------------------------------------------------ presets
 VALID = json.loads((presets.PRESET_DIR / "fig3-free.json").read_text())
 
-bad_leaf = st.one_of(st.none(), st.text(max_size=5), st.lists(st.integers(), max_size=2),
-                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-                     st.just(float("nan")), st.just(1e300), st.just(-1e300), st.booleans())
-leaf_paths = [("network", "d"), ("network", "l"), ("network", "activation"), ("optimizer", "name"),
-              ("optimizer", "lr"), ("optimizer", "steps"), ("init", "seed"), ("mode",),
-              ("data", "points"), ("display", "layout")]
+bad_leaf = st.one_of(
+    st.none(),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.just(float("nan")),
+    st.just(1e300),
+    st.just(-1e300),
+    st.booleans(),
+)
+leaf_paths = [
+    ("network", "d"),
+    ("network", "l"),
+    ("network", "activation"),
+    ("optimizer", "name"),
+    ("optimizer", "lr"),
+    ("optimizer", "steps"),
+    ("init", "seed"),
+    ("mode",),
+    ("data", "points"),
+    ("display", "layout"),
+]
 
 
 def mutated(path, value):
@@ -126,12 +146,20 @@ def test_presets_with_bad_values_change_nothing(tmp_path, path, value):
         assert is_acceptable(path, value, tree)
 
 
-@pytest.mark.parametrize("content", [
-    b"\xff\xfe not utf-8", b"[" * 100_000 + b"]" * 100_000, b'{"title": "x", "workspace": ["topology"], "parameters": {}}',
-    b'{"title": "x", "workspace": "topology", "parameters": "all"}', b"[]", b"{}", b"null",
-    b'{"title": "", "workspace": "topology", "parameters": {}}',
-    b'{"title": "x", "workspace": "topology", "parameters": {}, "extra": 1}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\xff\xfe not utf-8",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"title": "x", "workspace": ["topology"], "parameters": {}}',
+        b'{"title": "x", "workspace": "topology", "parameters": "all"}',
+        b"[]",
+        b"{}",
+        b"null",
+        b'{"title": "", "workspace": "topology", "parameters": {}}',
+        b'{"title": "x", "workspace": "topology", "parameters": {}, "extra": 1}',
+    ],
+)
 def test_malformed_preset_files(tmp_path, content):
     file = tmp_path / "bad.json"
     file.write_bytes(content)
@@ -156,14 +184,29 @@ def test_a_misspelled_optimizer_is_refused_not_run_as_gd():
 # ------------------------------------------------------------------------------------ sessions
 def good_manifest():
     tree = create_parameters()
-    return {"current": "topology", "workspaces": {"topology": {
-        "parameters": tree.saveState(filter="user"),
-        "cameras": [{"distance": 7.5, "elevation": 30.0, "azimuth": 45.0, "fov": 60.0, "center": [0.0, 0.0, 0.0]}],
-        "results": {}}}}
+    return {
+        "current": "topology",
+        "workspaces": {
+            "topology": {
+                "parameters": tree.saveState(filter="user"),
+                "cameras": [
+                    {"distance": 7.5, "elevation": 30.0, "azimuth": 45.0, "fov": 60.0, "center": [0.0, 0.0, 0.0]}
+                ],
+                "results": {},
+            }
+        },
+    }
 
 
-bad_camera_value = st.one_of(st.text(max_size=4), st.none(), st.just(float("nan")), st.just(float("inf")),
-                             st.just(-1.0), st.just([1, 2]), st.just(1e300))
+bad_camera_value = st.one_of(
+    st.text(max_size=4),
+    st.none(),
+    st.just(float("nan")),
+    st.just(float("inf")),
+    st.just(-1.0),
+    st.just([1, 2]),
+    st.just(1e300),
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -180,15 +223,18 @@ def test_sessions_with_bad_cameras_are_refused(field, value):
     assert "\n" not in str(error.value)
 
 
-@pytest.mark.parametrize("change", [
-    lambda m: m.update(workspaces=[]),
-    lambda m: m.update(current=None),
-    lambda m: m["workspaces"]["topology"].update(parameters="all"),
-    lambda m: m["workspaces"]["topology"].update(results=[1, 2]),
-    lambda m: m["workspaces"]["topology"].update(cameras="far"),
-    lambda m: m["workspaces"]["topology"]["parameters"]["children"]["mode"].update(value="zzz"),
-    lambda m: m["workspaces"]["topology"]["parameters"]["children"]["network"]["children"]["d"].update(value="abc"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m.update(workspaces=[]),
+        lambda m: m.update(current=None),
+        lambda m: m["workspaces"]["topology"].update(parameters="all"),
+        lambda m: m["workspaces"]["topology"].update(results=[1, 2]),
+        lambda m: m["workspaces"]["topology"].update(cameras="far"),
+        lambda m: m["workspaces"]["topology"]["parameters"]["children"]["mode"].update(value="zzz"),
+        lambda m: m["workspaces"]["topology"]["parameters"]["children"]["network"]["children"]["d"].update(value="abc"),
+    ],
+)
 def test_sessions_with_bad_structure_are_refused(change):
     manifest = good_manifest()
     change(manifest)
@@ -203,17 +249,22 @@ def test_sessions_with_bad_structure_are_refused(change):
 def test_session_files_that_are_deep_huge_or_not_sessions(tmp_path):
     deep = tmp_path / "deep.lens"
     with zipfile.ZipFile(deep, "w") as z:
-        z.writestr("manifest.json", '{"format": "landscape-lens-session", "version": 1, "content": '
-                   + "[" * 100_000 + "]" * 100_000 + "}")
+        z.writestr(
+            "manifest.json",
+            '{"format": "landscape-lens-session", "version": 1, "content": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        )
     huge = tmp_path / "huge.lens"
     header = np.lib.format.header_data_from_array_1_0(np.zeros(1))
     header["shape"] = (10**12,)  # claims 8 TB
     with zipfile.ZipFile(huge, "w") as z:
         import io
+
         buffer = io.BytesIO()
         np.lib.format.write_array_header_1_0(buffer, header)
-        z.writestr("manifest.json", json.dumps({"format": "landscape-lens-session", "version": 1,
-                                                "content": {"__array__": "arrays/0.npy"}}))
+        z.writestr(
+            "manifest.json",
+            json.dumps({"format": "landscape-lens-session", "version": 1, "content": {"__array__": "arrays/0.npy"}}),
+        )
         z.writestr("arrays/0.npy", buffer.getvalue() + b"\0" * 64)
     for path in (deep, huge):
         with pytest.raises(EngineInputError) as error:
@@ -222,10 +273,18 @@ def test_session_files_that_are_deep_huge_or_not_sessions(tmp_path):
 
 
 # ------------------------------------------------------------------------------- panel fields
-@pytest.mark.parametrize("values", [
-    {"optimizer": {"lr": 1e300}}, {"optimizer": {"lr": -0.1}}, {"init": {"seed": -1}}, {"init": {"seed": 2**64}},
-    {"init": {"a": 1e300}}, {"fig4": {"c0": 0.0}}, {"optimizer": {"weight_decay": -1.0}},
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"optimizer": {"lr": 1e300}},
+        {"optimizer": {"lr": -0.1}},
+        {"init": {"seed": -1}},
+        {"init": {"seed": 2**64}},
+        {"init": {"a": 1e300}},
+        {"fig4": {"c0": 0.0}},
+        {"optimizer": {"weight_decay": -1.0}},
+    ],
+)
 def test_topology_panel_values_out_of_range_change_nothing(values):
     tree = create_parameters()
     before = tree.saveState()
@@ -237,20 +296,27 @@ def test_topology_panel_values_out_of_range_change_nothing(values):
 @pytest.mark.parametrize("c", ["1e300", "-1e300", "nan", "0.1, inf"])
 def test_target_c_beyond_any_scene_is_refused(c):
     from gui.panels.topology_parameters import training_setup
+
     tree = create_parameters()
     apply_all(tree, {"init": {"c": c}, "data": {"points": 50}})
     with pytest.raises(EngineInputError, match="target c_k"):
         training_setup(tree)
 
 
-@pytest.mark.parametrize("values", [
-    {"construction": {"lam": 1e300}}, {"construction": {"saddle_lam": -1e300}}, {"experiment": {"seed": -1}},
-    {"slices": {"seed": 2**64}},
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"construction": {"lam": 1e300}},
+        {"construction": {"saddle_lam": -1e300}},
+        {"experiment": {"seed": -1}},
+        {"slices": {"seed": 2**64}},
+    ],
+)
 def test_minima_panel_values_out_of_range_change_nothing(values):
     from pyqtgraph.parametertree import Parameter
 
     from gui.workspaces.minima import PARAMETERS
+
     tree = Parameter.create(name="minima", type="group", children=PARAMETERS)
     before = tree.saveState()
     with pytest.raises(EngineInputError, match="range"):
@@ -261,6 +327,7 @@ def test_minima_panel_values_out_of_range_change_nothing(values):
 @pytest.mark.parametrize("widths", ["2, -1, 1", "2", "2, 0, 1", "2-1-1", "a, b"])
 def test_widths_are_never_silently_rewritten(widths):
     from gui.workspaces.minima_draw import parse_widths
+
     with pytest.raises(EngineInputError, match="small network"):
         parse_widths(widths)
     assert parse_widths("2—1—1—1") == parse_widths("2, 1, 1, 1") == (2, 1, 1, 1)
@@ -269,13 +336,16 @@ def test_widths_are_never_silently_rewritten(widths):
 @pytest.mark.parametrize("schedule", ["1:-5", "0:3", "1:2:3", "x:1"])
 def test_bad_split_schedules_are_refused(schedule):
     from gui.workspaces.minima_draw import parse_schedule
+
     with pytest.raises(EngineInputError, match="splits"):
         parse_schedule(schedule)
 
 
 # ------------------------------------------------------------------------------- network files
 def test_network_files_that_are_not_real_finite_networks(tmp_path):
-    from engine import deep, netio
+    from engine.io import netfile as netio
+    from engine.minima import deep
+
     arch = deep.Arch((2, 3, 1), "sigmoid", False)
     rng = np.random.default_rng(0)
     theta, X, Y = deep.init_params(arch, rng, 1.0), rng.normal(size=(8, 2)), rng.normal(size=(8, 1))

@@ -1,4 +1,5 @@
 """The command line, headless: JSON on stdout that matches the engine, one-line errors."""
+
 import json
 import subprocess
 import sys
@@ -6,15 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import deep, netio
-from engine.invariants import invariant_set_summary
+from engine.io import netfile as netio
+from engine.minima import deep
+from engine.topology.invariants import invariant_set_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_main(*argv):
-    return subprocess.run([sys.executable, "main.py", *argv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run([sys.executable, "main.py", *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 def test_invariant_set_accepts_negative_c_and_matches_the_engine():
@@ -48,8 +49,12 @@ def test_inspect_refuses_a_corrupt_file_in_one_line(tmp_path):
 
 def test_reproduce_nonattr_quick_writes_metrics_and_arrays(tmp_path):
     """Each nonattr target runs from the command line; verdicts are JSON strings, arrays load plain."""
-    expected = {"nonattr-deep": "descent.npz", "nonattr-shallow": "descent.npz",
-                "nonattr-infinity": "infinity.npz", "nonattr-path": "path.npz"}
+    expected = {
+        "nonattr-deep": "descent.npz",
+        "nonattr-shallow": "descent.npz",
+        "nonattr-infinity": "infinity.npz",
+        "nonattr-path": "path.npz",
+    }
     for name, arrays in expected.items():
         out = tmp_path / name
         result = run_main("reproduce", name, "--quick", "--out", str(out))
@@ -67,10 +72,12 @@ def _torch_state_dict_of_a_strict_minimum(tmp_path):
     import torch
 
     from .networks import strict_minimum_net
+
     net = strict_minimum_net()
     Ws, _ = deep.unpack(net.arch, net.params)
-    model = torch.nn.Sequential(torch.nn.Linear(2, 3, bias=False), torch.nn.Sigmoid(),
-                                torch.nn.Linear(3, 1, bias=False)).double()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, 3, bias=False), torch.nn.Sigmoid(), torch.nn.Linear(3, 1, bias=False)
+    ).double()
     with torch.no_grad():
         model[0].weight.copy_(torch.as_tensor(Ws[0]))
         model[2].weight.copy_(torch.as_tensor(Ws[1]))
@@ -81,21 +88,40 @@ def _torch_state_dict_of_a_strict_minimum(tmp_path):
 
 def test_inspect_a_state_dict_splits_and_writes_a_construction(tmp_path):
     net = _torch_state_dict_of_a_strict_minimum(tmp_path)
-    plain = run_main("inspect", str(tmp_path / "net.pt"), "--activation", "sigmoid", "--data", str(tmp_path / "data.csv"))
+    plain = run_main(
+        "inspect", str(tmp_path / "net.pt"), "--activation", "sigmoid", "--data", str(tmp_path / "data.csv")
+    )
     assert plain.returncode == 0, plain.stderr
     report = json.loads(plain.stdout)
-    assert report["critical_point"] == "strict minimum" and abs(report["loss"] - deep.loss(net.arch, net.params, net.X, net.Y)) < 1e-12
+    assert (
+        report["critical_point"] == "strict minimum"
+        and abs(report["loss"] - deep.loss(net.arch, net.params, net.X, net.Y)) < 1e-12
+    )
     assert report["hessian"]["method"] == "full" and report["hessian"]["trace_stderr"] == 0
     H = deep.hessian(net.arch, net.params, net.X, net.Y)
     assert abs(report["hessian"]["trace"] - np.trace(H)) < 1e-9 * abs(np.trace(H))
     layer, neuron = report["gamma_construction"]["neurons"][0]
     out = tmp_path / "split.npz"
-    split = run_main("inspect", str(tmp_path / "net.pt"), "--activation", "sigmoid", "--data",
-                     str(tmp_path / "data.csv"), "--split", f"{layer},{neuron}", "--lambda", "0.5", "--out", str(out))
+    split = run_main(
+        "inspect",
+        str(tmp_path / "net.pt"),
+        "--activation",
+        "sigmoid",
+        "--data",
+        str(tmp_path / "data.csv"),
+        "--split",
+        f"{layer},{neuron}",
+        "--lambda",
+        "0.5",
+        "--out",
+        str(out),
+    )
     assert split.returncode == 0, split.stderr
     written = json.loads(split.stdout)
-    assert written["widths"] == [2, 4, 1] and written["split"]["verdict"] in ("non-attracting region of local minima",
-                                                                          "saddle")
+    assert written["widths"] == [2, 4, 1] and written["split"]["verdict"] in (
+        "non-attracting region of local minima",
+        "saddle",
+    )
     history = netio.load_network(out).history
     assert history.base_widths == (2, 3, 1) and history.splits == ((layer, neuron, 0.5, 3),)
 
@@ -103,12 +129,29 @@ def test_inspect_a_state_dict_splits_and_writes_a_construction(tmp_path):
 def test_inspect_bad_files_and_flags_fail_in_one_line(tmp_path):
     _torch_state_dict_of_a_strict_minimum(tmp_path)
     pt, data = str(tmp_path / "net.pt"), str(tmp_path / "data.csv")
-    for argv, says in [((pt, "--data", data), "activation"), ((pt, "--activation", "sigmoid"), "data"),
-                       ((pt, "--activation", "cosine", "--data", data), "cosine"),
-                       ((pt, "--activation", "sigmoid", "--data", data, "--split", "1,0"), "--lambda"),
-                       ((pt, "--activation", "sigmoid", "--data", data, "--split", "1,9", "--lambda", "0.5",
-                         "--out", str(tmp_path / "o.npz")), "neuron 9"),
-                       ((str(tmp_path / "data.csv"),), "unknown network format")]:
+    for argv, says in [
+        ((pt, "--data", data), "activation"),
+        ((pt, "--activation", "sigmoid"), "data"),
+        ((pt, "--activation", "cosine", "--data", data), "cosine"),
+        ((pt, "--activation", "sigmoid", "--data", data, "--split", "1,0"), "--lambda"),
+        (
+            (
+                pt,
+                "--activation",
+                "sigmoid",
+                "--data",
+                data,
+                "--split",
+                "1,9",
+                "--lambda",
+                "0.5",
+                "--out",
+                str(tmp_path / "o.npz"),
+            ),
+            "neuron 9",
+        ),
+        ((str(tmp_path / "data.csv"),), "unknown network format"),
+    ]:
         result = run_main("inspect", *argv)
         assert result.returncode == 2, (argv, result.stdout)
         lines = result.stderr.strip().splitlines()

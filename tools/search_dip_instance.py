@@ -27,12 +27,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import construction as C  # noqa: E402
-from engine import deep, landscape  # noqa: E402
-from engine.dip_probability import negative_probability  # noqa: E402
-from engine.errors import EngineInputError  # noqa: E402
-from engine.nonattracting import teacher_data  # noqa: E402
-from engine.progress import run_to_completion  # noqa: E402
+from engine.minima import construction as C  # noqa: E402
+from engine.minima import deep  # noqa: E402
+from engine.landscape import slices as landscape
+from engine.minima.dip_probability import negative_probability  # noqa: E402
+from engine.core.errors import EngineInputError  # noqa: E402
+from engine.minima.reproduce import teacher_data  # noqa: E402
+from engine.core.progress import run_to_completion  # noqa: E402
 
 
 def build(seed, n_samples, scale, input_scale, split_lam, schedule, data_tries, restarts,

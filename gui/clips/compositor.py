@@ -5,6 +5,7 @@ size, widgets (plots, the invariants panel) by QWidget.render through a scaled p
 lines and glyphs stay vector-sharp at 4K, and text with QPainter. Scaling is relative to a
 1080-line frame, so a 4K clip has the 1080p clip's layout with four times the pixels.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from PySide6.QtCore import QPoint, QRect, QRectF, QSize, Qt
+from PySide6.QtCore import QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
@@ -21,8 +22,8 @@ from .gl_render import GLCells
 from .model import GL_SOURCE, Clip
 from .timeline import FrameState
 
-WIDGET_ZOOM = 1.5     # widgets at 1080p render as if on a 1.5× display: readable from the back row
-HEADER = 0.034        # a neuron's header line, as a fraction of the frame height
+WIDGET_ZOOM = 1.5  # widgets at 1080p render as if on a 1.5× display: readable from the back row
+HEADER = 0.034  # a neuron's header line, as a fraction of the frame height
 MARGIN = 0.006
 TRAJECTORY_WIDTH = 6  # pixels in a 1080-line frame
 
@@ -60,8 +61,11 @@ class Compositor:
         turn its event loop between them (a cancel waits for one source, not a whole frame)."""
         self.image.fill(self.bg)
         painter = QPainter(self.image)
-        painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing
-                               | QPainter.RenderHint.SmoothPixmapTransform)
+        painter.setRenderHints(
+            QPainter.RenderHint.Antialiasing
+            | QPainter.RenderHint.TextAntialiasing
+            | QPainter.RenderHint.SmoothPixmapTransform
+        )
         try:
             for source, rect in self.cells:
                 if source not in state.panels:
@@ -94,8 +98,9 @@ class Compositor:
         gap = max(2, round(MARGIN * self.h))
         cw = (rect.width() - gap * (cols - 1)) // cols
         ch = (rect.height() - gap * (rows - 1)) // rows
-        return [QRect(rect.x() + (i % cols) * (cw + gap), rect.y() + (i // cols) * (ch + gap), cw, ch)
-                for i in range(n)]
+        return [
+            QRect(rect.x() + (i % cols) * (cw + gap), rect.y() + (i // cols) * (ch + gap), cw, ch) for i in range(n)
+        ]
 
     def header_height(self) -> int:
         return round(HEADER * self.h)
@@ -103,8 +108,7 @@ class Compositor:
     def _neurons(self, painter: QPainter, rect: QRect, row: int):
         header = self.header_height()
         font = self._font(0.024)
-        for (text, color), view, cell in zip(self.scene.headers(row), self.scene.views,
-                                              self.neuron_cells(rect)):
+        for (text, color), view, cell in zip(self.scene.headers(row), self.scene.views, self.neuron_cells(rect)):
             x, y, cw, ch = cell.x(), cell.y(), cell.width(), cell.height()
             t = time.perf_counter()
             # Trajectories as thick as in presentation mode, in proportion to the frame.
@@ -130,8 +134,11 @@ class Compositor:
             painter.setFont(font)
             # The neuron's colour, darker on a light band and lighter on a dark one (readable).
             painter.setPen(color.darker(130) if self.band.lightness() > 127 else color.lighter(150))
-            painter.drawText(QRect(x + round(0.01 * self.h), y, cw, header),
-                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+            painter.drawText(
+                QRect(x + round(0.01 * self.h), y, cw, header),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                text,
+            )
             self.times["compose"] += time.perf_counter() - t
             yield
 
@@ -155,8 +162,10 @@ class Compositor:
         room = rect.adjusted(pad, 0, -pad, 0)
         font = self._font(size, bold)
         # Smaller type rather than a cut-off line: long preset titles and captions fit the width.
-        while font.pixelSize() > 8 and QFontMetrics(font).boundingRect(
-                room, Qt.AlignmentFlag.AlignLeft, text).width() > room.width():
+        while (
+            font.pixelSize() > 8
+            and QFontMetrics(font).boundingRect(room, Qt.AlignmentFlag.AlignLeft, text).width() > room.width()
+        ):
             font.setPixelSize(font.pixelSize() - 1)
         painter.setFont(font)
         painter.setPen(QPen(self.fg))

@@ -5,19 +5,32 @@ Paper A's preview poses the window's own 3D views; paper B's scene draws its own
 screen, so its preview is the composed frame itself, drawn small in the dock. Paper B's scene
 slices the landscape at every λ of the walk first (seconds): Capture, Preview and Render start
 that on a worker when it is missing and carry on once it is done."""
+
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import (QCheckBox, QDockWidget, QDoubleSpinBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QProgressBar, QPushButton,
-                               QSlider, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDockWidget,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QProgressBar,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 from ..presets import preset_named
 from ..worker import JobRunner
@@ -36,24 +49,28 @@ class ClipDock(QDockWidget):
         super().__init__("Clip")
         self.setObjectName("clip")
         self.window = window
-        self.clip: Optional[Clip] = None   # layout, size, timing; its key frames are self.keys
+        self.clip: Clip | None = None  # layout, size, timing; its key frames are self.keys
         self.keys: list[KeyFrame] = []
-        self.job: Optional[ClipJob] = None
+        self.job: ClipJob | None = None
         self._scene = None
         # Paper B's clip slices the landscape at every λ of its walk before the first frame.
         self.walker = JobRunner(self)
         self.walker.progressed.connect(lambda update: self.progress.setValue(round(100 * update.fraction)))
         self.walker.succeeded.connect(self._on_walked)
         self.walker.failed.connect(lambda message: self._done(message, error=True))
-        self._walk: Optional[tuple] = None  # (workspace, λ values, what to do next) while slicing
-        self._previewer: Optional[ClipRenderer] = None  # paper B's thumbnail renderer
+        self._walk: tuple | None = None  # (workspace, λ values, what to do next) while slicing
+        self._previewer: ClipRenderer | None = None  # paper B's thumbnail renderer
         window.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
 
         self.list = QListWidget()
         self.list.currentRowChanged.connect(self._on_select)
         buttons = QHBoxLayout()
-        for text, slot in (("Capture", self.capture), ("Delete", self.delete),
-                           ("Up", lambda: self.move(-1)), ("Down", lambda: self.move(1))):
+        for text, slot in (
+            ("Capture", self.capture),
+            ("Delete", self.delete),
+            ("Up", lambda: self.move(-1)),
+            ("Down", lambda: self.move(1)),
+        ):
             button = QPushButton(text)
             button.clicked.connect(slot)
             buttons.addWidget(button)
@@ -111,7 +128,7 @@ class ClipDock(QDockWidget):
             self.use_clip(story_for(preset), keys=[])
         return self.clip
 
-    def use_clip(self, clip: Clip, keys: Optional[list] = None):
+    def use_clip(self, clip: Clip, keys: list | None = None):
         """Edit ``clip``: its layout and timing, and its key frames unless ``keys`` are given."""
         scene_fits = self.clip is not None and self.clip.preset == clip.preset
         self.clip, self.keys = clip, list(clip.keyframes if keys is None else keys)
@@ -120,8 +137,9 @@ class ClipDock(QDockWidget):
         self._close_previewer()
         workspace = self._workspace()
         self._set_caption(clip.keyframes[0].caption if clip.keyframes else "")
-        self.caption.setToolTip("Fields: " + " ".join(f"{{{f}}}" for f in CAPTION_FIELDS[workspace])
-                                + f";{NEW_LINE}starts a new line")
+        self.caption.setToolTip(
+            "Fields: " + " ".join(f"{{{f}}}" for f in CAPTION_FIELDS[workspace]) + f";{NEW_LINE}starts a new line"
+        )
         for box in self.panel_boxes.values():
             self.panels.removeWidget(box)
             box.deleteLater()
@@ -189,12 +207,19 @@ class ClipDock(QDockWidget):
         else:
             row = min(self.window.replay_dock.slider.value(), len(scene.steps) - 1)
         at = (self.keys[-1].at + self.seconds.value()) if self.keys else 0.0
-        self.keys.append(KeyFrame(at, int(scene.steps[row]), [scene.camera_of(v) for v in scene.views] or None,
-                                  self._ticked_panels(), self._caption()))
+        self.keys.append(
+            KeyFrame(
+                at,
+                int(scene.steps[row]),
+                [scene.camera_of(v) for v in scene.views] or None,
+                self._ticked_panels(),
+                self._caption(),
+            )
+        )
         self._refresh(len(self.keys) - 1)
         return True
 
-    def _ticked_panels(self) -> Optional[tuple[str, ...]]:
+    def _ticked_panels(self) -> tuple[str, ...] | None:
         """The layout's sources the key frame shows: None for all (the words always show)."""
         ticked = [name for name, box in self.panel_boxes.items() if box.isChecked()]
         if len(ticked) == len(self.panel_boxes):
@@ -255,9 +280,13 @@ class ClipDock(QDockWidget):
     def _on_select(self, i: int):
         if 0 <= i < len(self.keys):
             key = self.keys[i]
-            for widget, apply in ((self.seconds, lambda: self.seconds.setValue(self._durations()[i])),
-                                  *((box, lambda b=box, n=name: b.setChecked(key.panels is None or n in key.panels))
-                                    for name, box in self.panel_boxes.items())):
+            for widget, apply in (
+                (self.seconds, lambda: self.seconds.setValue(self._durations()[i])),
+                *(
+                    (box, lambda b=box, n=name: b.setChecked(key.panels is None or n in key.panels))
+                    for name, box in self.panel_boxes.items()
+                ),
+            ):
                 widget.blockSignals(True)
                 apply()
                 widget.blockSignals(False)
@@ -271,8 +300,7 @@ class ClipDock(QDockWidget):
             row = len(self._scene.lams) - 1 if key.step == "end" else min(int(key.step), len(self._scene.lams) - 1)
             return f"{key.at:5.1f} s   λ = {self._scene.lams[row]:.3f}"
         cam = key.camera[0] if isinstance(key.camera, list) and key.camera else (key.camera or {})
-        return (f"{key.at:5.1f} s   step {key.step}   "
-                f"az {cam.get('azimuth', 0):.0f}°  el {cam.get('elevation', 0):.0f}°")
+        return f"{key.at:5.1f} s   step {key.step}   az {cam.get('azimuth', 0):.0f}°  el {cam.get('elevation', 0):.0f}°"
 
     def _refresh(self, select: int = -1):
         self.list.blockSignals(True)
@@ -322,7 +350,7 @@ class ClipDock(QDockWidget):
         self.thumbnail.hide()
 
     # ------------------------------------------------------------------ files
-    def save(self, path: Optional[str] = None):
+    def save(self, path: str | None = None):
         if not path:
             path, _ = QFileDialog.getSaveFileName(self, "Save clip", "clip.json", "Clips (*.json)")
         if path:
@@ -331,7 +359,7 @@ class ClipDock(QDockWidget):
             except (EngineInputError, OSError) as error:
                 self.window.message_bar.show_error(f"could not save the clip: {error}")
 
-    def load(self, path: Optional[str] = None):
+    def load(self, path: str | None = None):
         if not path:
             path, _ = QFileDialog.getOpenFileName(self, "Load clip", "", "Clips (*.json)")
         if not path:
@@ -344,14 +372,18 @@ class ClipDock(QDockWidget):
         self.use_clip(clip)
 
     # ------------------------------------------------------------------ rendering
-    def render(self, out: Optional[str] = None) -> Optional[ClipJob]:
+    def render(self, out: str | None = None) -> ClipJob | None:
         """Render the clip to ``out`` as a job (None while paper B's walk is sliced first: the
         render then starts by itself)."""
         if (self.job is not None and self.job.active) or self._walk is not None:
             return None
         if not out:
-            out, _ = QFileDialog.getSaveFileName(self, "Render clip to", str(Path.home() / "clip.mp4"),
-                                                 "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)")
+            out, _ = QFileDialog.getSaveFileName(
+                self,
+                "Render clip to",
+                str(Path.home() / "clip.mp4"),
+                "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)",
+            )
         if not out or not self._with_scene(lambda: self.render(out)):
             return None
         self._close_previewer()  # the render poses the same scene

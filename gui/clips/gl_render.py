@@ -4,16 +4,16 @@ The framing depends only on the cell, never on the on-screen widget's shape, so 
 size cannot change a clip's frames (capture.render_gl passes its own field of view). Labels
 (GLTextItem, painted by QPainter) are returned with their positions for the compositor to draw.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
-
+from pyqtgraph.opengl import GLTextItem
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QFont, QImage, QMatrix4x4, QVector3D
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
-from pyqtgraph.opengl import GLTextItem
 
 
 def _label_position(item, w: int, h: int) -> QPointF:
@@ -54,8 +54,9 @@ class GLCells:
         multi, plain = self._framebuffers(view, w, h)
         own = view.opts["fov"]
         # pyqtgraph's fov spans the width; widen it so the view's fov spans the shorter side.
-        view.opts["fov"] = fov if fov is not None else \
-            math.degrees(2 * math.atan(math.tan(math.radians(own) / 2) * max(w / h, 1.0)))
+        view.opts["fov"] = (
+            fov if fov is not None else math.degrees(2 * math.atan(math.tan(math.radians(own) / 2) * max(w / h, 1.0)))
+        )
         labels = [item for item in view.items if isinstance(item, GLTextItem) and item.visible()]
         try:
             # Text items paint with a QPainter on the widget, which rebinds the widget's own

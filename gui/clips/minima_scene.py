@@ -6,6 +6,7 @@ exactly L* (panel b), and once λ leaves I the same point is a saddle: direction
 The slices at every row are computed before the first frame (``walk_of``: the clip's frames then
 depend on the run only), and the scene poses its own three plots, never the window's.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -13,9 +14,9 @@ from dataclasses import replace
 import numpy as np
 from PySide6.QtCore import Qt
 
-from engine.errors import EngineInputError
-from engine.figure3 import Figure3, walk_job
-from engine.progress import Job
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job
+from engine.minima.pipeline import Figure3, walk_job
 
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
@@ -24,8 +25,8 @@ from ..views.slice_view import SliceView
 from ..workspaces.minima_draw import slices_data, split_label, stages
 from .model import Cell, Clip, KeyFrame, Timing
 
-ROWS = 61          # λ values along the walk: one slice computation each
-CLIP_POINTS = 41   # t values per slice curve: smooth at 1080p, 2.5× cheaper than the panel's 101
+ROWS = 61  # λ values along the walk: one slice computation each
+CLIP_POINTS = 41  # t values per slice curve: smooth at 1080p, 2.5× cheaper than the panel's 101
 STORY_CAPTION = "{where}\nλ = {lam}   ·   loss {loss} (= L* all along the path)   ·   λ_min(H) ≈ {hmin}   ·   {dips}"
 
 
@@ -35,10 +36,13 @@ def walk_of(workspace, rows: int = ROWS) -> tuple[np.ndarray, Job]:
     holding the split's λ, or that λ when the part is unbounded) to the saddle's λ of panels
     (c, d), or the path's far end."""
     fig = workspace.figure
-    if not (isinstance(fig, Figure3) and fig.path is not None and fig.construction is not None
-            and fig.construction.splits):
-        raise EngineInputError("the minima clip films a finished Fig. 3 construction with its "
-                               "degenerate path; run a non-attracting-minima preset first")
+    if not (
+        isinstance(fig, Figure3) and fig.path is not None and fig.construction is not None and fig.construction.splits
+    ):
+        raise EngineInputError(
+            "the minima clip films a finished Fig. 3 construction with its "
+            "degenerate path; run a non-attracting-minima preset first"
+        )
     path = fig.path
     start = float(fig.construction.splits[path.split].lam)
     for lo, hi in path.interval.parts:
@@ -68,8 +72,13 @@ class MinimaScene:
         self.loss = float(path.loss[0])
         # The clip's own plots, sized by the compositor: the window's stay as they are.
         self.path_view = DegeneratePathView()
-        self.path_view.show_path(path.lam, path.loss, path.hessian_min, list(path.interval.parts),
-                                 split_label(fig.construction.splits[split]))
+        self.path_view.show_path(
+            path.lam,
+            path.loss,
+            path.hessian_min,
+            list(path.interval.parts),
+            split_label(fig.construction.splits[split]),
+        )
         self.slice_view = SliceView("slices at the moving point")
         self.descent_view = CurvesView("(d) descent direction at the saddle", "t", "loss L")
         descent = stages(fig, {}).get("descent")
@@ -145,10 +154,18 @@ class MinimaScene:
     def facts(self, row: int) -> dict:
         lam, cut = float(self.lams[row]), self.cuts[row]
         inside = self.interval.contains(lam)
-        where = (f"inside I = {self.interval}: one of a line of minima at the same loss" if inside else
-                 f"outside I = {self.interval}: the same loss, now a saddle")
-        return {"lam": f"{lam:.3f}", "where": where, "loss": f"{self.loss:.6g}", "hmin": f"{self.hmin[row]:.2e}",
-                "dips": f"{cut.n_below} of {cut.curves.shape[0]} random directions dip below L*"}
+        where = (
+            f"inside I = {self.interval}: one of a line of minima at the same loss"
+            if inside
+            else f"outside I = {self.interval}: the same loss, now a saddle"
+        )
+        return {
+            "lam": f"{lam:.3f}",
+            "where": where,
+            "loss": f"{self.loss:.6g}",
+            "hmin": f"{self.hmin[row]:.2e}",
+            "dips": f"{cut.n_below} of {cut.curves.shape[0]} random directions dip below L*",
+        }
 
     def headers(self, row: int) -> list:
         return []
@@ -162,15 +179,24 @@ def minima_story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: fl
     found = preset_named(preset)
     kind = found.values.get("experiment", {}).get("kind", "deep")
     if kind not in ("deep", "shallow"):  # checked before the run, which may take minutes
-        raise EngineInputError(f"preset {preset!r} shows no degenerate path to walk; the minima "
-                               "clip films the Fig. 3 presets (nonattr-fig3, nonattr-shallow, …)")
+        raise EngineInputError(
+            f"preset {preset!r} shows no degenerate path to walk; the minima "
+            "clip films the Fig. 3 presets (nonattr-fig3, nonattr-shallow, …)"
+        )
     size = (size[0] // 2 * 2, size[1] // 2 * 2)
-    layout = (Cell("title", (0.0, 0.0, 1.0, 0.07)), Cell("path", (0.0, 0.07, 0.32, 0.79)),
-              Cell("slices", (0.34, 0.07, 0.36, 0.79)), Cell("descent", (0.72, 0.07, 0.28, 0.79)),
-              Cell("caption", (0.0, 0.86, 1.0, 0.14)))
+    layout = (
+        Cell("title", (0.0, 0.0, 1.0, 0.07)),
+        Cell("path", (0.0, 0.07, 0.32, 0.79)),
+        Cell("slices", (0.34, 0.07, 0.36, 0.79)),
+        Cell("descent", (0.72, 0.07, 0.28, 0.79)),
+        Cell("caption", (0.0, 0.86, 1.0, 0.14)),
+    )
     walking = ("title", "path", "slices", "caption")  # (d) only once λ has arrived
     hold = min(1.5, seconds / 5)
-    keys = (KeyFrame(0.0, 0, None, walking, STORY_CAPTION), KeyFrame(hold, 0, None, walking, STORY_CAPTION),
-            KeyFrame(seconds - hold, "end", None, None, STORY_CAPTION),
-            KeyFrame(float(seconds), "end", None, None, STORY_CAPTION))
+    keys = (
+        KeyFrame(0.0, 0, None, walking, STORY_CAPTION),
+        KeyFrame(hold, 0, None, walking, STORY_CAPTION),
+        KeyFrame(seconds - hold, "end", None, None, STORY_CAPTION),
+        KeyFrame(float(seconds), "end", None, None, STORY_CAPTION),
+    )
     return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 1))

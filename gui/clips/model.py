@@ -18,6 +18,7 @@ all); ``caption`` may use {step}, {last_step}, {c}, {loss}, {events}. A clip of 
 (paper B) preset lays out "path", "slices", "descent" and "spectrum"; its ``step`` counts the
 rows of the walk along λ and its caption may use {lam}, {where}, {loss}, {hmin}, {dips}.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,19 +27,22 @@ import math
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 GL_SOURCE = "neurons"  # every 3D view of the workspace, as a grid
 TEXT_SOURCES = ("title", "caption")
 # What each workspace's scene offers (gui.clips.scene, gui.clips.minima_scene). For the minima
 # (paper B) presets a key frame's "step" counts the rows of the walk along λ: 0 is the point
 # inside I, "end" the saddle.
-SOURCES = {"topology": (GL_SOURCE, "loss", "drift", "invariants") + TEXT_SOURCES,
-           "minima": ("path", "slices", "descent", "spectrum") + TEXT_SOURCES}
-CAPTION_FIELDS = {"topology": ("step", "last_step", "c", "loss", "events"),
-                  "minima": ("lam", "where", "loss", "hmin", "dips")}
+SOURCES = {
+    "topology": (GL_SOURCE, "loss", "drift", "invariants") + TEXT_SOURCES,
+    "minima": ("path", "slices", "descent", "spectrum") + TEXT_SOURCES,
+}
+CAPTION_FIELDS = {
+    "topology": ("step", "last_step", "c", "loss", "events"),
+    "minima": ("lam", "where", "loss", "hmin", "dips"),
+}
 CAMERA_FIELDS = ("azimuth", "elevation", "distance", "center")
 EASINGS = ("smoothstep", "cubic", "linear")
 
@@ -55,18 +59,18 @@ class Cell:
 
 @dataclass(frozen=True)
 class KeyFrame:
-    at: float                                # seconds from the clip's start
-    step: Union[int, str] = "end"            # training step, or "end"
-    camera: Union[dict, list, None] = None   # one camera for every view, or one per view
-    panels: Optional[tuple[str, ...]] = None  # None: every source of the layout
+    at: float  # seconds from the clip's start
+    step: int | str = "end"  # training step, or "end"
+    camera: dict | list | None = None  # one camera for every view, or one per view
+    panels: tuple[str, ...] | None = None  # None: every source of the layout
     caption: str = ""
 
 
 @dataclass(frozen=True)
 class Timing:
     easing: str = "smoothstep"
-    slow_factor: float = 1.0   # time runs this many times slower ...
-    slow_steps: int = 0        # ... within this many training steps of a sign flip
+    slow_factor: float = 1.0  # time runs this many times slower ...
+    slow_steps: int = 0  # ... within this many training steps of a sign flip
 
 
 @dataclass(frozen=True)
@@ -95,15 +99,15 @@ class Clip:
         data = dataclasses.asdict(self)
         data["size"] = list(self.size)
         data["layout"] = [{"source": c.source, "rect": list(c.rect)} for c in self.layout]
-        data["keyframes"] = [{k: v for k, v in dataclasses.asdict(kf).items() if v not in (None, "")}
-                             for kf in self.keyframes]
+        data["keyframes"] = [
+            {k: v for k, v in dataclasses.asdict(kf).items() if v not in (None, "")} for kf in self.keyframes
+        ]
         for kf in data["keyframes"]:
             if "panels" in kf:
                 kf["panels"] = list(kf["panels"])
         data["timing"] = {"easing": self.timing.easing}
         if self.timing.slow_factor != 1.0:
-            data["timing"]["slow_events"] = {"factor": self.timing.slow_factor,
-                                             "steps": self.timing.slow_steps}
+            data["timing"]["slow_events"] = {"factor": self.timing.slow_factor, "steps": self.timing.slow_steps}
         return data
 
 
@@ -117,8 +121,9 @@ def load_clip(path) -> Clip:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise EngineInputError(f"clip {path}: not valid JSON ({error.msg}, line {error.lineno} "
-                               f"column {error.colno})") from None
+        raise EngineInputError(
+            f"clip {path}: not valid JSON ({error.msg}, line {error.lineno} column {error.colno})"
+        ) from None
     try:
         return parse_clip(data)
     except EngineInputError as error:
@@ -136,13 +141,18 @@ def parse_clip(data) -> Clip:
     obj = _object(data, "the clip", ("preset", "size", "fps", "title", "layout", "keyframes", "timing"))
     preset = obj.get("preset")
     if not isinstance(preset, str):
-        raise EngineInputError("needs \"preset\": the name of a preset")
+        raise EngineInputError('needs "preset": the name of a preset')
     workspace = preset_named(preset).workspace
     if workspace not in SOURCES:
         raise EngineInputError(f"preset {preset!r} belongs to the {workspace} workspace, which has no clips")
     size = obj.get("size", [1920, 1080])
-    if not (isinstance(size, list) and len(size) == 2 and all(_is_int(v) for v in size)
-            and 16 <= size[0] <= 7680 and 16 <= size[1] <= 4320):
+    if not (
+        isinstance(size, list)
+        and len(size) == 2
+        and all(_is_int(v) for v in size)
+        and 16 <= size[0] <= 7680
+        and 16 <= size[1] <= 4320
+    ):
         raise EngineInputError(f"size {size!r} must be [width, height] within 16..7680 x 16..4320")
     if size[0] % 2 or size[1] % 2:
         raise EngineInputError(f"size {size!r} must be even in both directions (H.264 needs it)")
@@ -154,8 +164,10 @@ def parse_clip(data) -> Clip:
         raise EngineInputError("title must be text")
     layout = tuple(_cell(c, i, workspace) for i, c in enumerate(_list(obj.get("layout"), "layout")))
     names = [c.source for c in layout]
-    keyframes = tuple(_keyframe(k, i, fps, names, CAPTION_FIELDS[workspace])
-                      for i, k in enumerate(_list(obj.get("keyframes"), "keyframes")))
+    keyframes = tuple(
+        _keyframe(k, i, fps, names, CAPTION_FIELDS[workspace])
+        for i, k in enumerate(_list(obj.get("keyframes"), "keyframes"))
+    )
     for i, (a, b) in enumerate(zip(keyframes, keyframes[1:])):
         if b.at < a.at:
             raise EngineInputError(f"key frame {i + 2} comes before key frame {i + 1} (at {b.at:g} s < {a.at:g} s)")
@@ -163,8 +175,9 @@ def parse_clip(data) -> Clip:
         raise EngineInputError("the last key frame must come after 0 s: the clip has no length")
     if keyframes[-1].at > 3600:
         raise EngineInputError("a clip may last at most 3600 s")
-    return Clip(preset, (int(size[0]), int(size[1])), int(fps), title, layout, keyframes,
-                _timing(obj.get("timing", {})))
+    return Clip(
+        preset, (int(size[0]), int(size[1])), int(fps), title, layout, keyframes, _timing(obj.get("timing", {}))
+    )
 
 
 def _is_int(v) -> bool:
@@ -194,14 +207,25 @@ def _cell(data, i: int, workspace: str) -> Cell:
     obj = _object(data, f"layout entry {i + 1}", ("source", "rect"))
     source = obj.get("source")
     if source not in source_names(workspace):
-        raise EngineInputError(f"layout entry {i + 1}: unknown panel {source!r}; "
-                               f"choose from {', '.join(source_names(workspace))}")
+        raise EngineInputError(
+            f"layout entry {i + 1}: unknown panel {source!r}; choose from {', '.join(source_names(workspace))}"
+        )
     rect = obj.get("rect")
-    if not (isinstance(rect, list) and len(rect) == 4 and all(_is_number(v) for v in rect)
-            and rect[0] >= 0 and rect[1] >= 0 and rect[2] > 0 and rect[3] > 0
-            and rect[0] + rect[2] <= 1 + 1e-9 and rect[1] + rect[3] <= 1 + 1e-9):
-        raise EngineInputError(f"layout entry {i + 1} ({source}): rect {rect!r} must be "
-                               "[x, y, width, height] as fractions inside the frame")
+    if not (
+        isinstance(rect, list)
+        and len(rect) == 4
+        and all(_is_number(v) for v in rect)
+        and rect[0] >= 0
+        and rect[1] >= 0
+        and rect[2] > 0
+        and rect[3] > 0
+        and rect[0] + rect[2] <= 1 + 1e-9
+        and rect[1] + rect[3] <= 1 + 1e-9
+    ):
+        raise EngineInputError(
+            f"layout entry {i + 1} ({source}): rect {rect!r} must be "
+            "[x, y, width, height] as fractions inside the frame"
+        )
     return Cell(source, tuple(float(v) for v in rect))
 
 
@@ -209,14 +233,14 @@ def _keyframe(data, i: int, fps: int, names: list[str], caption_fields: tuple[st
     what = f"key frame {i + 1}"
     obj = _object(data, what, ("at", "frame", "step", "camera", "panels", "caption"))
     if ("at" in obj) == ("frame" in obj):
-        raise EngineInputError(f"{what} needs exactly one of \"at\" (seconds) or \"frame\"")
+        raise EngineInputError(f'{what} needs exactly one of "at" (seconds) or "frame"')
     at = obj["at"] if "at" in obj else obj["frame"]
     if not (_is_number(at) and at >= 0) or ("frame" in obj and not _is_int(at)):
         raise EngineInputError(f"{what}: time {at!r} must be a number ≥ 0")
     seconds = float(at) if "at" in obj else at / fps
     step = obj.get("step", "end")
     if not (step == "end" or (_is_int(step) and step >= 0)):
-        raise EngineInputError(f"{what}: step {step!r} must be a training step ≥ 0 or \"end\"")
+        raise EngineInputError(f'{what}: step {step!r} must be a training step ≥ 0 or "end"')
     camera = obj.get("camera")
     for j, cam in enumerate(camera if isinstance(camera, list) else [camera] if camera is not None else []):
         _camera(cam, f"{what}, camera {j + 1}")
@@ -237,8 +261,9 @@ def _keyframe(data, i: int, fps: int, names: list[str], caption_fields: tuple[st
         raise EngineInputError(f"{what}: caption {caption!r}: {error}") from None
     for f in fields:
         if f not in caption_fields:
-            raise EngineInputError(f"{what}: caption field {{{f}}} is unknown; "
-                                   f"use {', '.join('{' + n + '}' for n in caption_fields)}")
+            raise EngineInputError(
+                f"{what}: caption field {{{f}}} is unknown; use {', '.join('{' + n + '}' for n in caption_fields)}"
+            )
     return KeyFrame(seconds, step, camera, panels, caption)
 
 
@@ -272,8 +297,7 @@ def _timing(data) -> Timing:
 STORY_CAPTION = "step {step} / {last_step}   ·   {c}   ·   loss {loss}\n{events}"
 
 
-def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.0,
-               orbit: bool = False) -> Clip:
+def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.0, orbit: bool = False) -> Clip:
     """Paper A's story for a training preset: every neuron's quadric and trajectory above the
     loss, the step counter, c_k and sign-flip call-outs in the caption; the camera swings
     (or orbits) slowly so the 3D shape reads, and time slows around sign flips."""
@@ -281,19 +305,34 @@ def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8
 
     found = preset_named(preset)
     if found.workspace != "topology":  # gui.clips.minima_scene.minima_story_clip
-        raise EngineInputError(f"preset {preset!r}: its clip is paper B's walk along λ "
-                               "(Record… → replay, or main.py record), not a training story")
+        raise EngineInputError(
+            f"preset {preset!r}: its clip is paper B's walk along λ "
+            "(Record… → replay, or main.py record), not a training story"
+        )
     size = (size[0] // 2 * 2, size[1] // 2 * 2)
-    layout = (Cell("title", (0.0, 0.0, 1.0, 0.07)), Cell(GL_SOURCE, (0.0, 0.07, 1.0, 0.57)),
-              Cell("loss", (0.0, 0.64, 1.0, 0.24)), Cell("caption", (0.0, 0.88, 1.0, 0.12)))
+    layout = (
+        Cell("title", (0.0, 0.0, 1.0, 0.07)),
+        Cell(GL_SOURCE, (0.0, 0.07, 1.0, 0.57)),
+        Cell("loss", (0.0, 0.64, 1.0, 0.24)),
+        Cell("caption", (0.0, 0.88, 1.0, 0.12)),
+    )
     if not orbit:
-        keys = (KeyFrame(0.0, 0, {"azimuth": 40.0, "elevation": 18.0}, None, STORY_CAPTION),
-                KeyFrame(float(seconds), "end", {"azimuth": 110.0, "elevation": 26.0}, None, STORY_CAPTION))
+        keys = (
+            KeyFrame(0.0, 0, {"azimuth": 40.0, "elevation": 18.0}, None, STORY_CAPTION),
+            KeyFrame(float(seconds), "end", {"azimuth": 110.0, "elevation": 26.0}, None, STORY_CAPTION),
+        )
         return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 15))
     # A full turn needs key frames less than 180° apart (angles go the shortest way round),
     # and a steady pace: linear, with the run's steps spread evenly over the turn.
     steps = int(found.values.get("optimizer", {}).get("steps", 0))
-    keys = tuple(KeyFrame(seconds * q / 3, round(steps * q / 3) if q < 3 else "end",
-                          {"azimuth": 40.0 + 120.0 * q, "elevation": 22.0}, None, STORY_CAPTION)
-                 for q in range(4))
+    keys = tuple(
+        KeyFrame(
+            seconds * q / 3,
+            round(steps * q / 3) if q < 3 else "end",
+            {"azimuth": 40.0 + 120.0 * q, "elevation": 22.0},
+            None,
+            STORY_CAPTION,
+        )
+        for q in range(4)
+    )
     return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("linear"))

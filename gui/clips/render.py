@@ -1,15 +1,16 @@
 """The frame loop: frame i = compose(state(i)). Headless it is a plain loop; in the GUI one
 frame per timer tick, because GL must render on the GUI thread and the window must stay
 responsive (the encoder already runs on its own thread)."""
+
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 
 from ..capture import Encoder
 from .compositor import Compositor
@@ -63,7 +64,7 @@ class ClipRenderer:
         self.scene.close()
 
 
-def render_to_file(renderer: ClipRenderer, out, on_frame: Optional[Callable[[int, int], None]] = None) -> dict:
+def render_to_file(renderer: ClipRenderer, out, on_frame: Callable[[int, int], None] | None = None) -> dict:
     """Render every frame to ``out`` (.mp4, .gif or a PNG folder); return timings in seconds."""
     encoder = Encoder(out, renderer.clip.fps)
     t0 = time.perf_counter()
@@ -84,8 +85,13 @@ def render_to_file(renderer: ClipRenderer, out, on_frame: Optional[Callable[[int
     renderer.close()
     if encoder.error:
         raise EngineInputError(encoder.error)
-    return {"rendered": rendered, "total": time.perf_counter() - t0, "frames": renderer.frames,
-            "encode (thread)": encoder.busy_seconds, **renderer.times}
+    return {
+        "rendered": rendered,
+        "total": time.perf_counter() - t0,
+        "frames": renderer.frames,
+        "encode (thread)": encoder.busy_seconds,
+        **renderer.times,
+    }
 
 
 class ClipJob(QObject):
@@ -96,7 +102,7 @@ class ClipJob(QObject):
     """
 
     progressed = Signal(int, int, float)  # frames done, total, seconds left (estimate)
-    finished = Signal(str)                 # the file, once complete
+    finished = Signal(str)  # the file, once complete
     failed = Signal(str)
     cancelled = Signal()
 
@@ -107,7 +113,7 @@ class ClipJob(QObject):
         self.encoder.finished.connect(self.finished)
         self.encoder.failed.connect(self._on_failed)
         self.done = 0
-        self._steps = None      # the frame being rendered, part by part
+        self._steps = None  # the frame being rendered, part by part
         # The longest the event loop waited on us: what a click on Cancel may wait at most.
         self.longest_tick = 0.0
         self.active = False

@@ -4,14 +4,15 @@ Only the topology workspace's training view has a story today (paper A). The sce
 finished trajectory and poses the workspace through ``show_frame``, the same path the replay
 scrubber takes, so a clip shows exactly what a person scrubbing would see.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
-from engine.errors import EngineInputError
-from engine.invariants import barrier_jumps
+from engine.core.errors import EngineInputError
+from engine.topology.invariants import barrier_jumps
 
 from ..style import neuron_color
 from ..views.neuron_quadrics import shape_name, sub
@@ -22,8 +23,9 @@ class TopologyScene:
     def __init__(self, workspace):
         traj = workspace.trajectory() if hasattr(workspace, "trajectory") else None
         if traj is None or len(traj.step) == 0:
-            raise EngineInputError("clips film a finished training run of the invariant-sets "
-                                   "workspace; run a training preset first")
+            raise EngineInputError(
+                "clips film a finished training run of the invariant-sets workspace; run a training preset first"
+            )
         self.workspace = workspace
         self.traj = traj
         self.views = list(workspace.gl_views())
@@ -41,8 +43,11 @@ class TopologyScene:
         self._log_loss = bool(positive.size and positive.max() > 10 * positive.min())
         lo, hi = (positive.min(), positive.max()) if positive.size else (0.0, 1.0)
         self._loss_range = (np.log10(lo), np.log10(hi)) if self._log_loss else (0.0, float(hi))
-        self.widgets = {"loss": self.curves.loss_plot, "drift": self.curves.drift_plot,
-                        "invariants": workspace.invariants}
+        self.widgets = {
+            "loss": self.curves.loss_plot,
+            "drift": self.curves.drift_plot,
+            "invariants": workspace.invariants,
+        }
         self._shown = None
         # Neurons whose parameters never change (e.g. a ReLU unit no data point activates):
         # the header says so, or a still view would read as a broken clip.
@@ -57,12 +62,18 @@ class TopologyScene:
         return [s for s, _, _ in self.events]
 
     def default_cameras(self) -> list[dict]:
-        return [{k: (list(v) if k == "center" else float(v)) for k, v in view.default_camera().items()}
-                for view in self.views]
+        return [
+            {k: (list(v) if k == "center" else float(v)) for k, v in view.default_camera().items()}
+            for view in self.views
+        ]
 
     def camera_of(self, view) -> dict:
-        return {"azimuth": float(view.opts["azimuth"]) % 360.0, "elevation": float(view.opts["elevation"]),
-                "distance": float(view.opts["distance"]), "center": [float(x) for x in view.opts["center"]]}
+        return {
+            "azimuth": float(view.opts["azimuth"]) % 360.0,
+            "elevation": float(view.opts["elevation"]),
+            "distance": float(view.opts["distance"]),
+            "center": [float(x) for x in view.opts["center"]],
+        }
 
     # ------------------------------------------------------------------ posing
     def show(self, row: int) -> None:
@@ -82,8 +93,9 @@ class TopologyScene:
     def _show_curves(self, row: int) -> None:
         t = self.traj
         past = [e for e in self.events if e[0] <= t.step[row]]
-        self.curves.show(t.step[:row + 1], t.loss[:row + 1], t.c[:row + 1],
-                         [(s, k) for s, k, _ in past], [j for _, _, j in past])
+        self.curves.show(
+            t.step[: row + 1], t.loss[: row + 1], t.c[: row + 1], [(s, k) for s, k, _ in past], [j for _, _, j in past]
+        )
         self.curves.loss_plot.setLogMode(y=self._log_loss)
         self.curves.loss_plot.setYRange(*self._loss_range, padding=0.05)
         for plot in (self.curves.loss_plot, self.curves.drift_plot):  # a log switch resets it
@@ -101,8 +113,12 @@ class TopologyScene:
 
     def apply_cameras(self, cameras) -> None:
         for view, cam in zip(self.views, cameras):
-            view.opts.update(distance=cam["distance"], elevation=cam["elevation"],
-                             azimuth=cam["azimuth"], center=pg.Vector(*cam["center"]))
+            view.opts.update(
+                distance=cam["distance"],
+                elevation=cam["elevation"],
+                azimuth=cam["azimuth"],
+                center=pg.Vector(*cam["center"]),
+            )
 
     # ------------------------------------------------------------------ words
     def facts(self, row: int) -> dict:
@@ -110,16 +126,21 @@ class TopologyScene:
         traj = self.traj
         c = traj.c[row]
         step = int(traj.step[row])
-        return {"step": step, "last_step": int(traj.step[-1]),
-                "c": "   ".join(f"c{sub(k + 1)} = {x:+.4f}" for k, x in enumerate(c)),
-                "loss": f"{traj.loss[row]:.4g}", "events": self.event_text(step)}
+        return {
+            "step": step,
+            "last_step": int(traj.step[-1]),
+            "c": "   ".join(f"c{sub(k + 1)} = {x:+.4f}" for k, x in enumerate(c)),
+            "loss": f"{traj.loss[row]:.4g}",
+            "events": self.event_text(step),
+        }
 
     def event_text(self, step: int) -> str:
         """The latest sign change up to ``step``, in the loss plot's words."""
         past = [e for e in self.events if e[0] <= step]
         if not past:
-            return "no output weight has changed sign yet" if self.events else \
-                "no output weight changes sign in this run"
+            return (
+                "no output weight has changed sign yet" if self.events else "no output weight changes sign in this run"
+            )
         s, k, jumped = past[-1]
         more = f"   (+{len(past) - 1} earlier)" if len(past) > 1 else ""
         if jumped:
@@ -135,8 +156,7 @@ class TopologyScene:
             drift = "" if c[k] == c0[k] else f" (start {c0[k]:+.4f})"
             shape = shape_name(c[k]) if self.workspace.quadrics.exact else "projection"
             note = "   ·   does not move in this run" if self.still[k] else ""
-            out.append((f"neuron {k + 1}   c{sub(k + 1)} = {c[k]:+.4f}{drift}   ·   {shape}{note}",
-                        neuron_color(k)))
+            out.append((f"neuron {k + 1}   c{sub(k + 1)} = {c[k]:+.4f}{drift}   ·   {shape}{note}", neuron_color(k)))
         return out
 
 
@@ -156,7 +176,7 @@ def scene_for(window, preset: str, on_progress=None):
     """The scene of the window's workspace for ``preset`` (which must have run): paper A's
     training story, or paper B's walk along the degenerate path, sliced here and now
     (``on_progress``: the slicing job's updates; the window runs it on a worker instead)."""
-    from engine.progress import run_to_completion
+    from engine.core.progress import run_to_completion
 
     from ..presets import preset_named
     from .minima_scene import MinimaScene, walk_of

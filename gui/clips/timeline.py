@@ -4,11 +4,10 @@ Pure arithmetic on the clip and the run's step numbers, so the same clip gives t
 frames on any machine at any speed. Between key frames the camera and the step ease in and
 out; slow motion around sign flips is a reweighting of the run's rows, not a side effect.
 """
+
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -17,10 +16,10 @@ from .model import Clip, KeyFrame
 
 @dataclass(frozen=True)
 class FrameState:
-    row: int                       # the run's recorded row to show
-    cameras: tuple[dict, ...]      # per 3D view: azimuth, elevation, distance, center
-    panels: frozenset              # layout sources shown
-    caption: str                   # the caption template (fields filled by the scene)
+    row: int  # the run's recorded row to show
+    cameras: tuple[dict, ...]  # per 3D view: azimuth, elevation, distance, center
+    panels: frozenset  # layout sources shown
+    caption: str  # the caption template (fields filled by the scene)
 
 
 def ease(u: float, kind: str) -> float:
@@ -28,7 +27,7 @@ def ease(u: float, kind: str) -> float:
     if kind == "smoothstep":
         return u * u * (3 - 2 * u)
     if kind == "cubic":  # ease-in-out cubic: gentler start and stop than smoothstep
-        return 4 * u ** 3 if u < 0.5 else 1 - (-2 * u + 2) ** 3 / 2
+        return 4 * u**3 if u < 0.5 else 1 - (-2 * u + 2) ** 3 / 2
     return u
 
 
@@ -38,11 +37,13 @@ def lerp_angle(a: float, b: float, u: float) -> float:
 
 
 def lerp_camera(a: dict, b: dict, u: float) -> dict:
-    return {"azimuth": lerp_angle(a["azimuth"], b["azimuth"], u),
-            "elevation": a["elevation"] + (b["elevation"] - a["elevation"]) * u,
-            # Geometric: a zoom from 2 to 8 passes 4 halfway, which is how zooming feels.
-            "distance": a["distance"] * (b["distance"] / a["distance"]) ** u,
-            "center": [x + (y - x) * u for x, y in zip(a["center"], b["center"])]}
+    return {
+        "azimuth": lerp_angle(a["azimuth"], b["azimuth"], u),
+        "elevation": a["elevation"] + (b["elevation"] - a["elevation"]) * u,
+        # Geometric: a zoom from 2 to 8 passes 4 halfway, which is how zooming feels.
+        "distance": a["distance"] * (b["distance"] / a["distance"]) ** u,
+        "center": [x + (y - x) * u for x, y in zip(a["center"], b["center"])],
+    }
 
 
 class Timeline:

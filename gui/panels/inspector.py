@@ -3,17 +3,36 @@
 It only displays engine results and emits what the user asked for; the workspace turns the
 requests into engine jobs.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
-                               QFileDialog, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLineEdit, QHeaderView, QLabel, QPushButton, QSlider, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSlider,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine.deep import ACTIVATIONS
-from engine.verdicts import Verdict
+from engine.minima.deep import ACTIVATIONS
+from engine.minima.verdicts import Verdict
 
 SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
 SLIDER_STEPS = 300
@@ -29,9 +48,14 @@ def verdict_kind(verdict: Verdict) -> str:
 
 
 # Table cells get a word or two; the full verdict (and why Theorem 9 fails) is the cell's tooltip.
-SHORT_VERDICT = {Verdict.SADDLE: "saddle", Verdict.STRICT_MINIMUM: "strict min",
-                 Verdict.NON_ATTRACTING: "non-attracting min", Verdict.DEGENERATE_MINIMUM: "degenerate",
-                 Verdict.CONDITIONS_NOT_MET: "not met", Verdict.NOT_CRITICAL: "not critical"}
+SHORT_VERDICT = {
+    Verdict.SADDLE: "saddle",
+    Verdict.STRICT_MINIMUM: "strict min",
+    Verdict.NON_ATTRACTING: "non-attracting min",
+    Verdict.DEGENERATE_MINIMUM: "degenerate",
+    Verdict.CONDITIONS_NOT_MET: "not met",
+    Verdict.NOT_CRITICAL: "not critical",
+}
 
 
 def verdict_text(verdict: Verdict, unmet=()) -> str:
@@ -63,8 +87,10 @@ def _fill(table: QTableWidget, rows: list[list], backgrounds: list | None = None
         for i, row in enumerate(rows):
             for j, value in enumerate(row):
                 item = QTableWidgetItem(value if isinstance(value, str) else f"{value:.3g}")
-                item.setTextAlignment(Qt.AlignmentFlag.AlignVCenter | (
-                    Qt.AlignmentFlag.AlignLeft if isinstance(value, str) else Qt.AlignmentFlag.AlignRight))
+                item.setTextAlignment(
+                    Qt.AlignmentFlag.AlignVCenter
+                    | (Qt.AlignmentFlag.AlignLeft if isinstance(value, str) else Qt.AlignmentFlag.AlignRight)
+                )
                 if backgrounds and backgrounds[i] and backgrounds[i][j]:
                     item.setBackground(QBrush(QColor(backgrounds[i][j])))
                     item.setForeground(QBrush(QColor(TINTED_TEXT)))  # pastel tints stay pastel in dark
@@ -79,7 +105,8 @@ def _fill(table: QTableWidget, rows: list[list], backgrounds: list | None = None
 class LambdaBox(QGroupBox):
     """The slider that moves λ of one split (the last, or the steps table's selected row), with
     the live loss, λ_min(H) and verdict."""
-    moved = Signal(float)     # while dragging: cheap readouts only
+
+    moved = Signal(float)  # while dragging: cheap readouts only
     released = Signal(float)  # on release: recompute the slices
 
     def __init__(self, parent=None):
@@ -153,6 +180,7 @@ class LambdaBox(QGroupBox):
 class SplitBox(QGroupBox):
     """The neurons of the current network where Theorem 9 applies (B definite, D = 0), each with a
     Split button; λ of the next split; Undo of the last one."""
+
     split_requested = Signal(int, int, float)  # layer, neuron, λ
     undo_requested = Signal()
 
@@ -163,8 +191,10 @@ class SplitBox(QGroupBox):
         self.lam.setDecimals(3)
         self.lam.setSingleStep(0.05)
         self.lam.setValue(0.5)
-        self.lam.setToolTip("λ of the next split: inside I = (0, 1) for B > 0, outside [0, 1] for B < 0 "
-                            "gives a non-attracting region of minima")
+        self.lam.setToolTip(
+            "λ of the next split: inside I = (0, 1) for B > 0, outside [0, 1] for B < 0 "
+            "gives a non-attracting region of minima"
+        )
         self.undo = QPushButton("Undo last split")
         self.undo.setEnabled(False)
         self.undo.clicked.connect(self.undo_requested.emit)
@@ -200,7 +230,10 @@ class SplitBox(QGroupBox):
         self.undo.setEnabled(False)
 
 
-NETWORK_FILES = "Networks (*.npz *.pt *.pth *.pt2);;The app's networks (*.npz);;PyTorch state_dict (*.pt *.pth);;torch.export (*.pt2)"
+NETWORK_FILES = (
+    "Networks (*.npz *.pt *.pth *.pt2);;The app's networks (*.npz);;PyTorch state_dict (*.pt *.pth);;"
+    "torch.export (*.pt2)"
+)
 
 
 class TorchFileDialog(QDialog):
@@ -210,7 +243,7 @@ class TorchFileDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Load a PyTorch network")
         self.activation = QComboBox()
-        self.activation.addItems(ACTIVATIONS)  # what engine.deep computes
+        self.activation.addItems(ACTIVATIONS)  # what engine.minima.deep computes
         self.data = QLineEdit()
         self.data.setPlaceholderText("data.npz (X, Y) or data.csv (last column y)")
         browse = QPushButton("Browse…")
@@ -251,8 +284,9 @@ class InspectorPanel(QWidget):
         load, export = QPushButton("Load network…"), QPushButton("Export network (.npz)…")
         load.clicked.connect(self.ask_load)
         self.critical_button = QPushButton("Find critical point")
-        self.critical_button.setToolTip("L-BFGS (float64) and Newton steps to a gradient norm below 1e-8; "
-                                        "Cancel stops it")
+        self.critical_button.setToolTip(
+            "L-BFGS (float64) and Newton steps to a gradient norm below 1e-8; Cancel stops it"
+        )
         self.critical_button.clicked.connect(self.critical_requested.emit)
         self.critical_button.setEnabled(False)
         export.clicked.connect(self._ask_export)
@@ -297,14 +331,24 @@ class InspectorPanel(QWidget):
         table, colors = [], []
         for r in rows:
             verdict = Verdict(r["verdict"])
-            table.append(["—".join(map(str, r["widths"])), SHORT_VERDICT[verdict], r["loss"], r["grad_norm"],
-                          r["min"], str(r["n_negative"])])
+            table.append(
+                [
+                    "—".join(map(str, r["widths"])),
+                    SHORT_VERDICT[verdict],
+                    r["loss"],
+                    r["grad_norm"],
+                    r["min"],
+                    str(r["n_negative"]),
+                ]
+            )
             tint = {"saddle": "#fde0dc", "minimum": "#e3f4ec"}.get(verdict_kind(verdict))
             colors.append([None, tint] + [None] * 4)
         _fill(self.steps, table, colors)
         for row, r in enumerate(rows):
-            tip = (f"{r['description']}: {r['verdict']}\nHessian: min e = {r['min']:.3g}, max e = {r['max']:.3g}, "
-                   f"{r['n_zero']} zero, {r['n_negative']} negative")
+            tip = (
+                f"{r['description']}: {r['verdict']}\nHessian: min e = {r['min']:.3g}, max e = {r['max']:.3g}, "
+                f"{r['n_zero']} zero, {r['n_negative']} negative"
+            )
             for column in range(self.steps.columnCount()):
                 self.steps.item(row, column).setToolTip(tip)
         self.steps.scrollToBottom()

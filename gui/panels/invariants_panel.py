@@ -1,17 +1,17 @@
 """Live invariants: c_k per neuron, l₊/l₋/l₀, the Poincaré polynomial, β₀, s(θ) and components.
 
-Every number comes from engine.invariants; this panel only formats them.
+Every number comes from engine.topology.invariants; this panel only formats them.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea
 
-from engine import invariants as inv
+from engine.topology import invariants as inv
 
 from ..style import neuron_color
 from ..views.neuron_quadrics import sub
@@ -36,17 +36,23 @@ def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dic
     lp, lm, l0 = inv.counts(c)
     eff = inv.effective_components(d, e, c)
     index = None if eff is None else inv.effective_component_index(label)
-    return {"c": [float(x) for x in c], "l_plus": lp, "l_minus": lm, "l_zero": l0,
-            "poincare": inv.poincare(d, e, c, bias), "beta0": inv.beta0(d, e, c, bias),
-            "label": [int(s) for s in label], "effective_components": eff,
-            "effective_index": index}
+    return {
+        "c": [float(x) for x in c],
+        "l_plus": lp,
+        "l_minus": lm,
+        "l_zero": l0,
+        "poincare": inv.poincare(d, e, c, bias),
+        "beta0": inv.beta0(d, e, c, bias),
+        "label": [int(s) for s in label],
+        "effective_components": eff,
+        "effective_index": index,
+    }
 
 
 def _chip(k: int, s: int) -> str:
     color = neuron_color(k).name()
     text = {1: "+1", -1: "−1"}.get(s, "free")
-    style = (f"background-color:{color}; color:white;" if s else
-             f"color:{color}; border:1px solid {color};")
+    style = f"background-color:{color}; color:white;" if s else f"color:{color}; border:1px solid {color};"
     return f"<span style='{style} font-weight:600;'>&nbsp;{text}&nbsp;</span>"
 
 
@@ -66,7 +72,7 @@ class InvariantsPanel(QScrollArea):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._fitted_width = -1
         self._fitted_shape = None  # (text with digits as 0, width) of the last _fit
-        self.shown: Optional[dict] = None
+        self.shown: dict | None = None
         self.show_nothing()
 
     # The panel is exactly as tall as its text: no blank gap under the last line, and no
@@ -105,27 +111,34 @@ class InvariantsPanel(QScrollArea):
         self.shown = None
         self._set_text(f"<b>Invariants</b><br><i>{note}</i>")
 
-    def show_values(self, values: dict, c_start: Optional[np.ndarray] = None, step: int = 0,
-                    note: str = ""):
+    def show_values(self, values: dict, c_start: np.ndarray | None = None, step: int = 0, note: str = ""):
         """note: one more line under the table (e.g. why c drifted)."""
         self.shown = values
         rows = []
         for k, ck in enumerate(values["c"]):
             color = neuron_color(k).name()
             start = "" if c_start is None else f"<td align=right>{c_start[k]:+.5f}</td>"
-            rows.append(f"<tr><td><span style='color:{color}'>■</span> c{sub(k + 1)}</td>{start}"
-                        f"<td align=right><b>{ck:+.5f}</b></td>"
-                        f"<td>&nbsp;{_chip(k, values['label'][k])}</td></tr>")
-        head = ("<tr><th></th>" + ("<th align=right>start</th>" if c_start is not None else "")
-                + f"<th align=right>step {step}</th><th>&nbsp;s(θ)</th></tr>")
+            rows.append(
+                f"<tr><td><span style='color:{color}'>■</span> c{sub(k + 1)}</td>{start}"
+                f"<td align=right><b>{ck:+.5f}</b></td>"
+                f"<td>&nbsp;{_chip(k, values['label'][k])}</td></tr>"
+            )
+        head = (
+            "<tr><th></th>"
+            + ("<th align=right>start</th>" if c_start is not None else "")
+            + f"<th align=right>step {step}</th><th>&nbsp;s(θ)</th></tr>"
+        )
         eff = values["effective_components"]
-        eff_text = ("effective components: not defined for these d, e" if eff is None else
-                    f"effective component <b>{values['effective_index'] + 1}</b> of <b>{eff}</b>"
-                    f" &nbsp;(1 + l₋, Theorem 2)")
+        eff_text = (
+            "effective components: not defined for these d, e"
+            if eff is None
+            else f"effective component <b>{values['effective_index'] + 1}</b> of <b>{eff}</b> &nbsp;(1 + l₋, Theorem 2)"
+        )
         self._set_text(
             "<b>Invariants</b> (engine, live)<table cellspacing=3>" + head + "".join(rows) + "</table>"
             f"l₊ = <b>{values['l_plus']}</b>, &nbsp;l₋ = <b>{values['l_minus']}</b>, "
             f"&nbsp;l₀ = <b>{values['l_zero']}</b><br>"
             f"Poincaré polynomial P(x) = <b>{polynomial_text(values['poincare'])}</b><br>"
             f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}"
-            + (f"<br><i>{note}</i>" if note else ""))
+            + (f"<br><i>{note}</i>" if note else "")
+        )

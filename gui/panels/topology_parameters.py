@@ -3,6 +3,7 @@
 Everything here is bookkeeping: parsing the text fields and handing the values to the engine,
 whose constructors refuse bad values with an EngineInputError the window shows verbatim.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,95 +12,214 @@ from pathlib import Path
 import numpy as np
 from pyqtgraph.parametertree import Parameter
 
-from engine.datasets import breast_cancer, load_xy_file, toy_dataset
-from engine.errors import EngineInputError
-from engine.initialization import initial_params
-from engine.probability import MapSettings
-from engine.shallow import INITS, ShallowNet, ShallowParams
-from engine.sweep import SweepSettings
-from engine.training import TrainConfig
+import resources
+from engine.core.datasets import breast_cancer, load_xy_file, toy_dataset
+from engine.core.errors import EngineInputError
+from engine.topology.initialization import initial_params
+from engine.topology.probability import MapSettings
+from engine.topology.training import TrainConfig
+from engine.topology.two_layer import INITS, ShallowNet, ShallowParams
+from engine.topology.width_sweep import SweepSettings
 
 from ..parameter_values import SEED_RANGE
 
-MODES = {"training on the quadrics": "training",
-         "Fig. 4: sweep over (l, l₊)": "fig4",
-         "Fig. 5: probability (d, l)": "fig5"}
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
-C_LIMIT = 1e6                # |c_k|: far beyond any useful scene, far below float overflow
+MODES = {
+    "training on the quadrics": "training",
+    "Fig. 4: sweep over (l, l₊)": "fig4",
+    "Fig. 5: probability (d, l)": "fig5",
+}
+C_LIMIT = 1e6  # |c_k|: far beyond any useful scene, far below float overflow
 
 PARAMETERS = [
     {"name": "mode", "title": "View", "type": "list", "value": "training", "limits": MODES},
-    {"name": "network", "title": "Network", "type": "group", "children": [
-        {"name": "d", "title": "d (inputs)", "type": "int", "value": 2, "limits": (1, 64)},
-        {"name": "l", "title": "l (hidden neurons)", "type": "int", "value": 2, "limits": (1, 9)},
-        {"name": "e", "title": "e (outputs)", "type": "int", "value": 1, "limits": (1, 8)},
-        {"name": "activation", "type": "list", "value": "relu",
-         "limits": {"ReLU": "relu", "leaky ReLU": "leaky_relu"}},
-        {"name": "slope", "title": "leaky slope γ", "type": "float", "value": 0.01,
-         "limits": (0.0, 1.0), "step": 0.01},
-        {"name": "bias", "title": "biases", "type": "bool", "value": False},
-    ]},
-    {"name": "data", "title": "Data", "type": "group", "children": [
-        {"name": "source", "type": "list", "value": "toy",
-         "limits": {"toy −Σ xᵢ on [0, 1]ᵈ": "toy", "breast cancer (d = 30)": "breast_cancer",
-                    "file (.npz / .csv)": "file"}},
-        {"name": "points", "title": "toy points", "type": "int", "value": 8000, "limits": (1, 10**6)},
-        {"name": "file", "title": "file path", "type": "str", "value": ""},
-    ]},
-    {"name": "init", "title": "Initialization", "type": "group", "children": [
-        {"name": "scheme", "type": "list", "value": "uniform", "limits": list(INITS)},
-        {"name": "a", "title": "uniform bound a", "type": "float", "value": 2 ** 0.5, "step": 0.1,
-         "limits": (1e-6, 1e3)},
-        {"name": "positive_inputs", "title": "input weights ≥ 0", "type": "bool",
-         "value": False, "tip": "every neuron alive on the data in [0, 1]ᵈ"},
-        {"name": "c", "title": "target c_k", "type": "str", "value": "-0.1, 0.1",
-         "tip": "one value per neuron; blank: as drawn"},
-        {"name": "signs", "title": "output signs", "type": "str",
-         "value": "+, +", "tip": "one sign per neuron (e = 1); blank: as drawn"},
-        {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-    ]},
-    {"name": "optimizer", "title": "Optimizer", "type": "group", "children": [
-        {"name": "name", "title": "method", "type": "list", "value": "gd",
-         "limits": {"gradient descent": "gd", "exact gradient flow": "flow", "SGD": "sgd",
-                    "Adam": "adam", "momentum": "momentum"}},
-        {"name": "lr", "title": "step size h", "type": "float", "value": 0.01, "step": 0.001,
-         "limits": (1e-12, 1e3)},
-        {"name": "steps", "type": "int", "value": 500, "limits": (1, 10**7)},
-        {"name": "stride", "title": "record every", "type": "int", "value": 1, "limits": (1, 10**6)},
-        {"name": "batch", "title": "SGD batch size", "type": "int", "value": 64, "limits": (1, 10**6)},
-        {"name": "weight_decay", "title": "weight decay", "type": "float", "value": 0.0, "step": 0.001,
-         "limits": (0.0, 1e3)},
-        {"name": "rtol", "title": "flow tolerance (rtol)", "type": "float", "value": 1e-8,
-         "limits": (1e-13, 1e-2)},
-    ]},
-    {"name": "display", "title": "Display", "type": "group", "children": [
-        {"name": "layout", "type": "list", "value": "side by side",
-         "limits": ["side by side", "one neuron enlarged"]},
-        {"name": "neuron", "title": "enlarged neuron", "type": "int", "value": 1, "limits": (1, 9)},
-        {"name": "log_drift", "title": "log |c_k(t) − c_k(0)|", "type": "bool", "value": False},
-    ]},
-    {"name": "fig4", "title": "Fig. 4 sweep", "type": "group", "children": [
-        {"name": "inits", "title": "inits per (l, l₊)", "type": "int", "value": 4, "tip": "the paper uses 100",
-         "limits": (1, 1000)},
-        {"name": "l_max", "title": "largest l", "type": "int", "value": 9, "limits": (2, 9)},
-        {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
-        {"name": "sign_policy", "title": "pathological signs", "type": "list",
-         "value": "positive",
-         "limits": {"shared positive (paper)": "positive", "shared negative": "negative",
-                    "random common sign": "random_common", "independent random": "independent"}},
-        {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01, "limits": (1e-12, 1e3)},
-        {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
-        {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-    ]},
-    {"name": "fig5", "title": "Fig. 5 probability", "type": "group", "children": [
-        {"name": "d_max", "title": "largest d", "type": "int", "value": 30, "limits": (1, 200)},
-        {"name": "l_max", "title": "largest l", "type": "int", "value": 30, "limits": (1, 200)},
-        {"name": "mc_samples", "title": "Monte Carlo draws", "type": "int", "value": 2000,
-         "limits": (0, 10**6)},
-        {"name": "mc_stride", "title": "Monte Carlo stride", "type": "int", "value": 5, "tip": "checked by Monte Carlo at every n-th (d, l)",
-         "limits": (1, 100)},
-        {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-    ]},
+    {
+        "name": "network",
+        "title": "Network",
+        "type": "group",
+        "children": [
+            {"name": "d", "title": "d (inputs)", "type": "int", "value": 2, "limits": (1, 64)},
+            {"name": "l", "title": "l (hidden neurons)", "type": "int", "value": 2, "limits": (1, 9)},
+            {"name": "e", "title": "e (outputs)", "type": "int", "value": 1, "limits": (1, 8)},
+            {
+                "name": "activation",
+                "type": "list",
+                "value": "relu",
+                "limits": {"ReLU": "relu", "leaky ReLU": "leaky_relu"},
+            },
+            {
+                "name": "slope",
+                "title": "leaky slope γ",
+                "type": "float",
+                "value": 0.01,
+                "limits": (0.0, 1.0),
+                "step": 0.01,
+            },
+            {"name": "bias", "title": "biases", "type": "bool", "value": False},
+        ],
+    },
+    {
+        "name": "data",
+        "title": "Data",
+        "type": "group",
+        "children": [
+            {
+                "name": "source",
+                "type": "list",
+                "value": "toy",
+                "limits": {
+                    "toy −Σ xᵢ on [0, 1]ᵈ": "toy",
+                    "breast cancer (d = 30)": "breast_cancer",
+                    "file (.npz / .csv)": "file",
+                },
+            },
+            {"name": "points", "title": "toy points", "type": "int", "value": 8000, "limits": (1, 10**6)},
+            {"name": "file", "title": "file path", "type": "str", "value": ""},
+        ],
+    },
+    {
+        "name": "init",
+        "title": "Initialization",
+        "type": "group",
+        "children": [
+            {"name": "scheme", "type": "list", "value": "uniform", "limits": list(INITS)},
+            {
+                "name": "a",
+                "title": "uniform bound a",
+                "type": "float",
+                "value": 2**0.5,
+                "step": 0.1,
+                "limits": (1e-6, 1e3),
+            },
+            {
+                "name": "positive_inputs",
+                "title": "input weights ≥ 0",
+                "type": "bool",
+                "value": False,
+                "tip": "every neuron alive on the data in [0, 1]ᵈ",
+            },
+            {
+                "name": "c",
+                "title": "target c_k",
+                "type": "str",
+                "value": "-0.1, 0.1",
+                "tip": "one value per neuron; blank: as drawn",
+            },
+            {
+                "name": "signs",
+                "title": "output signs",
+                "type": "str",
+                "value": "+, +",
+                "tip": "one sign per neuron (e = 1); blank: as drawn",
+            },
+            {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
+        ],
+    },
+    {
+        "name": "optimizer",
+        "title": "Optimizer",
+        "type": "group",
+        "children": [
+            {
+                "name": "name",
+                "title": "method",
+                "type": "list",
+                "value": "gd",
+                "limits": {
+                    "gradient descent": "gd",
+                    "exact gradient flow": "flow",
+                    "SGD": "sgd",
+                    "Adam": "adam",
+                    "momentum": "momentum",
+                },
+            },
+            {
+                "name": "lr",
+                "title": "step size h",
+                "type": "float",
+                "value": 0.01,
+                "step": 0.001,
+                "limits": (1e-12, 1e3),
+            },
+            {"name": "steps", "type": "int", "value": 500, "limits": (1, 10**7)},
+            {"name": "stride", "title": "record every", "type": "int", "value": 1, "limits": (1, 10**6)},
+            {"name": "batch", "title": "SGD batch size", "type": "int", "value": 64, "limits": (1, 10**6)},
+            {
+                "name": "weight_decay",
+                "title": "weight decay",
+                "type": "float",
+                "value": 0.0,
+                "step": 0.001,
+                "limits": (0.0, 1e3),
+            },
+            {"name": "rtol", "title": "flow tolerance (rtol)", "type": "float", "value": 1e-8, "limits": (1e-13, 1e-2)},
+        ],
+    },
+    {
+        "name": "display",
+        "title": "Display",
+        "type": "group",
+        "children": [
+            {
+                "name": "layout",
+                "type": "list",
+                "value": "side by side",
+                "limits": ["side by side", "one neuron enlarged"],
+            },
+            {"name": "neuron", "title": "enlarged neuron", "type": "int", "value": 1, "limits": (1, 9)},
+            {"name": "log_drift", "title": "log |c_k(t) − c_k(0)|", "type": "bool", "value": False},
+        ],
+    },
+    {
+        "name": "fig4",
+        "title": "Fig. 4 sweep",
+        "type": "group",
+        "children": [
+            {
+                "name": "inits",
+                "title": "inits per (l, l₊)",
+                "type": "int",
+                "value": 4,
+                "tip": "the paper uses 100",
+                "limits": (1, 1000),
+            },
+            {"name": "l_max", "title": "largest l", "type": "int", "value": 9, "limits": (2, 9)},
+            {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
+            {
+                "name": "sign_policy",
+                "title": "pathological signs",
+                "type": "list",
+                "value": "positive",
+                "limits": {
+                    "shared positive (paper)": "positive",
+                    "shared negative": "negative",
+                    "random common sign": "random_common",
+                    "independent random": "independent",
+                },
+            },
+            {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01, "limits": (1e-12, 1e3)},
+            {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
+            {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
+        ],
+    },
+    {
+        "name": "fig5",
+        "title": "Fig. 5 probability",
+        "type": "group",
+        "children": [
+            {"name": "d_max", "title": "largest d", "type": "int", "value": 30, "limits": (1, 200)},
+            {"name": "l_max", "title": "largest l", "type": "int", "value": 30, "limits": (1, 200)},
+            {"name": "mc_samples", "title": "Monte Carlo draws", "type": "int", "value": 2000, "limits": (0, 10**6)},
+            {
+                "name": "mc_stride",
+                "title": "Monte Carlo stride",
+                "type": "int",
+                "value": 5,
+                "tip": "checked by Monte Carlo at every n-th (d, l)",
+                "limits": (1, 100),
+            },
+            {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
+        ],
+    },
 ]
 
 
@@ -128,6 +248,7 @@ def parse_signs(text: str) -> list[int]:
 @dataclass
 class TrainingSetup:
     """What one training run needs, plus the raw data for the function heatmaps."""
+
     net: ShallowNet
     params: ShallowParams
     X: np.ndarray
@@ -149,7 +270,7 @@ def _data(p: Parameter, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
         raise EngineInputError("data source is 'file' but no file path is given")
     path = Path(name)
     if not path.is_absolute() and not path.exists():
-        path = RESOURCES / name  # presets name files shipped in resources/
+        path = resources.path(name)  # presets name files shipped in resources/
     X, Y = load_xy_file(path)
     return X, Y, f"file {path.name!r}"
 
@@ -159,30 +280,54 @@ def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
     seed = p["init", "seed"]
     X, Y, what = _data(p, seed)
     if X.shape[1] != d or Y.shape[1] != e:
-        raise EngineInputError(f"{what} has d = {X.shape[1]} inputs and e = {Y.shape[1]} outputs; "
-                               f"the network has d = {d}, e = {e} — set Network d and e to match")
+        raise EngineInputError(
+            f"{what} has d = {X.shape[1]} inputs and e = {Y.shape[1]} outputs; "
+            f"the network has d = {d}, e = {e} — set Network d and e to match"
+        )
     loss = "bce" if p["data", "source"] == "breast_cancer" else "mse"
-    net = ShallowNet(d=d, l=p["network", "l"], e=e, activation=p["network", "activation"],
-                     leaky_slope=p["network", "slope"], bias=p["network", "bias"], loss=loss)
+    net = ShallowNet(
+        d=d,
+        l=p["network", "l"],
+        e=e,
+        activation=p["network", "activation"],
+        leaky_slope=p["network", "slope"],
+        bias=p["network", "bias"],
+        loss=loss,
+    )
     c = parse_floats(p["init", "c"], "target c_k") or None
     signs = parse_signs(p["init", "signs"]) or None
     if signs is not None and e != 1:
         raise EngineInputError(f"output signs apply only when e = 1 (here e = {e}); leave the field blank")
     a = p["init", "a"] if p["init", "scheme"] == "uniform" else None
-    params = initial_params(net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs,
-                            positive_inputs=p["init", "positive_inputs"])
+    params = initial_params(
+        net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs, positive_inputs=p["init", "positive_inputs"]
+    )
     o = p.child("optimizer")
-    config = TrainConfig(optimizer=o["name"], lr=o["lr"], steps=steps or o["steps"],
-                         stride=o["stride"], batch_size=o["batch"] if o["name"] == "sgd" else None,
-                         weight_decay=o["weight_decay"], seed=seed,
-                         rtol=o["rtol"], atol=o["rtol"] * 1e-2)  # atol: weights are O(1)
+    config = TrainConfig(
+        optimizer=o["name"],
+        lr=o["lr"],
+        steps=steps or o["steps"],
+        stride=o["stride"],
+        batch_size=o["batch"] if o["name"] == "sgd" else None,
+        weight_decay=o["weight_decay"],
+        seed=seed,
+        rtol=o["rtol"],
+        atol=o["rtol"] * 1e-2,
+    )  # atol: weights are O(1)
     return TrainingSetup(net, params, X, Y, config)
 
 
 def fig4_settings(p: Parameter, steps: int | None = None) -> SweepSettings:
     """The Fig. 4 group's values as the engine's sweep settings (l = 2..largest l)."""
-    return SweepSettings(ls=range(2, p["l_max"] + 1), n_inits=p["inits"], steps=steps or p["steps"], lr=p["lr"],
-                         c0=p["c0"], sign_policy=p["sign_policy"], seed=p["seed"])
+    return SweepSettings(
+        ls=range(2, p["l_max"] + 1),
+        n_inits=p["inits"],
+        steps=steps or p["steps"],
+        lr=p["lr"],
+        c0=p["c0"],
+        sign_policy=p["sign_policy"],
+        seed=p["seed"],
+    )
 
 
 def fig5_settings(p: Parameter) -> MapSettings:

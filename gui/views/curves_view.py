@@ -1,4 +1,5 @@
 """A plain line plot of a few named curves: Fig. 3(d), minima at infinity, the descending path."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,8 +64,9 @@ class CurvesView(pg.PlotWidget):
     def _widen_flat(self, curves: list[dict], log_y: bool):
         """A flat curve (the descent line inside I moves the loss by rounding only) autoscales to
         a span of ~1e-14 and 15-digit tick labels: show at least ±1e-6 of its level instead."""
-        values = [np.asarray(c["y"], float) for c in curves if "y" in c] + \
-                 [np.asarray([c["hline"]], float) for c in curves if "hline" in c]
+        values = [np.asarray(c["y"], float) for c in curves if "y" in c] + [
+            np.asarray([c["hline"]], float) for c in curves if "hline" in c
+        ]
         values = np.concatenate(values) if values else np.array([])
         values = values[np.isfinite(values)]
         if log_y or not values.size:

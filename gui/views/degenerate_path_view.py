@@ -1,4 +1,5 @@
 """Paper Fig. 3(b): loss along the degenerate path λ, with λ_min(H) on a second axis."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,7 @@ SHADE = (0, 158, 115, 45)  # the interval I where the points are minima
 # presentation type the right axis was cut off ("-0" for -0.05).
 KEY = key_text([(LOSS_COLOR, SOLID, "loss (left)"), (EIG_COLOR, SOLID, "λ_min(H) (right)")])
 SHADE_KEY = key_text([("#009E73", SHADED, "I: minima")])
-VIEW_LIMIT = 1e3           # stands in for ±∞ when shading (−∞, 0) ∪ (1, ∞)
+VIEW_LIMIT = 1e3  # stands in for ±∞ when shading (−∞, 0) ∪ (1, ∞)
 
 
 class DegeneratePathView(pg.PlotWidget):
@@ -35,10 +36,12 @@ class DegeneratePathView(pg.PlotWidget):
         item.getAxis("right").linkToView(self.eig_box)
         self.eig_box.setXLink(item.vb)
         item.vb.sigResized.connect(lambda: self.eig_box.setGeometry(item.vb.sceneBoundingRect()))
-        self.loss_curve = item.plot(pen=pg.mkPen(LOSS_COLOR, width=3), symbol="o", symbolSize=5,
-                                    symbolBrush=LOSS_COLOR, symbolPen=None)
-        self.eig_curve = pg.PlotDataItem(pen=pg.mkPen(EIG_COLOR, width=2.5), symbol="t", symbolSize=6,
-                                         symbolBrush=EIG_COLOR, symbolPen=None)
+        self.loss_curve = item.plot(
+            pen=pg.mkPen(LOSS_COLOR, width=3), symbol="o", symbolSize=5, symbolBrush=LOSS_COLOR, symbolPen=None
+        )
+        self.eig_curve = pg.PlotDataItem(
+            pen=pg.mkPen(EIG_COLOR, width=2.5), symbol="t", symbolSize=6, symbolBrush=EIG_COLOR, symbolPen=None
+        )
         self.eig_box.addItem(self.eig_curve)
         self.zero = pg.InfiniteLine(angle=0, pen=pg.mkPen(EIG_COLOR, width=1, style=Qt.PenStyle.DotLine))
         self.eig_box.addItem(self.zero)
@@ -60,8 +63,9 @@ class DegeneratePathView(pg.PlotWidget):
             self.removeItem(region)
         self.regions = []
         for a, b in intervals:
-            region = pg.LinearRegionItem((max(a, -VIEW_LIMIT), min(b, VIEW_LIMIT)), movable=False,
-                                         brush=pg.mkBrush(SHADE), pen=pg.mkPen(None))
+            region = pg.LinearRegionItem(
+                (max(a, -VIEW_LIMIT), min(b, VIEW_LIMIT)), movable=False, brush=pg.mkBrush(SHADE), pen=pg.mkPen(None)
+            )
             region.setZValue(-10)
             self.addItem(region)
             self.regions.append(region)

@@ -3,18 +3,18 @@
 The sweep runs in the worker and fills in cell by cell; the caption shows how many runs are
 done and an ETA from the elapsed time (the engine reports counts, the view keeps the clock).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Union
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from engine.errors import EngineInputError
-from engine.sweep import SweepProgress, SweepResult, SweepSettings
+from engine.core.errors import EngineInputError
+from engine.topology.width_sweep import SweepProgress, SweepResult, SweepSettings
 
 from .heatmap_plot import HeatmapPlot
 from .plot_style import add_legend, densify, legend_to_empty_corner, readable_colormap, set_plot_fonts
@@ -37,9 +37,12 @@ class Fig4View(QWidget):
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.caption.setStyleSheet("padding: 6px; font-size: 11pt;")
-        self.heat = HeatmapPlot("mean test BCE", "l (hidden neurons)",
-                                "l₊ (non-pathological neurons)",
-                                cmap=readable_colormap("magma", 0.25, 0.95))
+        self.heat = HeatmapPlot(
+            "mean test BCE",
+            "l (hidden neurons)",
+            "l₊ (non-pathological neurons)",
+            cmap=readable_colormap("magma", 0.25, 0.95),
+        )
         self.lines_widget = pg.PlotWidget(title="mean test BCE against l₊ / l")
         self.lines = self.lines_widget.getPlotItem()
         self.lines.setLabel("bottom", "l₊ / l")
@@ -63,8 +66,10 @@ class Fig4View(QWidget):
         self._started = time.monotonic()
         self.heat.clear_grid()
         self.lines.clear()
-        self.caption.setText("Breast cancer, two-layer ReLU, BCE: each cell averages the test loss "
-                             "over random inits with l₊ neurons at c = +c₀ and the rest at −c₀.")
+        self.caption.setText(
+            "Breast cancer, two-layer ReLU, BCE: each cell averages the test loss "
+            "over random inits with l₊ neurons at c = +c₀ and the rest at −c₀."
+        )
 
     def show_partial(self, partial: SweepProgress):
         self._show(partial, final=False)
@@ -72,13 +77,16 @@ class Fig4View(QWidget):
     def show_result(self, result: SweepResult):
         self._show(result, final=True)
 
-    def _show(self, result: Union[SweepProgress, SweepResult], final: bool):
+    def _show(self, result: SweepProgress | SweepResult, final: bool):
         """Cells (l, l₊) of result.mean, NaN where not run (yet)."""
         self.result = result
         l, lp, mean = result.ls, result.l_plus, result.mean
         self.heat.set_grid(l, lp, mean)
-        self.heat.describe = lambda i, j: (f"l = {l[i]}, l₊ = {lp[j]}\nmean test BCE = {mean[i, j]:.4f}"
-                                           if np.isfinite(mean[i, j]) else f"l = {l[i]}, l₊ = {lp[j]}")
+        self.heat.describe = lambda i, j: (
+            f"l = {l[i]}, l₊ = {lp[j]}\nmean test BCE = {mean[i, j]:.4f}"
+            if np.isfinite(mean[i, j])
+            else f"l = {l[i]}, l₊ = {lp[j]}"
+        )
         self.lines.clear()
         if self.lines.legend is not None:
             self.lines.legend.clear()
@@ -87,16 +95,25 @@ class Fig4View(QWidget):
             ok = np.isfinite(mean[i]) & (lp <= li)
             if ok.any():
                 color = LINE_CMAP.map(i / max(len(l) - 1, 1), mode="qcolor")
-                self.lines.plot(lp[ok] / li, mean[i, ok], pen=pg.mkPen(color, width=2), symbol="o",
-                                symbolSize=6, symbolBrush=color, symbolPen=None, name=f"l = {li}")
+                self.lines.plot(
+                    lp[ok] / li,
+                    mean[i, ok],
+                    pen=pg.mkPen(color, width=2),
+                    symbol="o",
+                    symbolSize=6,
+                    symbolBrush=color,
+                    symbolPen=None,
+                    name=f"l = {li}",
+                )
                 x, y = densify(lp[ok] / li, mean[i, ok])
                 xs.append(x)
                 ys.append(y)
         if xs:
             legend_to_empty_corner(self.lines, np.concatenate(xs), np.concatenate(ys))
         elapsed = time.monotonic() - self._started
-        self.caption.setText(f"Fig. 4 sweep: {eta_text(result.done, result.total, elapsed)}"
-                             + ("" if not final else " — done"))
+        self.caption.setText(
+            f"Fig. 4 sweep: {eta_text(result.done, result.total, elapsed)}" + ("" if not final else " — done")
+        )
 
     def has_data(self) -> bool:
         return self.result is not None and np.isfinite(self.result.mean).any()

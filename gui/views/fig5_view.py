@@ -3,6 +3,7 @@
 Closed form as the heatmap, Monte Carlo estimates as dots on top (same colour scale, so a dot
 that disappears into its cell agrees); hovering a cell shows both numbers.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from engine.errors import EngineInputError
-from engine.probability import CLOSED_FORM_SCHEMES, MapSettings, ProbabilityMaps
+from engine.core.errors import EngineInputError
+from engine.topology.probability import CLOSED_FORM_SCHEMES, MapSettings, ProbabilityMaps
 
 from .heatmap_plot import HeatmapPlot
 from .plot_style import set_plot_fonts
@@ -25,8 +26,10 @@ CMAP = pg.colormap.get("viridis")
 class Fig5View(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.caption = QLabel("Probability that some neuron starts pathological (c_k < 0, e = 1): "
-                              "P = 1 − (1 − p)ˡ. Heatmap: closed form; dots: Monte Carlo.")
+        self.caption = QLabel(
+            "Probability that some neuron starts pathological (c_k < 0, e = 1): "
+            "P = 1 − (1 − p)ˡ. Heatmap: closed form; dots: Monte Carlo."
+        )
         self.caption.setWordWrap(True)
         self.caption.setStyleSheet("padding: 6px; font-size: 11pt;")
         row = QHBoxLayout()
@@ -34,8 +37,7 @@ class Fig5View(QWidget):
         self.dots = {}
         self.halos = {}
         for scheme, name in SCHEMES.items():
-            heat = HeatmapPlot(f"{name}: P[obstruction]", "d (inputs)", "l (hidden neurons)",
-                               levels=(0.0, 1.0))
+            heat = HeatmapPlot(f"{name}: P[obstruction]", "d (inputs)", "l (hidden neurons)", levels=(0.0, 1.0))
             row.addWidget(heat)
             # A black-and-white double ring: the white one vanishes on yellow, a black one on purple.
             halo = pg.ScatterPlotItem(size=15, pen=pg.mkPen("w", width=2), brush=None)
@@ -69,8 +71,9 @@ class Fig5View(QWidget):
             heat.set_grid(d, l, closed)
             heat.describe = self._describer(d, l, closed, mc)
             self.halos[scheme].setData(x=mc[:, 0], y=mc[:, 1])
-            self.dots[scheme].setData(x=mc[:, 0], y=mc[:, 1],
-                                      brush=[pg.mkBrush(c) for c in CMAP.map(np.clip(mc[:, 2], 0, 1), mode="qcolor")])
+            self.dots[scheme].setData(
+                x=mc[:, 0], y=mc[:, 1], brush=[pg.mkBrush(c) for c in CMAP.map(np.clip(mc[:, 2], 0, 1), mode="qcolor")]
+            )
 
     @staticmethod
     def _describer(d, l, closed, mc):
@@ -80,6 +83,7 @@ class Fig5View(QWidget):
             if len(hit):
                 text += f"\nMonte Carlo {hit[0, 2]:.4f} ± {hit[0, 3]:.4f}"
             return text
+
         return describe
 
     def has_data(self) -> bool:
@@ -98,12 +102,22 @@ class Fig5View(QWidget):
         self.caption.setStyleSheet(f"padding: 6px; font-size: {16 if on else 11}pt;")
 
     def result_state(self, result: ProbabilityMaps) -> dict:
-        return {"settings": dataclasses.asdict(result.settings), "d": result.d, "l": result.l,
-                "closed": dict(result.closed), "mc": dict(result.mc)}
+        return {
+            "settings": dataclasses.asdict(result.settings),
+            "d": result.d,
+            "l": result.l,
+            "closed": dict(result.closed),
+            "mc": dict(result.mc),
+        }
 
     def result_from_state(self, state: dict) -> ProbabilityMaps:
         try:
-            return ProbabilityMaps(MapSettings(**state["settings"]), state["d"], state["l"],
-                                   {s: state["closed"][s] for s in SCHEMES}, {s: state["mc"][s] for s in SCHEMES})
+            return ProbabilityMaps(
+                MapSettings(**state["settings"]),
+                state["d"],
+                state["l"],
+                {s: state["closed"][s] for s in SCHEMES},
+                {s: state["mc"][s] for s in SCHEMES},
+            )
         except (KeyError, TypeError) as error:
             raise EngineInputError(f"saved Fig. 5 maps do not fit: {error}") from None

@@ -3,13 +3,14 @@
 The target is shown as the data itself (mean label per cell), so any 2-D data set works, not
 only the toy one; the learned function is the engine's forward pass on a grid.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from engine.shallow import ShallowNet, ShallowParams, forward
+from engine.topology.two_layer import ShallowNet, ShallowParams, forward
 
 from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar_font
 
@@ -25,8 +26,7 @@ class FunctionHeatmaps(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        for widget, image in ((self.target_widget, self.target_image),
-                              (self.learned_widget, self.learned_image)):
+        for widget, image in ((self.target_widget, self.target_image), (self.learned_widget, self.learned_image)):
             plot = widget.getPlotItem()
             plot.addItem(image)
             plot.setAspectLocked(True)
@@ -50,8 +50,7 @@ class FunctionHeatmaps(QWidget):
         self.learned_widget.getPlotItem().addItem(self.zero_note, ignoreBounds=True)
         self.zero_note.hide()
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("CET-D1"), width=10, interactive=False)
-        self.colorbar.setImageItem([self.target_image, self.learned_image],
-                                   insert_in=self.learned_widget.getPlotItem())
+        self.colorbar.setImageItem([self.target_image, self.learned_image], insert_in=self.learned_widget.getPlotItem())
         limit_ticks(self.colorbar.axis)
         follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
         self._grid = None
@@ -99,8 +98,9 @@ class FunctionHeatmaps(QWidget):
         largest = float(np.abs(values).max())
         span = max(abs(float(self.colorbar.levels()[1])), 1e-12)
         if largest < 1e-3 * span:  # flat at this colour scale: say what it is, not a blank square
-            self.zero_note.setText("f ≡ 0: every neuron\nis dead on the data" if largest == 0 else
-                                   f"f ≈ 0\nmax |f| = {largest:.0e}")
+            self.zero_note.setText(
+                "f ≡ 0: every neuron\nis dead on the data" if largest == 0 else f"f ≈ 0\nmax |f| = {largest:.0e}"
+            )
             self.zero_note.setPos((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2)
             self.zero_note.show()
         elif float(values.max() - values.min()) < 1e-3 * span:  # flat, but not zero
@@ -109,8 +109,7 @@ class FunctionHeatmaps(QWidget):
             self.zero_note.show()
         else:
             self.zero_note.hide()
-        self.learned_image.setImage(values, rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0],
-                                                                  hi[1] - lo[1]))
+        self.learned_image.setImage(values, rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]))
         self.learned_image.setLevels(self.colorbar.levels())
 
     def set_presentation(self, on: bool):

@@ -2,9 +2,10 @@
 
 Shared by the Fig. 4 and Fig. 5 views: cell (i, j) is drawn centred on (x[i], y[j]).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -14,8 +15,9 @@ from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar
 
 
 class HeatmapPlot(pg.PlotWidget):
-    def __init__(self, title: str, xlabel: str, ylabel: str, cmap: str | pg.ColorMap = "viridis",
-                 levels: Optional[tuple] = None):
+    def __init__(
+        self, title: str, xlabel: str, ylabel: str, cmap: str | pg.ColorMap = "viridis", levels: tuple | None = None
+    ):
         super().__init__(title=title)
         self.plot = self.getPlotItem()
         self.plot.setLabel("bottom", xlabel)
@@ -23,8 +25,7 @@ class HeatmapPlot(pg.PlotWidget):
         self.image = pg.ImageItem()
         self.plot.addItem(self.image)
         colors = pg.colormap.get(cmap) if isinstance(cmap, str) else cmap
-        self.colorbar = pg.ColorBarItem(colorMap=colors, width=12, interactive=False,
-                                        values=levels or (0, 1))
+        self.colorbar = pg.ColorBarItem(colorMap=colors, width=12, interactive=False, values=levels or (0, 1))
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         limit_ticks(self.colorbar.axis)
         follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
@@ -33,7 +34,7 @@ class HeatmapPlot(pg.PlotWidget):
         self.hover.setZValue(20)
         self.plot.addItem(self.hover, ignoreBounds=True)
         self.hover.hide()
-        self.describe: Optional[Callable[[int, int], str]] = None  # (i, j) → hover text
+        self.describe: Callable[[int, int], str] | None = None  # (i, j) → hover text
         self.values = np.zeros((0, 0))
         self.x = self.y = np.zeros(0)
         self.plot.scene().sigMouseMoved.connect(self._on_mouse)
@@ -46,8 +47,9 @@ class HeatmapPlot(pg.PlotWidget):
             return
         dx = self.x[1] - self.x[0] if len(self.x) > 1 else 1.0
         dy = self.y[1] - self.y[0] if len(self.y) > 1 else 1.0
-        self.image.setImage(self.values, rect=QRectF(self.x[0] - dx / 2, self.y[0] - dy / 2,
-                                                     dx * len(self.x), dy * len(self.y)))
+        self.image.setImage(
+            self.values, rect=QRectF(self.x[0] - dx / 2, self.y[0] - dy / 2, dx * len(self.x), dy * len(self.y))
+        )
         self.plot.autoRange(padding=0.02)  # the image rect does not re-range the view by itself
         finite = self.values[np.isfinite(self.values)]
         if self._fixed_levels is None and finite.size:

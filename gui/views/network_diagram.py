@@ -1,5 +1,6 @@
 """Network diagram in the spirit of paper Fig. 2: layers as columns of nodes, edges weighted by |w|,
 the split neurons and the neuron they were split from highlighted."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,9 @@ class NetworkDiagram(pg.PlotWidget):
     def _positions(widths) -> list[np.ndarray]:
         # The widest layer spans y ∈ [−5, 5]; narrower layers keep its spacing, centred.
         gap = 10.0 / max(max(widths) - 1, 1)
-        return [np.column_stack([np.full(n, float(l)), (np.arange(n) - (n - 1) / 2) * gap])
-                for l, n in enumerate(widths)]
+        return [
+            np.column_stack([np.full(n, float(l)), (np.arange(n) - (n - 1) / 2) * gap]) for l, n in enumerate(widths)
+        ]
 
     def show_network(self, widths, weights, splits=()):
         """``weights[l]`` has shape (n_{l+1}, n_l); ``splits``: (layer, origin, new) triples."""
@@ -49,8 +51,9 @@ class NetworkDiagram(pg.PlotWidget):
         for k, item in enumerate(self.edges):
             chosen = [s for s, c in zip(segments, classes) if c == k]
             xy = np.array(chosen).reshape(-1, 2) if chosen else np.zeros((0, 2))
-            item.setData(xy[:, 0], xy[:, 1], connect="pairs",
-                         pen=pg.mkPen(60, 60, 60, 40 + 50 * k, width=0.6 + 1.3 * k))
+            item.setData(
+                xy[:, 0], xy[:, 1], connect="pairs", pen=pg.mkPen(60, 60, 60, 40 + 50 * k, width=0.6 + 1.3 * k)
+            )
         role = [np.zeros(n, int) for n in widths]
         for layer, origin, new in splits:
             role[layer][new] = 2
@@ -60,8 +63,7 @@ class NetworkDiagram(pg.PlotWidget):
         xy = np.vstack(pos)
         flat_roles = np.concatenate(role)
         size = 14 if max(widths) <= 25 else 9
-        self.nodes.setData(xy[:, 0], xy[:, 1], size=size,
-                           brush=[pg.mkBrush(colors[r]) for r in flat_roles])
+        self.nodes.setData(xy[:, 0], xy[:, 1], size=size, brush=[pg.mkBrush(colors[r]) for r in flat_roles])
         for label in self.labels:
             self.removeItem(label)
         self.labels = []

@@ -3,10 +3,10 @@
 Shows Q(c_k) exactly when θ_k = (w₁, w₂, v) (d = 2, e = 1, no biases); otherwise each view is
 a labelled projection onto three of the neuron's coordinates, with no surface.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import Qt
@@ -47,8 +47,10 @@ def _event_text(k: int, events: list[tuple[int, int, bool]]) -> str:
     _, step, jumped = events[-1]
     more = f" (+{len(events) - 1} more)" if len(events) > 1 else ""
     if jumped:
-        return (f"<br><span style='color:#9e38c7'>◆ v{sub(k + 1)} jumped the barrier at step {step}"
-                f" — a finite step, impossible for gradient flow</span>{more}")
+        return (
+            f"<br><span style='color:#9e38c7'>◆ v{sub(k + 1)} jumped the barrier at step {step}"
+            f" — a finite step, impossible for gradient flow</span>{more}"
+        )
     return f"<br><span style='color:#b38600'>● v{sub(k + 1)} flipped sign at step {step}</span>{more}"
 
 
@@ -88,8 +90,9 @@ class _NeuronCell(QWidget):
             self.caption.setMinimumHeight(0)  # another width wraps differently: fit it afresh
 
     def set_caption_size(self, pt: float):
-        self.caption.setStyleSheet(f"border-top: 4px solid {neuron_color(self.view.neuron).name()};"
-                                   f"padding: 3px 6px; font-size: {pt}pt;")
+        self.caption.setStyleSheet(
+            f"border-top: 4px solid {neuron_color(self.view.neuron).name()};padding: 3px 6px; font-size: {pt}pt;"
+        )
         self.caption.setMinimumHeight(0)  # another size of type: fit it afresh
 
 
@@ -108,7 +111,7 @@ class NeuronQuadrics(QWidget):
         self.grid.setSpacing(2)
         self.exact = True
         self.labels = ("w₁", "w₂", "v")
-        self._focus: Optional[int] = None
+        self._focus: int | None = None
         self._presentation = False
         self._linking = False
 
@@ -129,7 +132,7 @@ class NeuronQuadrics(QWidget):
         self._l = l
         self._relayout()
 
-    def set_focus(self, neuron: Optional[int]):
+    def set_focus(self, neuron: int | None):
         """None: all neurons side by side; k: only neuron k, enlarged."""
         self._focus = neuron
         self._relayout()
@@ -149,8 +152,9 @@ class NeuronQuadrics(QWidget):
 
     def views(self) -> list[QuadricView]:
         # isVisibleTo: the cells this layout shows, also while the tab itself is hidden.
-        return [c.view for c in self.cells[:getattr(self, "_l", 0)] if c.isVisibleTo(self)] or \
-            [c.view for c in self.cells[:1]]
+        return [c.view for c in self.cells[: getattr(self, "_l", 0)] if c.isVisibleTo(self)] or [
+            c.view for c in self.cells[:1]
+        ]
 
     def _link_cameras(self, source: QuadricView):
         if self._linking:
@@ -164,8 +168,15 @@ class NeuronQuadrics(QWidget):
         self._linking = False
 
     # ---------------------------------------------------------------- content
-    def show_neurons(self, coords: np.ndarray, time_fraction: np.ndarray, c_now: np.ndarray,
-                     c_start: np.ndarray, barrier: np.ndarray, events: list[list[tuple[int, int, bool]]]):
+    def show_neurons(
+        self,
+        coords: np.ndarray,
+        time_fraction: np.ndarray,
+        c_now: np.ndarray,
+        c_start: np.ndarray,
+        barrier: np.ndarray,
+        events: list[list[tuple[int, int, bool]]],
+    ):
         """coords (T, l, 3) in the views' coordinates; events[k]: (row, step, jumped) of each sign
         change of neuron k's output weight, jumped when it was pathological (a finite step)."""
         for k in range(getattr(self, "_l", 0)):
@@ -180,13 +191,14 @@ class NeuronQuadrics(QWidget):
             jumps = [row for row, _, jumped in events[k] if jumped]
             view.set_trajectory(coords[:, k], time_fraction, coords[flips, k])
             cell.jump_markers.set_positions(coords[jumps, k])
-            what = shape_name(c_now[k]) if self.exact else \
-                "projection onto (" + ", ".join(self.labels) + ")"
+            what = shape_name(c_now[k]) if self.exact else "projection onto (" + ", ".join(self.labels) + ")"
             if not self.exact and np.ptp(coords[:, k], axis=0).max() < 1e-3 * view.extent:
                 what += ": still here (the run moves the other coordinates)"
             drift = drift_text(float(c_now[k]), float(c_start[k]))
-            cell.set_caption(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
-                             f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}")
+            cell.set_caption(
+                f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
+                f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}"
+            )
 
     def _fit_projection(self, view, points: np.ndarray):
         """A projection has no surface to set the scale: frame the trajectory itself, refitting
@@ -203,8 +215,9 @@ class NeuronQuadrics(QWidget):
             self.cells[k].jump_markers.set_positions(np.zeros((0, 3)))
             if self.exact and k < len(c):
                 view.set_quadric(float(c[k]), None, bool(c[k] < 0))
-                self.cells[k].caption.setText(f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = "
-                                              f"{c[k]:+.4g} &nbsp;·&nbsp; {shape_name(c[k])}")
+                self.cells[k].caption.setText(
+                    f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c[k]:+.4g} &nbsp;·&nbsp; {shape_name(c[k])}"
+                )
             else:
                 view.set_quadric(None)
                 self.cells[k].caption.setText(f"<b>neuron {k + 1}</b>")

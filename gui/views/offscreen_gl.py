@@ -12,9 +12,8 @@ repaint (another widget's, a scroll, a tooltip) costs one image blit. Changed vi
 render one per turn of the event loop (``RenderQueue``): a live run that changes every neuron's
 view never stalls the loop for all of them at once.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
@@ -24,7 +23,7 @@ from shiboken6 import isValid
 
 from ..clips.gl_render import GLCells
 
-_shared: Optional[tuple[QOpenGLContext, QOffscreenSurface]] = None
+_shared: tuple[QOpenGLContext, QOffscreenSurface] | None = None
 
 
 def shared_context() -> tuple[QOpenGLContext, QOffscreenSurface]:
@@ -74,7 +73,7 @@ class RenderQueue(QObject):
             self._timer.start()
 
 
-_queue: Optional[RenderQueue] = None
+_queue: RenderQueue | None = None
 
 
 def render_queue() -> RenderQueue:
@@ -92,10 +91,10 @@ class OffscreenGLView(GLViewMixin, QWidget):
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # the picture covers every pixel
         self._cells = GLCells()
-        self._picture = None       # (bottom-up image, labels, size) of the last render
+        self._picture = None  # (bottom-up image, labels, size) of the last render
         self._stale = True
         self._initialized = False
-        self.renders = 0           # how many pictures were rendered (benchmarks count them)
+        self.renders = 0  # how many pictures were rendered (benchmarks count them)
 
     # ------------------------------------------------------------ what pyqtgraph's items expect
     def context(self) -> QOpenGLContext:

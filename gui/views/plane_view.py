@@ -1,10 +1,10 @@
 """A 2-D slice L(θ + a·d1 + b·d2): heatmap with contours beside a 3-D surface (OpenGL)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.opengl as gl
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from .offscreen_gl import OffscreenGLView
@@ -21,8 +21,9 @@ class PlaneView(QWidget):
         self.heatmap.addItem(self.image)
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get(COLORMAP), interactive=False, label="loss L")
         self.colorbar.setImageItem(self.image, insert_in=self.heatmap.getPlotItem())
-        self.point = pg.ScatterPlotItem(size=16, symbol="star", brush=pg.mkBrush("#D62728"),
-                                        pen=pg.mkPen("w", width=1.5))
+        self.point = pg.ScatterPlotItem(
+            size=16, symbol="star", brush=pg.mkBrush("#D62728"), pen=pg.mkPen("w", width=1.5)
+        )
         self.heatmap.addItem(self.point)
         self.heatmap.setAspectLocked(False)
         self.surface_view = OffscreenGLView()
@@ -69,8 +70,9 @@ class PlaneView(QWidget):
         self.surface.setData(x=xs, y=ys, z=zs, colors=colors)
         ci = np.clip(np.searchsorted(a, center[0]), 0, len(a) - 1)
         cj = np.clip(np.searchsorted(b, center[1]), 0, len(b) - 1)
-        self.marker.setData(pos=np.array([[(center[0] - a.mean()) * sx, (center[1] - b.mean()) * sy,
-                                           zs[ci, cj] + 0.15]]))
+        self.marker.setData(
+            pos=np.array([[(center[0] - a.mean()) * sx, (center[1] - b.mean()) * sy, zs[ci, cj] + 0.15]])
+        )
 
     def clear_plane(self):
         self.image.clear()

@@ -1,4 +1,5 @@
 """Axis fonts shared by the 2-D plots, normal and projector-sized."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,8 +42,9 @@ def add_legend(plot, **kwargs) -> pg.LegendItem:
     """A legend on a translucent card, so curves behind it stay visible and it stays legible."""
     card = pg.mkColor(theme_colors()["bg"])
     card.setAlpha(190)
-    return plot.addLegend(brush=pg.mkBrush(card), pen=pg.mkPen(180, 180, 180),
-                          labelTextColor=theme_colors()["fg"], **kwargs)
+    return plot.addLegend(
+        brush=pg.mkBrush(card), pen=pg.mkPen(180, 180, 180), labelTextColor=theme_colors()["fg"], **kwargs
+    )
 
 
 SOLID, DASHED, SHADED = "━━", "╍╍", "▇"
@@ -63,8 +65,9 @@ def key_text(entries) -> str:
     """An inline legend for a subtitle line, [(colour, glyph, label)] → coloured glyphs and labels.
     For plots whose data fill every corner (K slices, a path crossing the frame), where any
     legend box would cover curves."""
-    return " &nbsp; ".join(f"<span style='color:{pg.mkColor(color).name()}'>{glyph}</span> {label}"
-                           for color, glyph, label in entries)
+    return " &nbsp; ".join(
+        f"<span style='color:{pg.mkColor(color).name()}'>{glyph}</span> {label}" for color, glyph, label in entries
+    )
 
 
 LEGEND_GRID = 40  # cells per side in which covered data is counted
@@ -73,8 +76,10 @@ LEGEND_GRID = 40  # cells per side in which covered data is counted
 def _legend_size(legend) -> tuple[float, float]:
     """The legend's size from its rows' text. Its own geometry lags: a legend refilled just now
     still reports its old (often empty) size until the next layout pass."""
-    rows = [(20 + 3 + label.item.boundingRect().width(), max(20.0, label.item.boundingRect().height()))
-            for _, label in legend.items]
+    rows = [
+        (20 + 3 + label.item.boundingRect().width(), max(20.0, label.item.boundingRect().height()))
+        for _, label in legend.items
+    ]
     if not rows:
         return 0.0, 0.0
     return max(w for w, _ in rows) + 10, sum(h for _, h in rows) + 10
@@ -112,8 +117,9 @@ def legend_to_empty_corner(plot, xs, ys, margin: int = 8, frame=None) -> None:
             (x0, x1, y0, y1) = frame
             u, v = (x - x0) / max(x1 - x0, 1e-300), (y - y0) / max(y1 - y0, 1e-300)
         shown = (u >= 0) & (u <= 1) & (v >= 0) & (v <= 1)  # what lies outside is not drawn
-        cells = np.unique(np.minimum((np.column_stack([u[shown], v[shown]]) * LEGEND_GRID).astype(int),
-                                     LEGEND_GRID - 1), axis=0)
+        cells = np.unique(
+            np.minimum((np.column_stack([u[shown], v[shown]]) * LEGEND_GRID).astype(int), LEGEND_GRID - 1), axis=0
+        )
         cu, cv = (cells + 0.5).T / LEGEND_GRID
         counts = {}
         for cy in (1, 0.5, 0):  # on a tie: top before middle before bottom, right before left

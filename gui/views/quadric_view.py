@@ -3,10 +3,10 @@
 Also serves as a labelled three-coordinate *projection* when the neuron lives in more than
 three dimensions; then no surface is drawn, because the shadow of Q(c) is not a surface.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import numpy as np
 import pyqtgraph as pg
@@ -15,7 +15,7 @@ from OpenGL import GL
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QFont
 
-from engine.quadrics import quadric_sheets
+from engine.topology.quadrics import quadric_sheets
 
 from ..style import neuron_color, theme_colors
 from .offscreen_gl import OffscreenGLView
@@ -26,10 +26,20 @@ MAX_SHOWN_POINTS = 1500  # per neuron; the stored trajectory keeps every row
 # The separate alpha factors keep the framebuffer opaque; otherwise the window compositor
 # shows the widget behind through every translucent pixel.
 _BLEND = (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA, GL.GL_ONE, GL.GL_ONE_MINUS_SRC_ALPHA)
-_SURFACE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
-               "glBlendFuncSeparate": _BLEND, "glDepthMask": (False,)}
-_LINE_GL = {GL.GL_DEPTH_TEST: True, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
-            "glBlendFuncSeparate": _BLEND, "glDepthMask": (True,)}
+_SURFACE_GL = {
+    GL.GL_DEPTH_TEST: True,
+    GL.GL_BLEND: True,
+    GL.GL_CULL_FACE: False,
+    "glBlendFuncSeparate": _BLEND,
+    "glDepthMask": (False,),
+}
+_LINE_GL = {
+    GL.GL_DEPTH_TEST: True,
+    GL.GL_BLEND: True,
+    GL.GL_CULL_FACE: False,
+    "glBlendFuncSeparate": _BLEND,
+    "glDepthMask": (True,),
+}
 TIME_COLORMAP = pg.colormap.get("viridis")
 # viridis ends in a pale yellow that vanishes on a light surface (the path seemed to stop short of
 # its end marker) and starts in a near-black purple that vanishes on a dark one: use its middle.
@@ -83,8 +93,7 @@ class SphereMarkers(gl.GLMeshItem):
     """
 
     def __init__(self, relative_radius: float, color: tuple):
-        super().__init__(meshdata=gl.MeshData(), color=color, shader="shaded", smooth=True,
-                         glOptions=_LINE_GL)
+        super().__init__(meshdata=gl.MeshData(), color=color, shader="shaded", smooth=True, glOptions=_LINE_GL)
         self.relative_radius = relative_radius
         self.extent = 2.0
         self.pos = np.zeros((0, 3), dtype=np.float32)
@@ -94,9 +103,12 @@ class SphereMarkers(gl.GLMeshItem):
         vertices = _UNIT_SPHERE.vertexes() * (self.relative_radius * self.extent)
         faces = _UNIT_SPHERE.faces()
         n = len(self.pos)
-        self.setMeshData(meshdata=smooth_mesh(
-            (vertices[None] + self.pos[:, None]).reshape(-1, 3),
-            (faces[None] + len(vertices) * np.arange(n)[:, None, None]).reshape(-1, 3)))
+        self.setMeshData(
+            meshdata=smooth_mesh(
+                (vertices[None] + self.pos[:, None]).reshape(-1, 3),
+                (faces[None] + len(vertices) * np.arange(n)[:, None, None]).reshape(-1, 3),
+            )
+        )
         self.setVisible(n > 0)
 
 
@@ -112,20 +124,21 @@ class QuadricView(OffscreenGLView):
         # Re-mesh only when c moved this much (× extent²): a live run then rebuilds no mesh
         # per frame. Clips set a mesh quantum instead (see set_quadric).
         self.remesh_tolerance = 2e-3
-        self.mesh_quantum: Optional[float] = None
-        self._meshed_c: Optional[float] = None
-        self._ghost_c: Optional[float] = None
+        self.mesh_quantum: float | None = None
+        self._meshed_c: float | None = None
+        self._ghost_c: float | None = None
         self._surface: list[gl.GLMeshItem] = []
         self._ghost: list[gl.GLMeshItem] = []
         self._frame: list = []
         self._ink = pg.mkColor(theme_colors()["fg"])  # axes, grid and labels; see set_ink
         self._alphas = self._surface_alphas()
-        self.barrier = gl.GLMeshItem(meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.07),
-                                     shader=None, glOptions=_SURFACE_GL)
-        self.barrier_edge = gl.GLLinePlotItem(color=(0.35, 0.35, 0.35, 0.6), width=1.5,
-                                              mode="line_strip", glOptions=_LINE_GL)
-        self.trajectory = gl.GLLinePlotItem(width=3, antialias=True, mode="line_strip",
-                                            glOptions=_LINE_GL)
+        self.barrier = gl.GLMeshItem(
+            meshdata=gl.MeshData(), color=(0.3, 0.3, 0.3, 0.07), shader=None, glOptions=_SURFACE_GL
+        )
+        self.barrier_edge = gl.GLLinePlotItem(
+            color=(0.35, 0.35, 0.35, 0.6), width=1.5, mode="line_strip", glOptions=_LINE_GL
+        )
+        self.trajectory = gl.GLLinePlotItem(width=3, antialias=True, mode="line_strip", glOptions=_LINE_GL)
         # Radii as fractions of the frame's extent, so markers look the same at any zoom of data.
         self.start_marker = SphereMarkers(0.028, (0.15, 0.15, 0.15, 1))
         self.head_marker = SphereMarkers(0.042, (0.85, 0.1, 0.1, 1))
@@ -184,8 +197,9 @@ class QuadricView(OffscreenGLView):
         for axis, name in enumerate(labels):
             end = np.zeros((2, 3))
             end[0, axis], end[1, axis] = -E, E
-            self._frame.append(gl.GLLinePlotItem(pos=end, color=pg.mkColor(self._ink_rgba(180)), width=1.2,
-                                                 glOptions=_LINE_GL))
+            self._frame.append(
+                gl.GLLinePlotItem(pos=end, color=pg.mkColor(self._ink_rgba(180)), width=1.2, glOptions=_LINE_GL)
+            )
             tip = end[1] * 1.08
             self._frame.append(gl.GLTextItem(pos=tip, text=name, color=self._ink_rgba(255), font=font))
         for item in self._frame:
@@ -204,8 +218,7 @@ class QuadricView(OffscreenGLView):
         grey = 0.85 if self._ink.lightnessF() > 0.5 else 0.2
         return (grey, grey, grey, alpha)
 
-    def _replace(self, old: list, c: Optional[float], alpha: float, depth: float,
-                 ghost: bool = False) -> list:
+    def _replace(self, old: list, c: float | None, alpha: float, depth: float, ghost: bool = False) -> list:
         for item in old:
             self.removeItem(item)
         if c is None:
@@ -213,35 +226,44 @@ class QuadricView(OffscreenGLView):
         items = []
         for vertices, faces in quadric_sheets(c, extent=self.extent, resolution=20 if ghost else 56):
             if ghost:  # a wireframe: reads apart from the translucent surface it is left behind by
-                item = gl.GLMeshItem(meshdata=gl.MeshData(vertexes=vertices, faces=faces), drawFaces=False,
-                                     drawEdges=True, edgeColor=self._ghost_rgba(alpha), glOptions=_LINE_GL)
+                item = gl.GLMeshItem(
+                    meshdata=gl.MeshData(vertexes=vertices, faces=faces),
+                    drawFaces=False,
+                    drawEdges=True,
+                    edgeColor=self._ghost_rgba(alpha),
+                    glOptions=_LINE_GL,
+                )
             else:
-                item = gl.GLMeshItem(meshdata=smooth_mesh(vertices, faces), smooth=True, shader="shaded",
-                                     color=_rgba(self.neuron, alpha), glOptions=_SURFACE_GL)
+                item = gl.GLMeshItem(
+                    meshdata=smooth_mesh(vertices, faces),
+                    smooth=True,
+                    shader="shaded",
+                    color=_rgba(self.neuron, alpha),
+                    glOptions=_SURFACE_GL,
+                )
             item.setDepthValue(depth)
             self.addItem(item)
             items.append(item)
         return items
 
-    def set_quadric(self, c_now: Optional[float], c_start: Optional[float] = None,
-                    barrier: bool = False):
+    def set_quadric(self, c_now: float | None, c_start: float | None = None, barrier: bool = False):
         """Draw Q(c_now); a faint ghost of Q(c_start) once the two visibly differ.
 
         ``None`` draws no surface (projection views). Re-meshing is skipped unless c moved by
         more than 0.2 % of the scene, so a live run does not rebuild meshes every frame.
         """
-        tol = 2e-3 * self.extent ** 2
+        tol = 2e-3 * self.extent**2
         if self.mesh_quantum:
             # Clips: the mesh of c rounded to the quantum (× extent²), a function of the shown c
             # alone, so a frame does not depend on the frames before it, yet c moving by less
             # than a quantum (sub-pixel at 4K) re-uses the mesh.
-            quantum = self.mesh_quantum * self.extent ** 2
+            quantum = self.mesh_quantum * self.extent**2
             c_mesh = None if c_now is None else round(c_now / quantum) * quantum
             if c_mesh is None or c_mesh != self._meshed_c:
                 self._surface = self._replace(self._surface, c_mesh, self._alphas[0], 0)
                 self._meshed_c = c_mesh
         else:
-            skip = self.remesh_tolerance * self.extent ** 2
+            skip = self.remesh_tolerance * self.extent**2
             if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > skip:
                 self._surface = self._replace(self._surface, c_now, self._alphas[0], 0)
                 self._meshed_c = c_now
@@ -254,8 +276,7 @@ class QuadricView(OffscreenGLView):
         self.barrier_edge.setVisible(barrier)
 
     # ---------------------------------------------------------------- trajectory
-    def set_trajectory(self, points: np.ndarray, time_fraction: np.ndarray,
-                       flips: Optional[np.ndarray] = None):
+    def set_trajectory(self, points: np.ndarray, time_fraction: np.ndarray, flips: np.ndarray | None = None):
         """points (T, 3); time_fraction (T,) in [0, 1] colours the line; flips (m, 3) marks events."""
         points = np.asarray(points, dtype=np.float32)
         if len(points) == 0:
@@ -293,7 +314,8 @@ class QuadricView(OffscreenGLView):
     # ---------------------------------------------------------------- linked cameras
     def camera_state(self) -> dict:
         return {k: self.opts[k] for k in ("distance", "elevation", "azimuth", "fov")} | {
-            "center": pg.Vector(self.opts["center"])}
+            "center": pg.Vector(self.opts["center"])
+        }
 
     def default_camera(self) -> dict:
         """The framing set_frame gives: the scene's bounding box [−E, E]³ (and its axis names)
@@ -304,8 +326,7 @@ class QuadricView(OffscreenGLView):
         half_tan = math.tan(math.radians(self.opts["fov"] / 2))
         aspect = max(self.height(), 1) / max(self.width(), 1)
         distance = max(1.5 * E / half_tan, 1.7 * E / (half_tan * aspect))
-        return {"distance": distance, "elevation": 18.0, "azimuth": 40.0,
-                "center": pg.Vector(0, 0, -0.25 * E)}
+        return {"distance": distance, "elevation": 18.0, "azimuth": 40.0, "center": pg.Vector(0, 0, -0.25 * E)}
 
     def apply_camera(self, state: dict):
         self.opts.update(state)

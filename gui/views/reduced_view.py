@@ -4,18 +4,18 @@ For e = 1 the vertical axis is the signed output weight v, so the two sheets of 
 neuron stay apart; for e > 1 it is ‖v‖. For d = 1 without biases the horizontal axis is the
 signed input weight w, since its sign is then what the component label records.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 
-from engine.quadrics import hyperbola
+from engine.topology.quadrics import hyperbola
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
 from .plot_style import add_legend, legend_to_empty_corner
 from .quadric_view import decimate, time_colors
-
 
 FLIP_MARK = ("star", (255, 200, 0), "v flips sign (free neuron)")
 JUMP_MARK = ("d", (158, 56, 199), "v jumps the barrier (finite step)")  # violet, as in the 3D views
@@ -31,8 +31,7 @@ class ReducedView(pg.PlotWidget):
         self.trajectories: list[pg.PlotDataItem] = []
         self.extent = 2.0
 
-    def configure(self, signed_w: bool, signed_v: bool, horizontal: str, vertical: str,
-                  extent: float):
+    def configure(self, signed_w: bool, signed_v: bool, horizontal: str, vertical: str, extent: float):
         self.signed_w, self.signed_v, self.extent = signed_w, signed_v, extent
         # ‖w‖ ≥ 0 (and ‖v‖ ≥ 0): a locked aspect ratio in a wide view would stretch the axis to
         # negative norms (−2.4 … 4.4, the left third empty). Fix the box to what can be drawn.
@@ -43,8 +42,11 @@ class ReducedView(pg.PlotWidget):
         self.setYRange(-E if signed_v else 0, E, padding=0.02)
         self.setLabel("bottom", horizontal)
         self.setLabel("left", vertical)
-        self.setTitle(f"exact reduced view: {horizontal}² − {vertical}² = c<sub>k</sub>"
-                      if not signed_w else f"exact view: {horizontal}² − {vertical}² = c<sub>k</sub>")
+        self.setTitle(
+            f"exact reduced view: {horizontal}² − {vertical}² = c<sub>k</sub>"
+            if not signed_w
+            else f"exact view: {horizontal}² − {vertical}² = c<sub>k</sub>"
+        )
         self.clear_all()
 
     def clear_all(self):
@@ -62,8 +64,15 @@ class ReducedView(pg.PlotWidget):
             if self.signed_w:
                 yield -r, v
 
-    def show_neurons(self, r: np.ndarray, v: np.ndarray, time_fraction: np.ndarray,
-                     c_now: np.ndarray, c_start: np.ndarray, events: list[list[tuple[int, int, bool]]]):
+    def show_neurons(
+        self,
+        r: np.ndarray,
+        v: np.ndarray,
+        time_fraction: np.ndarray,
+        c_now: np.ndarray,
+        c_start: np.ndarray,
+        events: list[list[tuple[int, int, bool]]],
+    ):
         """r, v: (T, l) reduced coordinates from the engine; events[k]: (row, step, jumped) of
         neuron k's output-sign changes, jumped for a pathological neuron's finite-step jump."""
         self.clear_all()
@@ -77,25 +86,39 @@ class ReducedView(pg.PlotWidget):
             for i, (x, y) in enumerate(self._branches(float(c_now[k]))):
                 self.plot(x, y, pen=self._curve_pen(k, twin), name=name if i == 0 else None)
                 xs.append(x), ys.append(y)
-            if abs(c_now[k] - c_start[k]) > 2e-3 * self.extent ** 2:
+            if abs(c_now[k] - c_start[k]) > 2e-3 * self.extent**2:
                 for x, y in self._branches(float(c_start[k])):
                     self.plot(x, y, pen=pg.mkPen(color, width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine))
             brushes = [pg.mkBrush(c) for c in time_colors(time_fraction[rows], mode="qcolor")]
             # Darker than the neuron's curve and above it, so a path along Q(c) stays visible.
-            line = self.plot(r[rows, k], v[rows, k], pen=pg.mkPen(color.darker(160), width=3),
-                             symbol="o", symbolSize=5, symbolPen=None, symbolBrush=brushes)
+            line = self.plot(
+                r[rows, k],
+                v[rows, k],
+                pen=pg.mkPen(color.darker(160), width=3),
+                symbol="o",
+                symbolSize=5,
+                symbolPen=None,
+                symbolBrush=brushes,
+            )
             line.setZValue(5)
             self.trajectories.append(line)
             self.plot(r[:1, k], v[:1, k], pen=None, symbol="o", symbolSize=11, symbolBrush="k")
-            self.plot(r[-1:, k], v[-1:, k], pen=None, symbol="o", symbolSize=13,
-                      symbolBrush=(220, 30, 30))
+            self.plot(r[-1:, k], v[-1:, k], pen=None, symbol="o", symbolSize=13, symbolBrush=(220, 30, 30))
             for jumped, (symbol, brush, what) in ((False, FLIP_MARK), (True, JUMP_MARK)):
                 rows_k = [row for row, _, j in events[k] if j == jumped]
                 if rows_k:
                     first = what not in named
                     named.add(what)
-                    self.plot(r[rows_k, k], v[rows_k, k], pen=None, symbol=symbol, symbolSize=18,
-                              symbolBrush=brush, symbolPen="k", name=what if first else None)
+                    self.plot(
+                        r[rows_k, k],
+                        v[rows_k, k],
+                        pen=None,
+                        symbol=symbol,
+                        symbolSize=18,
+                        symbolBrush=brush,
+                        symbolPen="k",
+                        name=what if first else None,
+                    )
         legend_to_empty_corner(self, np.concatenate(xs), np.concatenate(ys))
 
     @staticmethod
@@ -112,8 +135,12 @@ class ReducedView(pg.PlotWidget):
         self.clear_all()
         for k, ck in enumerate(c):
             for i, (x, y) in enumerate(self._branches(float(ck))):
-                self.plot(x, y, pen=self._curve_pen(k, self._twin(c, k)),
-                          name=f"neuron {k + 1}: c{sub(k + 1)} = {ck:+.3g}" if i == 0 else None)
+                self.plot(
+                    x,
+                    y,
+                    pen=self._curve_pen(k, self._twin(c, k)),
+                    name=f"neuron {k + 1}: c{sub(k + 1)} = {ck:+.3g}" if i == 0 else None,
+                )
 
     def shown_points(self) -> int:
         return sum(len(t.xData) for t in self.trajectories if t.xData is not None)

@@ -1,4 +1,5 @@
 """Random-direction slices L(θ + t d) (paper Fig. 3a/c): K curves, their min envelope and L*."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,12 +31,14 @@ class SliceView(pg.PlotWidget):
         self.showGrid(x=True, y=True, alpha=0.2)
         # ONE item for all K curves: NaN-free, broken between curves by a connect array, so
         # pan/zoom redraws one path instead of K items (K = 5000, P = 101 stays interactive).
-        self.curves = pg.PlotCurveItem(pen=pg.mkPen(CURVE_RGB + (curve_alpha(1000),), width=1),
-                                       antialias=False, skipFiniteCheck=True)
+        self.curves = pg.PlotCurveItem(
+            pen=pg.mkPen(CURVE_RGB + (curve_alpha(1000),), width=1), antialias=False, skipFiniteCheck=True
+        )
         self.envelope = pg.PlotCurveItem(pen=pg.mkPen(ENVELOPE_COLOR, width=3))
         # L* takes the text colour: black vanished on the dark theme.
-        self.lstar = pg.InfiniteLine(angle=0, movable=False, label="L*",
-                                     labelOpts={"position": 0.04, "anchors": [(0, 1), (0, 1)]})
+        self.lstar = pg.InfiniteLine(
+            angle=0, movable=False, label="L*", labelOpts={"position": 0.04, "anchors": [(0, 1), (0, 1)]}
+        )
         self.descent = pg.PlotCurveItem(pen=pg.mkPen(DESCENT_COLOR, width=3, style=Qt.PenStyle.DashLine))
         for item in (self.curves, self.envelope, self.descent):
             self.addItem(item)
@@ -56,16 +59,27 @@ class SliceView(pg.PlotWidget):
     def _show_title(self, lines: list[str], with_descent: bool):
         """The key (curves fill every corner, so no legend box) and the numbers, under the title."""
         self._subtitle, self._with_descent = lines, with_descent
-        key = [(CURVE_RGB, SOLID, "slices"), (ENVELOPE_COLOR, SOLID, "envelope"),
-               (self._fg, DASHED, "L*")] + ([(DESCENT_COLOR, DASHED, "B6 descent")] if with_descent else [])
+        key = [(CURVE_RGB, SOLID, "slices"), (ENVELOPE_COLOR, SOLID, "envelope"), (self._fg, DASHED, "L*")] + (
+            [(DESCENT_COLOR, DASHED, "B6 descent")] if with_descent else []
+        )
         set_title(self, self._title, [key_text(key)] + lines)
 
     def set_title(self, title: str):
         self._title = title
         set_title(self, title)
 
-    def show_slices(self, t, losses, envelope, lstar: float, gap: float, n_below: int, descent=None,
-                    family: str = "", predicted=None):
+    def show_slices(
+        self,
+        t,
+        losses,
+        envelope,
+        lstar: float,
+        gap: float,
+        n_below: int,
+        descent=None,
+        family: str = "",
+        predicted=None,
+    ):
         """``losses`` (K, P) on the grid ``t`` (P,); ``descent`` an optional (t, loss) line along the
         analytic descent direction, drawn over the random ones. The numbers come from the engine."""
         t, losses = np.asarray(t, float), np.asarray(losses, float)

@@ -3,6 +3,7 @@
 Eigenvalues with |e| ≤ τ (the engine's "zero") sit on y = 0, so hundreds of degenerate
 directions and a single −2e−2 are visible in one picture; negative ones are drawn in red.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,7 @@ class SignedLogAxis(pg.AxisItem):
         out = []
         for v in values:
             if abs(v) < 0.5:
-                out.append(f"|e|≤{10 ** self.log_tol:.0e}")
+                out.append(f"|e|≤{10**self.log_tol:.0e}")
             else:
                 out.append(("−" if v < 0 else "") + f"{10 ** (self.log_tol + abs(v)):.0e}")
         return out
@@ -55,13 +56,16 @@ class SpectrumView(pg.PlotWidget):
         magnitude = np.log10(np.maximum(np.abs(eigs), tol)) - log_tol
         y = np.sign(eigs) * magnitude
         colors = np.where(eigs < -tol, NEGATIVE, np.where(eigs > tol, POSITIVE, ZERO))
-        self.points.setData(np.arange(len(eigs)), y, brush=[pg.mkBrush(c) for c in colors],
-                            size=np.where(eigs < -tol, 10, 6))
+        self.points.setData(
+            np.arange(len(eigs)), y, brush=[pg.mkBrush(c) for c in colors], size=np.where(eigs < -tol, 10, 6)
+        )
         n_neg, n_zero = int((eigs < -tol).sum()), int((np.abs(eigs) <= tol).sum())
         # The caption goes under the title: in the x label it was clipped in a narrow panel.
-        counts = (f"<span style='color:{NEGATIVE}'><b>{n_neg}</b> negative</span>"
-                  f" · <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}) · <span style='color:{POSITIVE}'>"
-                  f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span>")
+        counts = (
+            f"<span style='color:{NEGATIVE}'><b>{n_neg}</b> negative</span>"
+            f" · <b>{n_zero}</b> zero (|e| ≤ {tol:.0e}) · <span style='color:{POSITIVE}'>"
+            f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span>"
+        )
         set_title(self, "Hessian spectrum (signed log scale)", [caption, counts] if caption else [counts])
         self.autoRange(padding=0.06)  # the end points' dots stay whole
 

@@ -5,6 +5,7 @@ y only grows, in generous steps, when the data leaves it. A rescaled axis is a r
 (10+ ms a plot under llvmpipe), and axes rescaling at every update read as jitter. ``finish``
 fits both axes to the data again.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,8 +54,7 @@ class TrainingCurves:
         self.drift_plot.clear()
         # The key sits in the title: the drifts are flat lines across the whole width, so a legend
         # box in any corner would cover one of them.
-        key = " ".join(f'<span style="color:{neuron_color(k).name()}">━ c{sub(k + 1)}</span>'
-                       for k in range(l))
+        key = " ".join(f'<span style="color:{neuron_color(k).name()}">━ c{sub(k + 1)}</span>' for k in range(l))
         set_title(self.drift_plot, f"drift of the invariants&nbsp;&nbsp;{key}")
         self.drift_curves = []
         for k in range(l):
@@ -68,8 +68,9 @@ class TrainingCurves:
     def set_log_drift(self, on: bool):
         self._log_drift = on
         self.drift_plot.setLogMode(y=on)
-        self.drift_plot.setLabel("left", "|c<sub>k</sub>(t) − c<sub>k</sub>(0)|" if on
-                                 else "c<sub>k</sub>(t) − c<sub>k</sub>(0)")
+        self.drift_plot.setLabel(
+            "left", "|c<sub>k</sub>(t) − c<sub>k</sub>(0)|" if on else "c<sub>k</sub>(t) − c<sub>k</sub>(0)"
+        )
 
     def clear(self):
         self.loss_curve.setData([], [])
@@ -77,15 +78,15 @@ class TrainingCurves:
             curve.setData([], [])
         self._set_events([])
 
-    def show(self, step: np.ndarray, loss: np.ndarray, c: np.ndarray, flips: list[tuple[int, int]],
-             jumps: list[bool]):
+    def show(self, step: np.ndarray, loss: np.ndarray, c: np.ndarray, flips: list[tuple[int, int]], jumps: list[bool]):
         """flips: (step, k) output-sign changes; jumps[i]: flip i was a pathological neuron's
-        finite-step jump over v = 0 (engine.invariants.barrier_jumps), not a free flip."""
+        finite-step jump over v = 0 (engine.topology.invariants.barrier_jumps), not a free flip."""
         self.show_loss(step, loss, flips, jumps)
         self.show_drift(step, c)
 
-    def show_loss(self, step: np.ndarray, loss: np.ndarray, flips: list[tuple[int, int]], jumps: list[bool],
-                  live: bool = False):
+    def show_loss(
+        self, step: np.ndarray, loss: np.ndarray, flips: list[tuple[int, int]], jumps: list[bool], live: bool = False
+    ):
         positive = loss[loss > 0]
         # Log scale only once the loss spans a decade: below that its axis would show no ticks.
         log = bool(positive.size and positive.max() > 10 * positive.min())
@@ -134,8 +135,7 @@ class TrainingCurves:
         for k, curve in enumerate(self.drift_curves):
             # Equal drifts (e.g. two neurons with the same c) would hide each other: dash every
             # later copy of an earlier curve.
-            twin = k > 0 and any(np.allclose(drift[:, k], drift[:, j], equal_nan=True, atol=1e-12)
-                       for j in range(k))
+            twin = k > 0 and any(np.allclose(drift[:, k], drift[:, j], equal_nan=True, atol=1e-12) for j in range(k))
             self._twins[k] = twin
             curve.setPen(self._drift_pen(k))
             curve.setData(step, drift[:, k], connect="finite")
@@ -153,10 +153,13 @@ class TrainingCurves:
             # A jump must not read as the free flip the topology allows: other words, dotted line.
             text = f"v{sub(k + 1)} jumps the barrier (finite step)" if jumped else f"v{sub(k + 1)} flips sign"
             style = Qt.PenStyle.DotLine if jumped else Qt.PenStyle.DashLine
-            line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(neuron_color(k), width=2, style=style),
-                                   label=text,
-                                   labelOpts={"position": 0.85 - 0.12 * (i % 4), "color": neuron_color(k),
-                                              "fill": (255, 255, 255, 200)})
+            line = pg.InfiniteLine(
+                pos=step,
+                angle=90,
+                pen=pg.mkPen(neuron_color(k), width=2, style=style),
+                label=text,
+                labelOpts={"position": 0.85 - 0.12 * (i % 4), "color": neuron_color(k), "fill": (255, 255, 255, 200)},
+            )
             line.label.setFont(self._label_font())
             self.loss_plot.addItem(line)
             self._events.append(line)

@@ -4,4 +4,5 @@
 def all_workspaces():
     from .minima import MinimaWorkspace
     from .topology import TopologyWorkspace
+
     return [TopologyWorkspace(), MinimaWorkspace()]

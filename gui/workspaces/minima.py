@@ -1,28 +1,39 @@
 """Non-attracting regions of local minima (paper Fig. 3): build one, inspect it, walk off it.
 
-The workspace starts the engine's pipeline jobs (engine.figure3, engine.infinity,
-engine.descending_path) through ``window.start_job`` and draws their typed results; every
+The workspace starts the engine's pipeline jobs (engine.minima.pipeline, engine.minima.infinity,
+engine.minima.descending_path) through ``window.start_job`` and draws their typed results; every
 number on screen comes from those jobs, the same ones ``main.py reproduce`` runs.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
 
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QFrame, QGridLayout, QScrollArea, QSplitter, QTabWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from engine.descending_path import DescendingPath, descending_path_job
-from engine.errors import EngineInputError
-from engine.figure3 import (DragSlices, Figure3, Figure3Settings, SliceSettings, critical_point_job, drag_job,
-                            figure3_job, load_job, preview_job, probe_job, reslice_job, split_figure_job,
-                            undo_figure_job)
-from engine.infinity import infinity_job
-from engine.netio import save_network
-from engine.workbench import history_of
+from engine.core.errors import EngineInputError
+from engine.io.netfile import save_network
+from engine.minima.descending_path import DescendingPath, descending_path_job
+from engine.minima.infinity import infinity_job
+from engine.minima.pipeline import (
+    DragSlices,
+    Figure3,
+    Figure3Settings,
+    SliceSettings,
+    critical_point_job,
+    drag_job,
+    figure3_job,
+    load_job,
+    preview_job,
+    probe_job,
+    reslice_job,
+    split_figure_job,
+    undo_figure_job,
+)
+from engine.minima.workbench import history_of
 
 from ..panels.inspector import InspectorPanel
 from ..parameter_values import SEED_RANGE
@@ -40,53 +51,136 @@ from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, pro
 LAMBDA_RANGE = (-1e3, 1e3)  # λ far outside [0, 1] only scales one pair's weights towards overflow
 
 PARAMETERS = [
-    {"name": "experiment", "title": "Experiment", "type": "group", "children": [
-        {"name": "kind", "title": "show", "type": "list", "value": "deep", "limits": {
-            "deep construction (Fig. 3)": "deep", "shallow Fukumizu–Amari": "shallow",
-            "minima at infinity": "infinity", "non-increasing path": "path"}},
-        {"name": "seed", "title": "data seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-        {"name": "samples", "title": "samples N", "type": "int", "value": 20, "limits": (1, 10000)},
-    ]},
-    {"name": "construction", "title": "Construction", "type": "group", "children": [
-        {"name": "widths", "title": "small network", "type": "str", "value": "2, 1, 1, 1"},
-        {"name": "activation", "type": "list", "value": "sigmoid", "limits": ["sigmoid", "tanh"]},
-        {"name": "bias", "title": "biases", "type": "bool", "value": False},
-        {"name": "schedule", "title": "splits", "type": "str", "value": "1:20, 2:20",
-         "tip": "layer:count pairs: split that many neurons of each layer"},
-        {"name": "lam", "title": "split λ (B > 0)", "type": "float", "value": 0.5, "step": 0.05,
-         "limits": LAMBDA_RANGE},
-        {"name": "lam_outside", "title": "split λ (B < 0)", "type": "float", "value": -1.0, "step": 0.05,
-         "limits": LAMBDA_RANGE},
-        {"name": "restarts", "title": "max restarts", "type": "int", "value": 100, "limits": (1, 10000)},
-        {"name": "saddle_lam", "title": "saddle λ (c, d)", "type": "float", "value": 2.0, "step": 0.1,
-         "limits": LAMBDA_RANGE},
-    ]},
-    {"name": "slices", "title": "Slices (a, c)", "type": "group", "children": [
-        {"name": "K", "title": "K directions", "type": "int", "value": 500, "limits": (1, 100000)},
-        {"name": "P", "title": "P points", "type": "int", "value": 101, "limits": (3, 2001)},
-        {"name": "T", "title": "t range ±T", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
-        {"name": "normalize", "title": "directions", "type": "list", "value": "unit", "limits": {
-            "unit norm": "unit", "per neuron (Li et al.)": "neuron"}},
-        {"name": "seed", "title": "direction seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-        {"name": "family", "title": "directions over", "type": "list", "value": "all", "limits": {
-            "all parameters": "all", "one layer's block": "layer", "one neuron's incoming weights": "neuron",
-            "the split pair's incoming weights": "pair", "k lowest Hessian eigenvectors": "eigen"}},
-        {"name": "family_layer", "title": "layer", "type": "int", "value": 1, "limits": (1, 100)},
-        {"name": "family_neuron", "title": "neuron", "type": "int", "value": 1, "limits": (1, 100000),
-         "tip": "counted from 1 within the layer, as everywhere in the app"},
-        {"name": "family_k", "title": "k eigenvectors", "type": "int", "value": 5, "limits": (1, 1000)},
-    ]},
-    {"name": "path", "title": "Degenerate path (b)", "type": "group", "children": [
-        {"name": "lam_from", "title": "λ from", "type": "float", "value": -0.5, "step": 0.1,
-         "limits": LAMBDA_RANGE},
-        {"name": "lam_to", "title": "λ to", "type": "float", "value": 2.0, "step": 0.1,
-         "limits": LAMBDA_RANGE},
-        {"name": "points", "type": "int", "value": 26, "limits": (2, 1000)},
-    ]},
-    {"name": "plane", "title": "2-D slice", "type": "group", "children": [
-        {"name": "points", "title": "grid points", "type": "int", "value": 41, "limits": (5, 401)},
-        {"name": "extent", "title": "extent ±", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
-    ]},
+    {
+        "name": "experiment",
+        "title": "Experiment",
+        "type": "group",
+        "children": [
+            {
+                "name": "kind",
+                "title": "show",
+                "type": "list",
+                "value": "deep",
+                "limits": {
+                    "deep construction (Fig. 3)": "deep",
+                    "shallow Fukumizu–Amari": "shallow",
+                    "minima at infinity": "infinity",
+                    "non-increasing path": "path",
+                },
+            },
+            {"name": "seed", "title": "data seed", "type": "int", "value": 0, "limits": SEED_RANGE},
+            {"name": "samples", "title": "samples N", "type": "int", "value": 20, "limits": (1, 10000)},
+        ],
+    },
+    {
+        "name": "construction",
+        "title": "Construction",
+        "type": "group",
+        "children": [
+            {"name": "widths", "title": "small network", "type": "str", "value": "2, 1, 1, 1"},
+            {"name": "activation", "type": "list", "value": "sigmoid", "limits": ["sigmoid", "tanh"]},
+            {"name": "bias", "title": "biases", "type": "bool", "value": False},
+            {
+                "name": "schedule",
+                "title": "splits",
+                "type": "str",
+                "value": "1:20, 2:20",
+                "tip": "layer:count pairs: split that many neurons of each layer",
+            },
+            {
+                "name": "lam",
+                "title": "split λ (B > 0)",
+                "type": "float",
+                "value": 0.5,
+                "step": 0.05,
+                "limits": LAMBDA_RANGE,
+            },
+            {
+                "name": "lam_outside",
+                "title": "split λ (B < 0)",
+                "type": "float",
+                "value": -1.0,
+                "step": 0.05,
+                "limits": LAMBDA_RANGE,
+            },
+            {"name": "restarts", "title": "max restarts", "type": "int", "value": 100, "limits": (1, 10000)},
+            {
+                "name": "saddle_lam",
+                "title": "saddle λ (c, d)",
+                "type": "float",
+                "value": 2.0,
+                "step": 0.1,
+                "limits": LAMBDA_RANGE,
+            },
+        ],
+    },
+    {
+        "name": "slices",
+        "title": "Slices (a, c)",
+        "type": "group",
+        "children": [
+            {"name": "K", "title": "K directions", "type": "int", "value": 500, "limits": (1, 100000)},
+            {"name": "P", "title": "P points", "type": "int", "value": 101, "limits": (3, 2001)},
+            {"name": "T", "title": "t range ±T", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
+            {
+                "name": "normalize",
+                "title": "directions",
+                "type": "list",
+                "value": "unit",
+                "limits": {"unit norm": "unit", "per neuron (Li et al.)": "neuron"},
+            },
+            {"name": "seed", "title": "direction seed", "type": "int", "value": 0, "limits": SEED_RANGE},
+            {
+                "name": "family",
+                "title": "directions over",
+                "type": "list",
+                "value": "all",
+                "limits": {
+                    "all parameters": "all",
+                    "one layer's block": "layer",
+                    "one neuron's incoming weights": "neuron",
+                    "the split pair's incoming weights": "pair",
+                    "k lowest Hessian eigenvectors": "eigen",
+                },
+            },
+            {"name": "family_layer", "title": "layer", "type": "int", "value": 1, "limits": (1, 100)},
+            {
+                "name": "family_neuron",
+                "title": "neuron",
+                "type": "int",
+                "value": 1,
+                "limits": (1, 100000),
+                "tip": "counted from 1 within the layer, as everywhere in the app",
+            },
+            {"name": "family_k", "title": "k eigenvectors", "type": "int", "value": 5, "limits": (1, 1000)},
+        ],
+    },
+    {
+        "name": "path",
+        "title": "Degenerate path (b)",
+        "type": "group",
+        "children": [
+            {
+                "name": "lam_from",
+                "title": "λ from",
+                "type": "float",
+                "value": -0.5,
+                "step": 0.1,
+                "limits": LAMBDA_RANGE,
+            },
+            {"name": "lam_to", "title": "λ to", "type": "float", "value": 2.0, "step": 0.1, "limits": LAMBDA_RANGE},
+            {"name": "points", "type": "int", "value": 26, "limits": (2, 1000)},
+        ],
+    },
+    {
+        "name": "plane",
+        "title": "2-D slice",
+        "type": "group",
+        "children": [
+            {"name": "points", "title": "grid points", "type": "int", "value": 41, "limits": (5, 401)},
+            {"name": "extent", "title": "extent ±", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
+        ],
+    },
 ]
 
 
@@ -108,9 +202,9 @@ class MinimaWorkspace(Workspace):
         self.network = NetworkDiagram()
         self.inspector = InspectorPanel()
         self._build_layout()
-        self.shown: dict = {}   # stage -> plain view data: what is on screen, what a session saves
-        self._seen: dict = {}   # result field -> the object last drawn from it (identity)
-        self.figure = None      # the latest Figure3 / DescendingPath: what λ moves and Export saves
+        self.shown: dict = {}  # stage -> plain view data: what is on screen, what a session saves
+        self._seen: dict = {}  # result field -> the object last drawn from it (identity)
+        self.figure = None  # the latest Figure3 / DescendingPath: what λ moves and Export saves
         self._split = -1  # which split the slider moves: the steps table's selected row
         # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on their own
         # worker so the slider never blocks and the main runner stays free for the slices.
@@ -118,9 +212,9 @@ class MinimaWorkspace(Workspace):
         self.probe_runner.succeeded.connect(self._on_probe)
         self.probe_runner.failed.connect(self._on_probe_failed)
         self.preview_runner = JobRunner(self)  # (c) and the plane at a coarse grid while λ is dragged
-        # The split's slices for every λ, sliced once (engine.figure3.drag_job) as soon as a
+        # The split's slices for every λ, sliced once (engine.minima.pipeline.drag_job) as soon as a
         # construction is ready: then a move's preview costs milliseconds, not a slice pass.
-        self._drag: Optional[DragSlices] = None
+        self._drag: DragSlices | None = None
         self._warmed_for = None  # the construction the drag slices were last asked for
         self.preview_runner.succeeded.connect(self._on_preview)
         self.preview_runner.failed.connect(self._on_probe_failed)
@@ -171,7 +265,7 @@ class MinimaWorkspace(Workspace):
         layout.addWidget(splitter)
 
     # ------------------------------------------------------------------ jobs
-    def make_job(self, steps: Optional[int] = None):
+    def make_job(self, steps: int | None = None):
         """Run: always a fresh build (or B10), never a re-slice of what is on screen."""
         kind = self.parameters["experiment", "kind"]
         self._fit_layout_to(kind)
@@ -188,13 +282,21 @@ class MinimaWorkspace(Workspace):
     def _settings(self) -> Figure3Settings:
         p = self.parameters
         return Figure3Settings(
-            kind="shallow" if p["experiment", "kind"] == "shallow" else "deep", seed=p["experiment", "seed"],
-            widths=parse_widths(p["construction", "widths"]), activation=p["construction", "activation"],
-            bias=p["construction", "bias"], schedule=parse_schedule(p["construction", "schedule"]),
-            lam=p["construction", "lam"], lam_outside=p["construction", "lam_outside"],
-            max_restarts=p["construction", "restarts"], n_samples=p["experiment", "samples"],
-            saddle_lam=p["construction", "saddle_lam"], slices=self.slice_settings(), path=self._path_range(),
-            plane=self._plane_settings())
+            kind="shallow" if p["experiment", "kind"] == "shallow" else "deep",
+            seed=p["experiment", "seed"],
+            widths=parse_widths(p["construction", "widths"]),
+            activation=p["construction", "activation"],
+            bias=p["construction", "bias"],
+            schedule=parse_schedule(p["construction", "schedule"]),
+            lam=p["construction", "lam"],
+            lam_outside=p["construction", "lam_outside"],
+            max_restarts=p["construction", "restarts"],
+            n_samples=p["experiment", "samples"],
+            saddle_lam=p["construction", "saddle_lam"],
+            slices=self.slice_settings(),
+            path=self._path_range(),
+            plane=self._plane_settings(),
+        )
 
     def show_partial(self, partial):
         self.show_result(partial)
@@ -209,8 +311,7 @@ class MinimaWorkspace(Workspace):
             self._warmed_for = result.construction
             if self._movable():
                 lam = result.construction.splits[self._split].lam
-                self.preview_runner.submit(drag_job(result, lam, self._split, self.slice_settings(),
-                                                    drag=self._drag))
+                self.preview_runner.submit(drag_job(result, lam, self._split, self.slice_settings(), drag=self._drag))
 
     def _draw_all(self, data: dict):
         for stage in STAGES:  # a fixed order: the construction before the slider reads its splits
@@ -232,8 +333,9 @@ class MinimaWorkspace(Workspace):
             self.slice_saddle.set_title(data.get("title", "(c) slices at the saddle"))
             self.slice_saddle.show_slices(**{k: v for k, v in data.items() if k != "title"})
         elif stage == "path":
-            self.path_view.show_path(data["lam"], data["loss"], data["hessian_min"], data["intervals"],
-                                     data.get("label"))
+            self.path_view.show_path(
+                data["lam"], data["loss"], data["hessian_min"], data["intervals"], data.get("label")
+            )
         elif stage == "descent":
             self.descent_view.show_curves(data["curves"], note=data.get("note", ""), frame=data.get("frame"))
         elif stage == "plane":
@@ -260,8 +362,9 @@ class MinimaWorkspace(Workspace):
         rows = self.shown.get("steps", {}).get("rows")
         if rows and "probe" not in self.shown:  # until a probe arrives: the network as built
             last = rows[-1]
-            self.inspector.lam.show_probe(data["split_lams"][-1] if data["split_lams"] else None,
-                                          last["loss"], last["min"], last["verdict"])
+            self.inspector.lam.show_probe(
+                data["split_lams"][-1] if data["split_lams"] else None, last["loss"], last["min"], last["verdict"]
+            )
         self.inspector.export_button.setEnabled(self._construction() is not None)
         live = isinstance(self.figure, Figure3) and self._construction() is not None
         self.inspector.critical_button.setEnabled(live)
@@ -311,8 +414,9 @@ class MinimaWorkspace(Workspace):
         # The newest λ replaces any preview still waiting; a running one finishes or is dropped.
         # The probe's Hessian follows the preview (see _on_preview): run side by side on two
         # cores they slowed the preview from ~30 ms to 0.5 s now and then.
-        self.preview_runner.submit(preview_job(self.figure, lam, self._split, self.slice_settings(),
-                                               self._plane_settings(), drag=self._drag))
+        self.preview_runner.submit(
+            preview_job(self.figure, lam, self._split, self.slice_settings(), self._plane_settings(), drag=self._drag)
+        )
 
     def _on_preview(self, result):
         """A drag's preview, or the drag slices made ahead of the first move (or None: the
@@ -337,8 +441,11 @@ class MinimaWorkspace(Workspace):
         shown_split = self.figure.path.split if self.figure.path is not None else None
         path = None if shown_split == self._split_index() else self._path_range()
         self.preview_runner.discard()  # a late preview must not overwrite the refined slices
-        window.start_job(self, reslice_job(self.figure, lam, self._split, self.slice_settings(), path,
-                                           plane=self._plane_settings()), keep=True)
+        window.start_job(
+            self,
+            reslice_job(self.figure, lam, self._split, self.slice_settings(), path, plane=self._plane_settings()),
+            keep=True,
+        )
 
     def _on_step_selected(self):
         """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
@@ -391,8 +498,9 @@ class MinimaWorkspace(Workspace):
         """``activation`` and ``data``: what a PyTorch file needs besides its weights ("" = none)."""
         window = self.window()
         try:
-            job = load_job(path, self.slice_settings(), replace(self._settings(), plane=None),
-                           activation or None, data or None)
+            job = load_job(
+                path, self.slice_settings(), replace(self._settings(), plane=None), activation or None, data or None
+            )
         except EngineInputError as error:
             self._message(str(error))
             return
@@ -414,9 +522,17 @@ class MinimaWorkspace(Workspace):
 
     def slice_settings(self) -> SliceSettings:
         p = self.parameters
-        return SliceSettings(p["slices", "K"], p["slices", "P"], p["slices", "T"], p["slices", "normalize"],
-                             p["slices", "seed"], p["slices", "family"], p["slices", "family_layer"],
-                             p["slices", "family_neuron"] - 1, p["slices", "family_k"])
+        return SliceSettings(
+            p["slices", "K"],
+            p["slices", "P"],
+            p["slices", "T"],
+            p["slices", "normalize"],
+            p["slices", "seed"],
+            p["slices", "family"],
+            p["slices", "family_layer"],
+            p["slices", "family_neuron"] - 1,
+            p["slices", "family_k"],
+        )
 
     def _message(self, text: str):
         bar = getattr(self.window(), "message_bar", None)
@@ -425,11 +541,18 @@ class MinimaWorkspace(Workspace):
 
     # ------------------------------------------------------------- interface
     def plot_widgets(self) -> dict[str, pg.PlotWidget]:
-        return {"slices at the minimum": self.slice_min, "degenerate path": self.path_view,
-                "slices at the saddle": self.slice_saddle, "descent at the saddle": self.descent_view,
-                "2-D slice heatmap": self.plane.heatmap, "loss against bias": self.bias_view,
-                "gradient descent from large bias": self.gd_view, "non-increasing path": self.descend_view,
-                "Hessian spectrum": self.spectrum, "network diagram": self.network}
+        return {
+            "slices at the minimum": self.slice_min,
+            "degenerate path": self.path_view,
+            "slices at the saddle": self.slice_saddle,
+            "descent at the saddle": self.descent_view,
+            "2-D slice heatmap": self.plane.heatmap,
+            "loss against bias": self.bias_view,
+            "gradient descent from large bias": self.gd_view,
+            "non-increasing path": self.descend_view,
+            "Hessian spectrum": self.spectrum,
+            "network diagram": self.network,
+        }
 
     def gl_views(self):
         return [self.plane.surface_view]
@@ -445,8 +568,7 @@ class MinimaWorkspace(Workspace):
         lam = path["lam"][index]
         self.path_view.set_current(lam)
         self.inspector.lam.set_value(lam)
-        self.inspector.lam.show_probe(lam, path["loss"][index], path["hessian_min"][index],
-                                      path["verdicts"][index])
+        self.inspector.lam.show_probe(lam, path["loss"][index], path["hessian_min"][index], path["verdicts"][index])
 
     def session_state(self) -> dict:
         """What is drawn, as plain data; the live construction stays behind (λ cannot move after restore)."""

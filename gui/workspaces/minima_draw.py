@@ -6,30 +6,48 @@ object as last time (``seen``) is skipped, so a partial and the final result dra
 nothing is drawn twice. View data holds numpy arrays, numbers and strings only (verdicts as their
 enum values), which is what a session saves. Nothing here computes.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from engine.descending_path import DescendingPath
-from engine.errors import EngineInputError
-from engine.figure3 import Figure3
-from engine.infinity import InfinityResult
-from engine.verdicts import Verdict
-from engine.workbench import admissible_neurons
+from engine.core.errors import EngineInputError
+from engine.minima.descending_path import DescendingPath
+from engine.minima.infinity import InfinityResult
+from engine.minima.pipeline import Figure3
+from engine.minima.verdicts import Verdict
+from engine.minima.workbench import admissible_neurons
 
 from ..views.plot_style import dips_below
 
-STAGES = ("steps", "construction", "spectrum", "slices_min", "path", "probe", "slices_saddle", "descent",
-          "plane", "infinity_bias", "infinity_gd", "descending_path")
+STAGES = (
+    "steps",
+    "construction",
+    "spectrum",
+    "slices_min",
+    "path",
+    "probe",
+    "slices_saddle",
+    "descent",
+    "plane",
+    "infinity_bias",
+    "infinity_gd",
+    "descending_path",
+)
 
 # Plot titles name the verdict in a word or two; the inspector shows it whole, with its reasons.
-SHORT = {Verdict.NON_ATTRACTING: "non-attracting minimum", Verdict.SADDLE: "saddle",
-         Verdict.CONDITIONS_NOT_MET: "conditions not met", Verdict.STRICT_MINIMUM: "strict minimum",
-         Verdict.DEGENERATE_MINIMUM: "degenerate minimum", Verdict.NOT_CRITICAL: "not critical"}
+SHORT = {
+    Verdict.NON_ATTRACTING: "non-attracting minimum",
+    Verdict.SADDLE: "saddle",
+    Verdict.CONDITIONS_NOT_MET: "conditions not met",
+    Verdict.STRICT_MINIMUM: "strict minimum",
+    Verdict.DEGENERATE_MINIMUM: "degenerate minimum",
+    Verdict.NOT_CRITICAL: "not critical",
+}
 
 
 def parse_widths(text: str) -> tuple:
-    """"2, 1, 1, 1" or "2—1—1—1"; a minus sign is an error, not a separator."""
+    """ "2, 1, 1, 1" or "2—1—1—1"; a minus sign is an error, not a separator."""
     try:
         widths = tuple(int(p) for p in text.replace("—", ",").split(",") if p.strip())
     except ValueError:
@@ -66,22 +84,40 @@ def stages(result, seen: dict) -> dict:
 
 
 def probe_data(probe) -> dict:
-    return {"lam": probe.lam, "loss": probe.loss, "hessian_min": probe.hessian_min,
-            "verdict": probe.verdict.value, "unmet": list(probe.unmet)}
+    return {
+        "lam": probe.lam,
+        "loss": probe.loss,
+        "hessian_min": probe.hessian_min,
+        "verdict": probe.verdict.value,
+        "unmet": list(probe.unmet),
+    }
 
 
 def _steps(steps, result) -> dict:
-    rows = [{"description": s.description, "widths": list(s.widths), "verdict": s.verdict.value, "loss": s.loss,
-             "grad_norm": s.grad_norm, "min": s.hessian.min, "max": s.hessian.max, "n_zero": s.hessian.n_zero,
-             "n_negative": s.hessian.n_negative} for s in steps]
+    rows = [
+        {
+            "description": s.description,
+            "widths": list(s.widths),
+            "verdict": s.verdict.value,
+            "loss": s.loss,
+            "grad_norm": s.grad_norm,
+            "min": s.hessian.min,
+            "max": s.hessian.max,
+            "n_zero": s.hessian.n_zero,
+            "n_negative": s.hessian.n_negative,
+        }
+        for s in steps
+    ]
     return {"steps": {"rows": rows, "note": _note(result)}}
 
 
 def _note(result) -> str:
     c = result.construction
     if getattr(result, "moved", ()):
-        return (f"critical point of {'—'.join(map(str, c.arch.widths))}: moved ‖Δθ‖ = {result.moved[0]:.3g}, "
-                f"now ‖∇L‖ = {result.moved[1]:.2e}")
+        return (
+            f"critical point of {'—'.join(map(str, c.arch.widths))}: moved ‖Δθ‖ = {result.moved[0]:.3g}, "
+            f"now ‖∇L‖ = {result.moved[1]:.2e}"
+        )
     if getattr(result, "loaded_from", ""):
         return f"loaded {'—'.join(map(str, c.arch.widths))} from {result.loaded_from}"
     if c is None:
@@ -95,31 +131,63 @@ def _note(result) -> str:
 def _construction(c, result) -> dict:
     lams = c.split_lams
     badge = {(n.layer, n.neuron): n.badge for n in c.neurons}
-    neurons = [{"layer": n.layer, "neuron": n.neuron, "B_eigs": np.asarray(n.B_eigs), "badge": n.badge,
-                "D_norm": n.D_norm} for n in c.small_neurons]
-    out = {"construction": {
-        "neurons": neurons, "widths": list(c.arch.widths), "weights": c.weights,
-        "splits": [[s.layer, s.origin, s.new] for s in c.splits],
-        "split_labels": [split_label(s) for s in c.splits], "split_lams": lams,
-        "admissible": [[l, r, badge[l, r]] for l, r in admissible_neurons(c)]}}
+    neurons = [
+        {"layer": n.layer, "neuron": n.neuron, "B_eigs": np.asarray(n.B_eigs), "badge": n.badge, "D_norm": n.D_norm}
+        for n in c.small_neurons
+    ]
+    out = {
+        "construction": {
+            "neurons": neurons,
+            "widths": list(c.arch.widths),
+            "weights": c.weights,
+            "splits": [[s.layer, s.origin, s.new] for s in c.splits],
+            "split_labels": [split_label(s) for s in c.splits],
+            "split_lams": lams,
+            "admissible": [[l, r, badge[l, r]] for l, r in admissible_neurons(c)],
+        }
+    }
     return dict(out, **_steps(result.steps, result))  # the note changes once the construction is known
 
 
 def _spectrum(eigs, fig) -> dict:
     c = fig.construction
-    return {"spectrum": {"eigs": np.asarray(eigs), "tol": fig.hessian.tol,
-                         "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params"}}
+    return {
+        "spectrum": {
+            "eigs": np.asarray(eigs),
+            "tol": fig.hessian.tol,
+            "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params",
+        }
+    }
 
 
 def slices_data(s, **extra) -> dict:
-    return dict({"t": s.t, "losses": s.curves, "envelope": s.envelope, "lstar": s.L_star, "gap": s.envelope_gap,
-                 "n_below": s.n_below, "family": s.family, "predicted": s.predicted}, **extra)
+    return dict(
+        {
+            "t": s.t,
+            "losses": s.curves,
+            "envelope": s.envelope,
+            "lstar": s.L_star,
+            "gap": s.envelope_gap,
+            "n_below": s.n_below,
+            "family": s.family,
+            "predicted": s.predicted,
+        },
+        **extra,
+    )
 
 
 def _path(path, fig) -> dict:
-    return {"path": {"lam": path.lam, "loss": path.loss, "hessian_min": path.hessian_min,
-                     "verdicts": [v.value for v in path.verdicts], "intervals": [list(p) for p in path.interval.parts],
-                     "label": split_label(fig.construction.splits[path.split]), "split": path.split}}
+    return {
+        "path": {
+            "lam": path.lam,
+            "loss": path.loss,
+            "hessian_min": path.hessian_min,
+            "verdicts": [v.value for v in path.verdicts],
+            "intervals": [list(p) for p in path.interval.parts],
+            "label": split_label(fig.construction.splits[path.split]),
+            "split": path.split,
+        }
+    }
 
 
 def _saddle(saddle, fig) -> dict:
@@ -129,11 +197,14 @@ def _saddle(saddle, fig) -> dict:
         title = f"(c) slices at λ = {probe.lam:g}: {SHORT[probe.verdict]}"
         if saddle.slices is not None:
             out["slices_saddle"] = slices_data(saddle.slices, title=title, descent=(line.t, line.loss))
-        out["descent"] = {"curves": [{"name": "L(θ + t·e)", "x": line.t, "y": line.loss},
-                                     {"name": "L*", "hline": probe.loss, "color": "fg", "style": "dash"}],
-                          "note": f"λ = {probe.lam:g}; λ_min(H) = {probe.hessian_min:.2e}; "
-                                  f"dip {np.min(line.loss) - probe.loss:.2g}",
-                          "frame": dip_frame(line.t, line.loss, probe.loss)}
+        out["descent"] = {
+            "curves": [
+                {"name": "L(θ + t·e)", "x": line.t, "y": line.loss},
+                {"name": "L*", "hline": probe.loss, "color": "fg", "style": "dash"},
+            ],
+            "note": f"λ = {probe.lam:g}; λ_min(H) = {probe.hessian_min:.2e}; dip {np.min(line.loss) - probe.loss:.2g}",
+            "frame": dip_frame(line.t, line.loss, probe.loss),
+        }
     return out
 
 
@@ -152,24 +223,43 @@ def dip_frame(t, loss, level: float) -> list | None:
 
 def _plane(plane, fig) -> dict:
     # The engine indexes losses[i, j] by (d1_i, d2_j); the heatmap wants rows along d2.
-    return {"plane": {"a": plane.s, "b": plane.t, "loss": plane.losses.T, "center": (0.0, 0.0),
-                      "labels": ("degenerate direction (moves λ)", "descent direction e (B6)")}}
+    return {
+        "plane": {
+            "a": plane.s,
+            "b": plane.t,
+            "loss": plane.losses.T,
+            "center": (0.0, 0.0),
+            "labels": ("degenerate direction (moves λ)", "descent direction e (B6)"),
+        }
+    }
 
 
 def preview_data(preview) -> dict:
     """A λ drag's preview, in the same stages as the refined result it stands in for."""
-    out = {"slices_saddle": slices_data(preview.slices, title=f"(c) preview at λ = {preview.lam:.3g} "
-                                        f"({len(preview.slices.t)} points; refines on release)")}
+    out = {
+        "slices_saddle": slices_data(
+            preview.slices,
+            title=f"(c) preview at λ = {preview.lam:.3g} ({len(preview.slices.t)} points; refines on release)",
+        )
+    }
     if preview.plane is not None:
         out.update(_plane(preview.plane, None))
     return out
 
 
 def _bias(curve, r) -> dict:
-    return {"infinity_bias": {
-        "curves": [{"name": "L(b) − L∞ (above the limit for every b)", "x": curve.b,
-                    "y": np.maximum(curve.loss_minus_Linf, 1e-300)}],
-        "note": f"L∞ = {curve.L_inf:.4g} (constant output mean(y)); log scale"}}
+    return {
+        "infinity_bias": {
+            "curves": [
+                {
+                    "name": "L(b) − L∞ (above the limit for every b)",
+                    "x": curve.b,
+                    "y": np.maximum(curve.loss_minus_Linf, 1e-300),
+                }
+            ],
+            "note": f"L∞ = {curve.L_inf:.4g} (constant output mean(y)); log scale",
+        }
+    }
 
 
 def _gd(gd, r) -> dict:
@@ -177,29 +267,53 @@ def _gd(gd, r) -> dict:
     # a number in the note (on the same axis it drew a third flat line in other units).
     curves = [{"name": "GD: L − L∞", "x": gd.step, "y": gd.loss_minus_Linf}]
     if r.lower is not None:
-        curves.append({"name": "L-BFGS from the same start: L − L∞", "hline": r.lower.loss - gd.L_inf,
-                       "color": "fg", "style": "dash"})
+        curves.append(
+            {
+                "name": "L-BFGS from the same start: L − L∞",
+                "hline": r.lower.loss - gd.L_inf,
+                "color": "fg",
+                "style": "dash",
+            }
+        )
     escape = gd.escape_step
-    where = (f"escapes below L∞ at step {escape}" if escape is not None
-             else f"stays within {np.max(np.abs(gd.loss_minus_Linf)):.1e} of L∞ (escape takes ~e^b0 steps)")
-    return {"infinity_gd": {"curves": curves, "note": f"GD from b0 = {r.b0:g} {where};<br>"
-                            f"mean bias {gd.mean_bias[0]:.6g} → {gd.mean_bias[-1]:.6g}"}}
+    where = (
+        f"escapes below L∞ at step {escape}"
+        if escape is not None
+        else f"stays within {np.max(np.abs(gd.loss_minus_Linf)):.1e} of L∞ (escape takes ~e^b0 steps)"
+    )
+    return {
+        "infinity_gd": {
+            "curves": curves,
+            "note": f"GD from b0 = {r.b0:g} {where};<br>mean bias {gd.mean_bias[0]:.6g} → {gd.mean_bias[-1]:.6g}",
+        }
+    }
 
 
 def _descending(p, r) -> dict:
-    return {"descending_path": {
-        "curves": [{"name": "B11 path (A gather | B re-point | C descend)", "x": p.s, "y": p.loss_path},
-                   {"name": "straight segment, same endpoints", "x": p.s, "y": p.loss_straight, "style": "dash"}],
-        "note": f"monotone: {'yes' if p.monotone else 'NO'} · end loss {p.loss_path[-1]:.2g} · "
-                f"condition number {p.condition_number:.2g}"}}
+    return {
+        "descending_path": {
+            "curves": [
+                {"name": "B11 path (A gather | B re-point | C descend)", "x": p.s, "y": p.loss_path},
+                {"name": "straight segment, same endpoints", "x": p.s, "y": p.loss_straight, "style": "dash"},
+            ],
+            "note": f"monotone: {'yes' if p.monotone else 'NO'} · end loss {p.loss_path[-1]:.2g} · "
+            f"condition number {p.condition_number:.2g}",
+        }
+    }
 
 
 _FIELD_STAGES = {
-    (Figure3, "steps"): _steps, (Figure3, "construction"): _construction, (Figure3, "eigs"): _spectrum,
-    (Figure3, "slices_min"): lambda s, fig: {"slices_min": slices_data(s)}, (Figure3, "path"): _path,
-    (Figure3, "saddle"): _saddle, (Figure3, "plane"): _plane,
-    (DescendingPath, "steps"): _steps, (DescendingPath, "construction"): _construction,
+    (Figure3, "steps"): _steps,
+    (Figure3, "construction"): _construction,
+    (Figure3, "eigs"): _spectrum,
+    (Figure3, "slices_min"): lambda s, fig: {"slices_min": slices_data(s)},
+    (Figure3, "path"): _path,
+    (Figure3, "saddle"): _saddle,
+    (Figure3, "plane"): _plane,
+    (DescendingPath, "steps"): _steps,
+    (DescendingPath, "construction"): _construction,
     (DescendingPath, "path"): _descending,
-    (InfinityResult, "curve"): _bias, (InfinityResult, "gd"): _gd,
+    (InfinityResult, "curve"): _bias,
+    (InfinityResult, "gd"): _gd,
     (InfinityResult, "lower"): lambda lower, r: _gd(r.gd, r),
 }

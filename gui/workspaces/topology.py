@@ -4,27 +4,26 @@ Three sub-views share the tab, chosen by the "View" parameter: the live training
 paper's Fig. 4 sweep and its Fig. 5 probability maps. The workspace routes engine results to
 the views; every number shown comes from the engine.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
-from engine.errors import EngineInputError
-from engine.invariants import barrier_jumps, c_of, component_label
-from engine.probability import probability_maps_job
-from engine.quadrics import reduced_coordinates
-from engine.shallow import ShallowNet
-from engine.sweep import breast_cancer_sweep
-from engine.training import Trajectory, train
+from engine.core.errors import EngineInputError
+from engine.topology.invariants import barrier_jumps, c_of, component_label
+from engine.topology.probability import probability_maps_job
+from engine.topology.quadrics import reduced_coordinates
+from engine.topology.training import Trajectory, train
+from engine.topology.two_layer import ShallowNet
+from engine.topology.width_sweep import breast_cancer_sweep
 
 from ..pacing import Pacer
 from ..panels.invariants_panel import InvariantsPanel, summary
-from ..panels.topology_parameters import (TrainingSetup, create_parameters, fig4_settings, fig5_settings,
-                                          training_setup)
+from ..panels.topology_parameters import TrainingSetup, create_parameters, fig4_settings, fig5_settings, training_setup
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
@@ -42,22 +41,21 @@ LIVE_INTERVALS = {"loss": 0.2, "drift": 0.2, "invariants": 0.2, "reduced": 0.1, 
 def neuron_coordinates(traj: Trajectory) -> tuple[np.ndarray, list[str]]:
     """θ_k = (w, b, v) of every neuron as (T, l, n) raw coordinates, with their names."""
     d, e = traj.W1.shape[2], traj.W2.shape[1]
-    parts = [traj.W1] + ([traj.b1[..., None]] if traj.b1 is not None else []) + \
-        [np.swapaxes(traj.W2, 1, 2)]
+    parts = [traj.W1] + ([traj.b1[..., None]] if traj.b1 is not None else []) + [np.swapaxes(traj.W2, 1, 2)]
     names = [f"w{chr(0x2080 + i + 1)}" if d > 1 else "w" for i in range(d)]
     names += ["b"] if traj.b1 is not None else []
     names += [f"v{chr(0x2080 + i + 1)}" if e > 1 else "v" for i in range(e)]
     return np.concatenate(parts, axis=2), names
 
 
-def projection_axes(n_in: int, n_out: int) -> Optional[list[int]]:
+def projection_axes(n_in: int, n_out: int) -> list[int] | None:
     """Which three coordinates a 3D view shows: two input-side, then the output side."""
     if n_in + n_out < 3:
         return None
     take_in = min(n_in, 3 - min(n_out, 1))
     axes = list(range(min(take_in, 2)))
     axes += list(range(n_in, n_in + min(n_out, 3 - len(axes))))
-    axes += [i for i in range(n_in) if i not in axes][:3 - len(axes)]
+    axes += [i for i in range(n_in) if i not in axes][: 3 - len(axes)]
     return sorted(axes[:3])
 
 
@@ -65,10 +63,18 @@ def sliced(traj: Trajectory, rows: int) -> Trajectory:
     """The first ``rows`` recorded rows: the run as it was at that moment (for replay)."""
     cut = lambda a: None if a is None else a[:rows]
     last = traj.step[rows - 1]
-    return dataclasses.replace(traj, step=traj.step[:rows], W1=traj.W1[:rows], W2=traj.W2[:rows],
-                               b1=cut(traj.b1), b2=cut(traj.b2), loss=traj.loss[:rows],
-                               c=traj.c[:rows], time=cut(traj.time),
-                               sign_flips=[f for f in traj.sign_flips if f[0] <= last])
+    return dataclasses.replace(
+        traj,
+        step=traj.step[:rows],
+        W1=traj.W1[:rows],
+        W2=traj.W2[:rows],
+        b1=cut(traj.b1),
+        b2=cut(traj.b2),
+        loss=traj.loss[:rows],
+        c=traj.c[:rows],
+        time=cut(traj.time),
+        sign_flips=[f for f in traj.sign_flips if f[0] <= last],
+    )
 
 
 DRIFT_WORTH_A_NOTE = 0.05  # relative change of some c_k
@@ -84,8 +90,10 @@ def drift_note(c_start: np.ndarray, c_now: np.ndarray, config) -> str:
     if config.weight_decay > 0:
         return f"{moved}: weight decay breaks the conservation law."
     if config.optimizer in ("gd", "sgd"):
-        return (f"{moved}: each {config.optimizer.upper()} step of size h = {config.lr:g} changes c by "
-                "O(h²); the exact flow conserves it.")
+        return (
+            f"{moved}: each {config.optimizer.upper()} step of size h = {config.lr:g} changes c by "
+            "O(h²); the exact flow conserves it."
+        )
     if config.optimizer == "flow":
         return f"{moved}: the solver's tolerance is too loose to conserve c."
     name = {"adam": "Adam's per-coordinate"}.get(config.optimizer, config.optimizer)
@@ -126,9 +134,9 @@ class TopologyWorkspace(Workspace):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.pages)
 
-        self._setup: Optional[TrainingSetup] = None   # what the views are configured for
-        self._pending: Optional[TrainingSetup] = None  # built by make_job, shown at reset
-        self._result = None                            # the latest partial or final result
+        self._setup: TrainingSetup | None = None  # what the views are configured for
+        self._pending: TrainingSetup | None = None  # built by make_job, shown at reset
+        self._result = None  # the latest partial or final result
         self._total_steps = 1
         self.pacer = Pacer(LIVE_INTERVALS, self)
         self.parameters.child("mode").sigValueChanged.connect(self._on_mode)
@@ -141,7 +149,7 @@ class TopologyWorkspace(Workspace):
         return self.parameters["mode"]
 
     # ------------------------------------------------------------------ jobs
-    def make_job(self, steps: Optional[int] = None):
+    def make_job(self, steps: int | None = None):
         if self.mode == "fig4":
             return breast_cancer_sweep(fig4_settings(self.parameters.child("fig4"), steps))
         if self.mode == "fig5":
@@ -170,9 +178,15 @@ class TopologyWorkspace(Workspace):
         self._setup = setup
         net = setup.net
         self._total_steps = max(setup.config.steps, 1)
-        start = Trajectory(np.zeros(1, dtype=np.int64), setup.params.W1[None], setup.params.W2[None],
-                           None if setup.params.b1 is None else setup.params.b1[None], None,
-                           np.zeros(1), np.zeros((1, net.l)))
+        start = Trajectory(
+            np.zeros(1, dtype=np.int64),
+            setup.params.W1[None],
+            setup.params.W2[None],
+            None if setup.params.b1 is None else setup.params.b1[None],
+            None,
+            np.zeros(1),
+            np.zeros((1, net.l)),
+        )
         coords, names = neuron_coordinates(start)
         self._exact = net.d == 2 and net.e == 1 and not net.bias
         self._axes = projection_axes(net.d + net.bias, net.e)
@@ -230,15 +244,24 @@ class TopologyWorkspace(Workspace):
         draw = self.pacer.submit
         if self._axes is not None:
             axes = self._axes
-            draw("quadrics", lambda: self.quadrics.show_neurons(neuron_coordinates(traj)[0][:, :, axes], frac,
-                                                                c_now, c_start, c_now < 0, events))
+            draw(
+                "quadrics",
+                lambda: self.quadrics.show_neurons(
+                    neuron_coordinates(traj)[0][:, :, axes], frac, c_now, c_start, c_now < 0, events
+                ),
+            )
         if not self._exact:
             draw("reduced", lambda: self._show_reduced(traj, net, frac, c_now, c_start, events))
 
         def invariants():
             label = component_label(traj.W1[-1], traj.W2[-1], None if traj.b1 is None else traj.b1[-1])
-            self.invariants.show_values(summary(net.d, net.e, net.bias, c_now, label), c_start,
-                                        int(traj.step[-1]), drift_note(c_start, c_now, self._setup.config))
+            self.invariants.show_values(
+                summary(net.d, net.e, net.bias, c_now, label),
+                c_start,
+                int(traj.step[-1]),
+                drift_note(c_start, c_now, self._setup.config),
+            )
+
         draw("invariants", invariants)
         draw("loss", lambda: self.curves.show_loss(traj.step, traj.loss, flips, jumps, live=not final))
         draw("drift", lambda: self.curves.show_drift(traj.step, traj.c, live=not final))
@@ -292,9 +315,14 @@ class TopologyWorkspace(Workspace):
     def set_presentation(self, on: bool):
         self.quadrics.set_presentation(on)
         self.curves.set_line_width(4.0 if on else 2.0)
-        for plot in (self.curves.loss_plot, self.curves.drift_plot, self.reduced,
-                     self.heatmaps.target_widget, self.heatmaps.learned_widget,
-                     self.heatmaps.line_widget):
+        for plot in (
+            self.curves.loss_plot,
+            self.curves.drift_plot,
+            self.reduced,
+            self.heatmaps.target_widget,
+            self.heatmaps.learned_widget,
+            self.heatmaps.line_widget,
+        ):
             set_plot_fonts(plot, on)
         self.heatmaps.set_presentation(on)
         self.fig4.set_presentation(on)
@@ -307,7 +335,7 @@ class TopologyWorkspace(Workspace):
             return len(self._result.step)
         return 0
 
-    def trajectory(self) -> Optional[Trajectory]:
+    def trajectory(self) -> Trajectory | None:
         """The run the training view shows (finished or latest), for clips; else None."""
         if self.mode == "training" and isinstance(self._result, Trajectory):
             return self._result
@@ -327,8 +355,11 @@ class TopologyWorkspace(Workspace):
             return {"mode": self.mode, "result": self.page_of[self.mode].result_state(self._result)}
         fields = {f.name: getattr(self._result, f.name) for f in dataclasses.fields(Trajectory)}
         fields["sign_flips"] = np.asarray(fields["sign_flips"], dtype=np.int64).reshape(-1, 2)
-        return {"mode": "training", "trajectory": {k: v for k, v in fields.items() if v is not None},
-                "parameters": self.parameters.saveState(filter="user")}
+        return {
+            "mode": "training",
+            "trajectory": {k: v for k, v in fields.items() if v is not None},
+            "parameters": self.parameters.saveState(filter="user"),
+        }
 
     def restore_session_state(self, state: dict):
         mode = state.get("mode")
@@ -343,8 +374,7 @@ class TopologyWorkspace(Workspace):
             return
         try:
             if "parameters" in state:
-                self.parameters.restoreState(state["parameters"], removeChildren=False,
-                                             addChildren=False)
+                self.parameters.restoreState(state["parameters"], removeChildren=False, addChildren=False)
             t = dict(state["trajectory"])
             t["sign_flips"] = [tuple(int(x) for x in row) for row in np.asarray(t.get("sign_flips", []))]
             t.setdefault("b1", None), t.setdefault("b2", None)

@@ -4,6 +4,7 @@ Measured in CPU seconds of the whole process (every thread, so a job's helper th
 not wall time: on a shared machine wall time stretches with the load, while the work a job
 does before handing back control -- what decides how soon pause and cancel can act -- does not.
 """
+
 import time
 
 

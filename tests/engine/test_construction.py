@@ -1,13 +1,14 @@
 """construction: B and D against finite differences, the embedding, Theorem 9's verdict, B6 descent."""
+
 import numpy as np
 import pytest
 
-from engine import construction as C
-from engine import deep
-from engine.errors import EngineInputError
-from engine.figure3 import teacher_data
-from engine.progress import run_to_completion
-from engine.verdicts import INSIDE_0_1, OUTSIDE_0_1, Verdict
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.minima import construction as C
+from engine.minima import deep
+from engine.minima.pipeline import teacher_data
+from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Verdict
 
 
 def second_difference(f, h=1e-4):
@@ -41,8 +42,9 @@ def test_B_and_D_match_finite_differences_in_B4_coordinates():
         for i in range(3):
             di = pair_direction(np.eye(3)[i])
             h = 1e-4
-            mixed = (L(t2 + h * dv + h * di) - L(t2 + h * dv - h * di) - L(t2 - h * dv + h * di)
-                     + L(t2 - h * dv - h * di)) / (4 * h * h)
+            mixed = (
+                L(t2 + h * dv + h * di) - L(t2 + h * dv - h * di) - L(t2 - h * dv + h * di) + L(t2 - h * dv - h * di)
+            ) / (4 * h * h)
             assert mixed == pytest.approx(bd[1, r].D[i, s], rel=1e-5, abs=1e-8)
 
 
@@ -67,8 +69,9 @@ def test_embedding_preserves_function_and_rejects_bad_splits():
 def built():
     X, Y = teacher_data((2, 5, 5, 1), 20, seed=0)
     updates = []
-    c = run_to_completion(C.construct_job(X, Y, (2, 1, 1, 1), schedule=((1, 3), (2, 3)), max_restarts=30),
-                          updates.append)
+    c = run_to_completion(
+        C.construct_job(X, Y, (2, 1, 1, 1), schedule=((1, 3), (2, 3)), max_restarts=30), updates.append
+    )
     return c, updates
 
 
@@ -171,13 +174,15 @@ def test_shallow_split_outside_0_1_with_negative_B_is_a_minimum():
 
 def test_descent_line_and_plane_need_no_hessian(built, monkeypatch):
     """B6's direction needs only the pair's B (one backward pass), never the full Hessian."""
-    from engine import figure3
+    from engine.minima import pipeline as figure3
+
     c, _ = built
     probe = C.move_last_lambda(c, 2.0)
     expected = C.descent_curve(c, probe, [0.2])
 
     def no_hessian(*args, **kwargs):
         raise AssertionError("a full Hessian was computed")
+
     monkeypatch.setattr(deep, "hessian", no_hessian)
     assert C.descent_curve(c, probe, [0.2]).loss == pytest.approx(expected.loss, abs=0)
     plane = run_to_completion(figure3.plane_job(c, probe, 5, 0.5))

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from engine.datasets import breast_cancer, load_xy_file, toy_dataset
-from engine.errors import EngineInputError
+from engine.core.datasets import breast_cancer, load_xy_file, toy_dataset
+from engine.core.errors import EngineInputError
 
 
 def test_toy_dataset():
@@ -10,7 +10,7 @@ def test_toy_dataset():
     assert X.shape == (8000, 2) and Y.shape == (8000, 1)
     assert X.min() >= 0 and X.max() <= 1
     np.testing.assert_array_equal(Y[:, 0], -(X[:, 0] + X[:, 1]))
-    assert np.mean(Y ** 2) == pytest.approx(7 / 6, abs=0.03)  # E[(x1+x2)²] = 1/6 + 1
+    assert np.mean(Y**2) == pytest.approx(7 / 6, abs=0.03)  # E[(x1+x2)²] = 1/6 + 1
     np.testing.assert_array_equal(toy_dataset(10, 1)[0], toy_dataset(10, 1)[0])
 
 
@@ -21,7 +21,7 @@ def test_toy_dataset_in_d_dimensions(d):
     assert X.min() >= 0 and X.max() <= 1
     np.testing.assert_allclose(Y[:, 0], -X.sum(axis=1), rtol=1e-15)
     # E[(Σ x_i)²] = d/12 + d²/4 for iid U(0, 1)
-    assert np.mean(Y ** 2) == pytest.approx(d / 12 + d * d / 4, rel=0.03)
+    assert np.mean(Y**2) == pytest.approx(d / 12 + d * d / 4, rel=0.03)
     np.testing.assert_array_equal(toy_dataset(10, 1, d=d)[0], toy_dataset(10, 1, d=d)[0])
     assert not np.array_equal(toy_dataset(10, 1, d=d)[0], toy_dataset(10, 2, d=d)[0])
 
@@ -53,16 +53,19 @@ def test_load_npz_and_csv(tmp_path):
     np.testing.assert_array_equal(Y3[:, 0], Y)
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda p: np.savez(p / "f.npz", X=np.zeros((3, 2))), "lacks"),
-    (lambda p: np.savez(p / "f.npz", X=np.zeros((3, 2)), Y=np.zeros(4)), "rows"),
-    (lambda p: np.savez(p / "f.npz", X=np.array([[np.nan, 1.0]]), Y=np.zeros(1)), "NaN"),
-    (lambda p: np.savez(p / "f.npz", X=np.array([["a", "b"]]), Y=np.zeros(1)), "non-numeric"),
-    (lambda p: np.savez(p / "f.npz", X=np.zeros((2, 2, 2)), Y=np.zeros(2)), "shape"),
-    (lambda p: (p / "f.csv").write_text("x,y\n1,2\n"), "numeric"),
-    (lambda p: (p / "f.csv").write_text("1\n2\n"), "column"),
-    (lambda p: (p / "f.txt").write_text("1,2\n"), "extension"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda p: np.savez(p / "f.npz", X=np.zeros((3, 2))), "lacks"),
+        (lambda p: np.savez(p / "f.npz", X=np.zeros((3, 2)), Y=np.zeros(4)), "rows"),
+        (lambda p: np.savez(p / "f.npz", X=np.array([[np.nan, 1.0]]), Y=np.zeros(1)), "NaN"),
+        (lambda p: np.savez(p / "f.npz", X=np.array([["a", "b"]]), Y=np.zeros(1)), "non-numeric"),
+        (lambda p: np.savez(p / "f.npz", X=np.zeros((2, 2, 2)), Y=np.zeros(2)), "shape"),
+        (lambda p: (p / "f.csv").write_text("x,y\n1,2\n"), "numeric"),
+        (lambda p: (p / "f.csv").write_text("1\n2\n"), "column"),
+        (lambda p: (p / "f.txt").write_text("1,2\n"), "extension"),
+    ],
+)
 def test_bad_files(tmp_path, make, match):
     make(tmp_path)
     path = next(tmp_path.iterdir())

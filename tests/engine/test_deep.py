@@ -1,10 +1,11 @@
 """deep.py: layout, loss against an independent numpy forward pass, batching, bad input."""
+
 import numpy as np
 import pytest
 import torch
 
-from engine import deep
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
+from engine.minima import deep
 
 
 def numpy_loss(Ws, bs, act, X, y):
@@ -38,7 +39,8 @@ def test_batched_loss_equals_single_and_gradient_matches_fd():
     batch = deep.loss_batch(arch, torch.as_tensor(thetas), Xt, yt).numpy()
     assert np.allclose(batch, [deep.loss(arch, t, X, y) for t in thetas], rtol=1e-13)
     _, g = deep.loss_and_grad(arch, thetas[0], X, y)
-    e = np.zeros(arch.n_params); e[4] = 1e-6
+    e = np.zeros(arch.n_params)
+    e[4] = 1e-6
     fd = (deep.loss(arch, thetas[0] + e, X, y) - deep.loss(arch, thetas[0] - e, X, y)) / 2e-6
     assert g[4] == pytest.approx(fd, rel=1e-6)
 

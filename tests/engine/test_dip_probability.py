@@ -1,12 +1,13 @@
 """dip_probability: Imhof against closed forms and sampling; predicted vs observed dips at a real saddle."""
+
 import numpy as np
 import pytest
 import scipy.optimize
 
-from engine import deep
-from engine import dip_probability as DP
-from engine.errors import EngineInputError
-from engine.runtime import configure_torch_threads
+from engine.core.errors import EngineInputError
+from engine.core.runtime import configure_torch_threads
+from engine.minima import deep
+from engine.minima import dip_probability as DP
 
 
 def test_two_eigenvalues_match_closed_form():
@@ -28,7 +29,7 @@ def test_imhof_matches_monte_carlo_on_random_symmetric_matrices():
         assert eigs[0] < 0 < eigs[-1]  # mixed signs
         p = DP.negative_probability(eigs)
         w = rng.standard_normal((n, size))
-        observed = ((w ** 2) @ eigs < 0).mean()
+        observed = ((w**2) @ eigs < 0).mean()
         assert 0.01 < p < 0.99 and abs(observed - p) < 4 * np.sqrt(p * (1 - p) / n)
 
 
@@ -41,8 +42,11 @@ def test_rare_dips_match_high_precision_quadrature():
     lam = np.concatenate([[-0.02], np.geomspace(1e-3, 50.0, 12)])
     mpmath.mp.dps = 30
     exact = [mpmath.mpf(float(v)) / 50 for v in lam]
-    f = lambda u: (mpmath.sin(sum(mpmath.atan(v * u) for v in exact) / 2) / u
-                   / mpmath.exp(sum(mpmath.log1p((v * u) ** 2) for v in exact) / 4))
+    f = lambda u: (
+        mpmath.sin(sum(mpmath.atan(v * u) for v in exact) / 2)
+        / u
+        / mpmath.exp(sum(mpmath.log1p((v * u) ** 2) for v in exact) / 4)
+    )
     want = 0.5 - mpmath.quad(f, [0] + [mpmath.mpf(4) ** k for k in range(-3, 16)] + [mpmath.inf]) / mpmath.pi
     p = DP.negative_probability(np.concatenate([lam, np.zeros(30)]))  # exact zeros are dropped
     assert 1e-10 < float(want) < 1e-8 and p == pytest.approx(float(want), rel=1e-6)
@@ -62,18 +66,21 @@ def test_family_indices():
     assert DP.family_indices(arch, "layer", layer=2).tolist() == list(range(9, 17))
     assert DP.family_indices(arch, "neuron", layer=1, neuron=2).tolist() == [4, 5, 8]
     assert DP.family_indices(arch, "pair", layer=2, pair=(0, 1)).tolist() == [9, 10, 11, 15, 12, 13, 14, 16]
-    for kwargs, message in (({"kind": "neuron", "layer": 1, "neuron": 3}, "neuron 3 does not exist"),
-                            ({"kind": "pair", "layer": 1, "pair": (1, 1)}, "two different neurons"),
-                            ({"kind": "layer", "layer": 4}, "needs a layer"),
-                            ({"kind": "row"}, "unknown direction family")):
+    for kwargs, message in (
+        ({"kind": "neuron", "layer": 1, "neuron": 3}, "neuron 3 does not exist"),
+        ({"kind": "pair", "layer": 1, "pair": (1, 1)}, "two different neurons"),
+        ({"kind": "layer", "layer": 4}, "needs a layer"),
+        ({"kind": "row"}, "unknown direction family"),
+    ):
         with pytest.raises(EngineInputError, match=message):
             DP.family_indices(arch, **kwargs)
 
 
 def _critical_point(arch, X, Y, theta):
     fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
-    theta = scipy.optimize.minimize(fun, theta, jac=True, method="L-BFGS-B",
-                                    options=dict(maxiter=5000, gtol=1e-10, ftol=1e-16)).x
+    theta = scipy.optimize.minimize(
+        fun, theta, jac=True, method="L-BFGS-B", options=dict(maxiter=5000, gtol=1e-10, ftol=1e-16)
+    ).x
     for _ in range(6):  # Newton polish to a gradient at rounding level
         theta = theta - np.linalg.lstsq(deep.hessian(arch, theta, X, Y), fun(theta)[1], rcond=None)[0]
     return theta
@@ -110,8 +117,11 @@ def test_predicted_matches_observed_at_a_saddle(minimum_and_saddle):
     eigs = np.linalg.eigvalsh(H)
     assert eigs[0] < -1e-3 * eigs[-1]  # a saddle: one clearly negative eigenvalue
     seen = {}
-    for family in (DP.index_family(arch, "pair", layer=1, pair=(0, 2)), DP.index_family(arch, "layer", layer=1),
-                   DP.eigenvector_family(arch, theta, X, Y, k=3)):
+    for family in (
+        DP.index_family(arch, "pair", layer=1, pair=(0, 2)),
+        DP.index_family(arch, "layer", layer=1),
+        DP.eigenvector_family(arch, theta, X, Y, k=3),
+    ):
         r = DP.dip_fractions(arch, theta, X, Y, family, n=20_000, ts=TS, seed=7, H=H)
         assert 1e-3 < r.predicted < 1 - 1e-3
         assert abs(r.quadratic - r.predicted) < 4 * r.quadratic_stderr
@@ -144,15 +154,17 @@ def test_restricted_hessian_from_hvps_equals_block_of_formed_hessian(minimum_and
 
 
 def test_family_directions_stay_in_their_family_and_have_unit_norm():
-    from engine.dip_probability import family_directions, family_indices, slice_family
+    from engine.minima.dip_probability import family_directions, family_indices, slice_family
+
     arch = deep.Arch((2, 3, 2, 1), "sigmoid", True)
     theta = deep.init_params(arch, np.random.default_rng(0), 1.0)
     X, Y = np.random.default_rng(1).normal(size=(6, 2)), np.random.default_rng(2).normal(size=6)
     for kind, where in (("layer", {"layer": 2}), ("neuron", {"layer": 1, "neuron": 2}), ("pair", {"pair": (1, 0, 2)})):
         fam = slice_family(arch, theta, X, Y, kind, **where)
         d = family_directions(fam, 50, seed=3)
-        inside = family_indices(arch, kind, layer=where.get("layer", 1), neuron=where.get("neuron"),
-                                pair=(0, 2) if kind == "pair" else None)
+        inside = family_indices(
+            arch, kind, layer=where.get("layer", 1), neuron=where.get("neuron"), pair=(0, 2) if kind == "pair" else None
+        )
         outside = np.setdiff1d(np.arange(arch.n_params), inside)
         assert np.allclose(np.linalg.norm(d, axis=1), 1) and not d[:, outside].any() and d[:, inside].any()
     eig = slice_family(arch, theta, X, Y, "eigen", k=3)

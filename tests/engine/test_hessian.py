@@ -1,11 +1,13 @@
 """hessian: HVPs against the formed Hessian, Lanczos against the full spectrum, Hutchinson's error bar."""
+
 import numpy as np
 import pytest
 import torch
 
-from engine import deep, hessian
-from engine.errors import EngineInputError
-from engine.progress import Progress
+from engine.core.errors import EngineInputError
+from engine.core.progress import Progress
+from engine.landscape import hessian
+from engine.minima import deep
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +41,10 @@ def test_lanczos_extremes_match_full_spectrum(net):
     assert np.abs(lz.highest - eigs[-k:]).max() < 1e-8 * scale
     np.testing.assert_array_equal(full.lowest, eigs[:k])
     assert full.trace == pytest.approx(np.trace(H), rel=1e-12) and full.trace_stderr == 0
-    for values, got, want in ((lz.lowest, lz.lowest_vectors, vecs[:, :k]),
-                              (lz.highest, lz.highest_vectors, vecs[:, -k:])):
+    for values, got, want in (
+        (lz.lowest, lz.lowest_vectors, vecs[:, :k]),
+        (lz.highest, lz.highest_vectors, vecs[:, -k:]),
+    ):
         assert np.abs(H @ got - got * values).max() < 1e-8 * scale  # eigenpairs of the formed H
         # and the same ones as eigh's, up to sign: the eigenvalues of this H are simple
         assert np.abs(np.abs(np.sum(got * want, axis=0)) - 1).max() < 1e-6
@@ -61,9 +65,12 @@ def test_hutchinson_trace_within_four_standard_errors(net, lift_top):
             break
     assert all(isinstance(u, Progress) for u in updates) and updates[-1].fraction == 1
     # the error bar is honest: the exact per-probe variance is 2 Σ_{i≠j} H_ij² (of PHP when lifted)
-    M = H if known is None else (np.eye(len(H)) - vecs[:, -10:] @ vecs[:, -10:].T) @ H @ (
-        np.eye(len(H)) - vecs[:, -10:] @ vecs[:, -10:].T)
-    exact_se = np.sqrt(2 * ((M ** 2).sum() - (np.diag(M) ** 2).sum()) / 400)
+    M = (
+        H
+        if known is None
+        else (np.eye(len(H)) - vecs[:, -10:] @ vecs[:, -10:].T) @ H @ (np.eye(len(H)) - vecs[:, -10:] @ vecs[:, -10:].T)
+    )
+    exact_se = np.sqrt(2 * ((M**2).sum() - (np.diag(M) ** 2).sum()) / 400)
     assert 0.8 < stderr / exact_se < 1.2
     assert abs(trace - np.trace(H)) < 4 * stderr
 

@@ -1,5 +1,6 @@
 """The engine's modules import each other without cycles (read statically, lazy imports included),
 and the modules the GUI uses import neither matplotlib nor Qt."""
+
 import ast
 import subprocess
 import sys
@@ -24,7 +25,7 @@ def engine_imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
+            base = package[: len(package) - node.level + 1] if node.level else []
             stem = ".".join(base + ([node.module] if node.module else []))
             found.add(stem)
             found |= {f"{stem}.{alias.name}" for alias in node.names}  # "from . import datasets"
@@ -45,7 +46,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         state[node] = "done"
@@ -65,26 +66,19 @@ def test_the_cycle_finder_finds_cycles():
 
 def test_the_import_reader_sees_relative_imports():
     graph = import_graph()
-    assert "engine.invariants" in graph["engine.initialization"]  # from .invariants import ...
-    assert "engine.datasets" in graph["engine.sweep"]  # from . import datasets
-    assert "engine.figures.topology" in graph["engine.topology_experiments"]  # from .figures.topology import
+    assert "engine.topology.invariants" in graph["engine.topology.initialization"]  # from .invariants import ...
+    assert "engine.core.datasets" in graph["engine.topology.width_sweep"]  # from . import datasets
+    assert "engine.topology.figures" in graph["engine.topology.reproduce"]  # from .figures import
 
 
 def test_engine_import_graph_has_no_cycle():
     assert find_cycle(import_graph()) == []
 
 
-# The minima tab's figures still live in engine.nonattracting; the other half of issue 10 moves
-# them to engine/figures. Until then that tab's files are left out here.
-NOT_YET_CHECKED = ("minima.py", "minima_engine.py", "minima_jobs.py")
-
-
 def engine_modules_the_gui_imports() -> list[str]:
-    """engine.* modules named by an import anywhere under gui/ (less NOT_YET_CHECKED)."""
+    """engine.* modules named by an import anywhere under gui/."""
     engine_modules, used = set(import_graph()), set()
     for path in (ROOT / "gui").rglob("*.py"):
-        if path.name in NOT_YET_CHECKED:
-            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 used |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
@@ -95,9 +89,11 @@ def engine_modules_the_gui_imports() -> list[str]:
 
 def test_the_engine_the_gui_uses_imports_no_matplotlib():
     used = engine_modules_the_gui_imports()
-    assert {"engine.sweep", "engine.probability", "engine.training"} <= set(used)
-    code = (f"import sys, importlib\nfor m in {used!r}: importlib.import_module(m)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'PySide6')))")
+    assert {"engine.topology.width_sweep", "engine.topology.probability", "engine.topology.training"} <= set(used)
+    code = (
+        f"import sys, importlib\nfor m in {used!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'PySide6')))"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -3,12 +3,23 @@ import itertools
 import numpy as np
 import pytest
 
-from engine.errors import EngineInputError
-from engine.initialization import initial_params
-from engine.invariants import (balances, barrier_jumps, beta0, component_label, counts, effective_component_index,
-                               effective_components, invariant_set_summary, poincare, rescale_to, same_component,
-                               same_effective_component)
-from engine.shallow import ShallowNet, ShallowParams, forward, init_params
+from engine.core.errors import EngineInputError
+from engine.topology.initialization import initial_params
+from engine.topology.invariants import (
+    balances,
+    barrier_jumps,
+    beta0,
+    component_label,
+    counts,
+    effective_component_index,
+    effective_components,
+    invariant_set_summary,
+    poincare,
+    rescale_to,
+    same_component,
+    same_effective_component,
+)
+from engine.topology.two_layer import ShallowNet, ShallowParams, forward, init_params
 
 
 def _kunneth(d, e, c, bias):
@@ -66,11 +77,13 @@ def test_rescale_degenerate_cases():
     p = ShallowParams(np.array([[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]), np.array([[3.0, 0.0, 0.0]]))
     q = rescale_to(p, [-2.0, 0.5, 0.0])
     np.testing.assert_allclose(balances(q.W1, q.W2), [-2.0, 0.5, 0.0], atol=1e-14)
-    for c, msg in (([1.0, 0.5, 0.0], "neuron 0: its input weights are zero"),
-                   ([-1.0, -0.5, 0.0], "neuron 1: its output weights are zero"),
-                   ([-1.0, 0.5, 0.1], "neuron 2: all its weights are zero"),
-                   ([-1.0, 0.5], "c has 2 value"),
-                   ([-1.0, 0.5, float("nan")], "finite")):
+    for c, msg in (
+        ([1.0, 0.5, 0.0], "neuron 0: its input weights are zero"),
+        ([-1.0, -0.5, 0.0], "neuron 1: its output weights are zero"),
+        ([-1.0, 0.5, 0.1], "neuron 2: all its weights are zero"),
+        ([-1.0, 0.5], "c has 2 value"),
+        ([-1.0, 0.5, float("nan")], "finite"),
+    ):
         with pytest.raises(EngineInputError, match=msg):
             rescale_to(p, c)
 
@@ -132,9 +145,10 @@ def test_barrier_jumps_tell_finite_step_jumps_from_free_flips():
     assert barrier_jumps(step, c, []) == []
     # A real one: with h = 0.3 the first GD step throws the pathological neuron 0 across v = 0,
     # while the free neuron 1 flips as gradient flow would let it.
-    from engine.datasets import toy_dataset
-    from engine.progress import run_to_completion
-    from engine.training import TrainConfig, train
+    from engine.core.datasets import toy_dataset
+    from engine.core.progress import run_to_completion
+    from engine.topology.training import TrainConfig, train
+
     X, Y = toy_dataset(500, 0)
     net = ShallowNet(2, 2, 1)
     p = initial_params(net, "uniform", seed=0, a=1.41421356, c=[-0.1, 0.1], signs=[1, 1], positive_inputs=True)

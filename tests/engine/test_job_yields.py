@@ -5,15 +5,16 @@ test machine is shared. Each job runs with work units as large as the GUI's: ful
 (l = 9), full-size chunks for the sweep; the widest Fig. 5 grid the panel allows; the Fig. 3
 data size for training.
 """
+
 import pytest
 import torch
 
-from engine.datasets import breast_cancer, toy_dataset
-from engine.probability import MapSettings, probability_maps_job
-from engine.sweep import SweepSettings, breast_cancer_sweep
-from engine.topology_experiments import toy_init
-from engine.shallow import ShallowNet
-from engine.training import TrainConfig, train
+from engine.core.datasets import breast_cancer, toy_dataset
+from engine.topology.probability import MapSettings, probability_maps_job
+from engine.topology.reproduce import toy_init
+from engine.topology.training import TrainConfig, train
+from engine.topology.two_layer import ShallowNet
+from engine.topology.width_sweep import SweepSettings, breast_cancer_sweep
 
 from .job_timing import largest_work_between_yields
 

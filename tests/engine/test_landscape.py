@@ -1,12 +1,14 @@
 """landscape: batched slices/planes equal plain per-point evaluation; float32 agrees; envelope sense."""
+
 import numpy as np
 import pytest
 import torch
 
-from engine import construction, deep, landscape
-from engine.errors import EngineInputError
-from engine.figure3 import teacher_data
-from engine.progress import run_to_completion
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.landscape import slices as landscape
+from engine.minima import construction, deep
+from engine.minima.pipeline import teacher_data
 
 rng = np.random.default_rng(0)
 ARCH = deep.Arch((2, 5, 4, 1), "sigmoid", True)
@@ -17,8 +19,9 @@ X, Y = rng.normal(size=(8, 2)), rng.normal(size=8)
 @pytest.mark.parametrize("threads", [1, 2])
 def test_batched_slices_equal_per_point(threads):
     updates = []
-    s = run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, K=7, P=9, T=0.5, chunk=10, threads=threads),
-                          updates.append)
+    s = run_to_completion(
+        landscape.slices_job(ARCH, THETA, X, Y, K=7, P=9, T=0.5, chunk=10, threads=threads), updates.append
+    )
     assert len(updates) >= 1 and updates[-1].fraction == 1
     d = landscape.random_directions(ARCH, THETA, 7, seed=0)
     ref = np.array([landscape.losses_per_point(ARCH, THETA + np.outer(s.t, dk), X, Y) for dk in d])
@@ -111,8 +114,10 @@ def test_float32_and_float64_give_the_same_verdict(minimum_and_saddle, where):
     assert verdicts[0] == (0, False) if where == "minimum" else (verdicts[0][0] >= 1 and verdicts[0][1])
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA GPU"))])
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"))],
+)
 def test_device_path_equals_cpu_float64(device):
     ref = run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, K=20, P=9))
     d = landscape.random_directions(ARCH, THETA, 2, seed=3)

@@ -1,9 +1,11 @@
 """netio: round trip and one clear error per kind of broken file."""
+
 import numpy as np
 import pytest
 
-from engine import deep, netio
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
+from engine.io import netfile as netio
+from engine.minima import deep
 
 
 @pytest.fixture
@@ -33,16 +35,19 @@ def rewrite(path, **changes):
     np.savez(path, **arrays)
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"W2": np.zeros((1, 4))}, "W2 has shape"),
-    ({"X": np.zeros((5, 3))}, "X has shape"),
-    ({"Y": np.zeros((4, 1))}, "Y has shape"),
-    ({"b1": np.zeros(2)}, "b1 has shape"),
-    ({"W1": np.full((3, 2), np.nan)}, "NaN"),
-    ({"activation": np.array("relu")}, "relu"),
-    ({"X": None}, "missing key 'X'"),
-    ({"b2": None}, "missing key 'b2'"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"W2": np.zeros((1, 4))}, "W2 has shape"),
+        ({"X": np.zeros((5, 3))}, "X has shape"),
+        ({"Y": np.zeros((4, 1))}, "Y has shape"),
+        ({"b1": np.zeros(2)}, "b1 has shape"),
+        ({"W1": np.full((3, 2), np.nan)}, "NaN"),
+        ({"activation": np.array("relu")}, "relu"),
+        ({"X": None}, "missing key 'X'"),
+        ({"b2": None}, "missing key 'b2'"),
+    ],
+)
 def test_invalid_contents(saved, changes, message):
     path = saved[0]
     rewrite(path, **changes)
@@ -64,10 +69,13 @@ def test_history_round_trip(tmp_path):
     rng = np.random.default_rng(4)
     arch = deep.Arch((2, 3, 2, 1), "sigmoid", False)  # 2—1—1—1 split twice in layer 1, once in layer 2
     base = deep.Arch((2, 1, 1, 1), "sigmoid", False)
-    history = netio.History(base.widths, rng.normal(size=base.n_params),
-                            ((1, 0, 0.25, 1), (1, 1, -1.5, 2), (2, 0, 2.0, 1)))
+    history = netio.History(
+        base.widths, rng.normal(size=base.n_params), ((1, 0, 0.25, 1), (1, 1, -1.5, 2), (2, 0, 2.0, 1))
+    )
     theta, X, Y = rng.normal(size=arch.n_params), rng.normal(size=(4, 2)), rng.normal(size=(4, 1))
-    net = netio.load_network(netio.save_network(tmp_path / "h.npz", arch, theta, X, Y, history=history, note=np.ones(2)))
+    net = netio.load_network(
+        netio.save_network(tmp_path / "h.npz", arch, theta, X, Y, history=history, note=np.ones(2))
+    )
     h = net.history
     assert h.base_widths == base.widths and np.array_equal(h.base_params, history.base_params)
     assert h.splits == history.splits and all(type(v) is float for _, _, v, _ in h.splits)
@@ -76,21 +84,31 @@ def test_history_round_trip(tmp_path):
     assert netio.load_network(netio.save_network(tmp_path / "plain.npz", arch, theta, X, Y)).history is None
 
 
-@pytest.mark.parametrize("splits,message", [
-    (((1, 0, 0.5, 1),), r"lead to widths \(2, 2, 1, 1\), but the network has \(2, 3, 1, 1\)"),
-    (((3, 0, 0.5, 1), (1, 0, 0.5, 1)), "split 1 is in layer 3, not a hidden layer"),
-    (((1, 1, 0.5, 1), (1, 0, 0.5, 2)), r"split 1 \(neuron 1, copy 1\) does not fit layer 1 of width 1"),
-])
+@pytest.mark.parametrize(
+    "splits,message",
+    [
+        (((1, 0, 0.5, 1),), r"lead to widths \(2, 2, 1, 1\), but the network has \(2, 3, 1, 1\)"),
+        (((3, 0, 0.5, 1), (1, 0, 0.5, 1)), "split 1 is in layer 3, not a hidden layer"),
+        (((1, 1, 0.5, 1), (1, 0, 0.5, 2)), r"split 1 \(neuron 1, copy 1\) does not fit layer 1 of width 1"),
+    ],
+)
 def test_inconsistent_history_is_refused(tmp_path, splits, message):
     rng = np.random.default_rng(5)
     arch = deep.Arch((2, 3, 1, 1), "sigmoid")
     history = netio.History((2, 1, 1, 1), np.zeros(4), splits)
     with pytest.raises(EngineInputError, match=message):  # refused when saving …
-        netio.save_network(tmp_path / "h.npz", arch, np.zeros(arch.n_params), np.zeros((3, 2)), np.zeros(3), history=history)
+        netio.save_network(
+            tmp_path / "h.npz", arch, np.zeros(arch.n_params), np.zeros((3, 2)), np.zeros(3), history=history
+        )
     good = netio.History((2, 1, 1, 1), np.zeros(4), ((1, 0, 0.5, 1), (1, 0, 0.5, 2)))
-    path = netio.save_network(tmp_path / "h.npz", arch, rng.normal(size=arch.n_params), np.zeros((3, 2)), np.zeros(3), history=good)
-    rewrite(path, history_splits=np.array([s[::3][:1] + s[1:2] + s[3:] for s in splits], dtype=np.int64).reshape(-1, 3),
-            history_lambdas=np.array([s[2] for s in splits]))
+    path = netio.save_network(
+        tmp_path / "h.npz", arch, rng.normal(size=arch.n_params), np.zeros((3, 2)), np.zeros(3), history=good
+    )
+    rewrite(
+        path,
+        history_splits=np.array([s[::3][:1] + s[1:2] + s[3:] for s in splits], dtype=np.int64).reshape(-1, 3),
+        history_lambdas=np.array([s[2] for s in splits]),
+    )
     with pytest.raises(EngineInputError, match=message):  # … and when loading a file edited by hand
         netio.load_network(path)
     rewrite(path, history_lambdas=None)

@@ -1,15 +1,17 @@
 """The non-attracting-region experiments in --quick mode: their files, their numbers, and that an
 outside check recomputes every exported loss from the exported arrays with plain numpy."""
+
 import json
 
 import numpy as np
 import pytest
 
-from engine import deep, netio
-from engine import infinity as INF
+from engine.core.progress import run_to_completion
 from engine.experiments import run_experiment
-from engine.inspect import inspect_network_file
-from engine.progress import run_to_completion
+from engine.io import netfile as netio
+from engine.minima import deep
+from engine.minima import infinity as INF
+from engine.minima.report import inspect_network_file
 
 NAMES = ("nonattr-deep", "nonattr-path", "nonattr-shallow", "nonattr-infinity")
 
@@ -31,7 +33,7 @@ def numpy_loss(widths, theta, X, Y):
     a, pos = np.asarray(X, float), 0
     for l in range(1, len(widths)):
         n = widths[l] * widths[l - 1]
-        W = theta[pos:pos + n].reshape(widths[l], widths[l - 1])
+        W = theta[pos : pos + n].reshape(widths[l], widths[l - 1])
         pos += n
         a = a @ W.T if l == len(widths) - 1 else sigmoid(a @ W.T)
     return float(((a - np.asarray(Y, float).reshape(a.shape)) ** 2).sum())
@@ -39,9 +41,21 @@ def numpy_loss(widths, theta, X, Y):
 
 def test_deep_writes_its_files_and_numbers(out):
     d = out / "nonattr-deep"
-    for f in ("metrics.json", "small_min.npz", "big_min.npz", "saddle.npz", "fig3a_minimum.png",
-              "fig3b_degenerate_path.png", "fig3c_saddle.png", "fig3d_descent.png", "landscape.npz",
-              "degenerate_path.npz", "descent.npz", "spectrum.npz", "plane.npz"):
+    for f in (
+        "metrics.json",
+        "small_min.npz",
+        "big_min.npz",
+        "saddle.npz",
+        "fig3a_minimum.png",
+        "fig3b_degenerate_path.png",
+        "fig3c_saddle.png",
+        "fig3d_descent.png",
+        "landscape.npz",
+        "degenerate_path.npz",
+        "descent.npz",
+        "spectrum.npz",
+        "plane.npz",
+    ):
         assert (d / f).stat().st_size > 0, f
     m = json.loads((d / "metrics.json").read_text())
     assert m["big"]["widths"] == [2, 21, 21, 1] and m["big"]["n_negative"] == 0
@@ -68,8 +82,9 @@ def test_deep_exports_recompute_its_metrics(out):
     widths = m["big"]["widths"]
     slices = np.load(d / "landscape.npz")
     for name in ("min", "saddle"):
-        t, curves, env, L = (slices[f"{k}_{'minimum' if name == 'min' else name}"]
-                             for k in ("t", "curves", "envelope", "L_star"))
+        t, curves, env, L = (
+            slices[f"{k}_{'minimum' if name == 'min' else name}"] for k in ("t", "curves", "envelope", "L_star")
+        )
         assert np.array_equal(env, curves.min(0))
         assert m["landscape"][f"envelope_gap_at_{name}"] == pytest.approx((env[t != 0] - L).min(), abs=1e-15)
     line = np.load(d / "descent.npz")
@@ -110,7 +125,9 @@ def test_path_honours_seed_over_a_stale_big_min(out, tmp_path):
     fresh = json.loads((out / "nonattr-path" / "metrics.json").read_text())
     again = json.loads((tmp_path / "metrics.json").read_text())
     assert again["loss_path"] == fresh["loss_path"]
-    assert np.array_equal(np.load(tmp_path / "path.npz")["points"], np.load(out / "nonattr-path" / "path.npz")["points"])
+    assert np.array_equal(
+        np.load(tmp_path / "path.npz")["points"], np.load(out / "nonattr-path" / "path.npz")["points"]
+    )
     run_to_completion(run_experiment("nonattr-path", tmp_path, quick=True, seed=1))
     assert json.loads((tmp_path / "metrics.json").read_text())["loss_path"] != fresh["loss_path"]
 
@@ -147,6 +164,7 @@ def test_infinity_exports_recompute_its_losses(out):
     def loss(W, b, v, b_out):
         r = sigmoid(X @ W.T + b) @ v + b_out - y
         return r @ r
+
     L_inf = ((y.mean() - y) ** 2).sum()
     assert float(e["L_inf"]) == pytest.approx(L_inf, rel=1e-14) and m["L_inf"] == pytest.approx(L_inf, rel=1e-14)
     L_b = [loss(e["W"], np.full(len(e["v"]), b), e["v"], 0.0) for b in e["b"]]

@@ -1,21 +1,27 @@
 """The pipeline jobs: their results equal the separate engine functions, partials are the same
 dataclass filled stage by stage, and every job yields often enough for pause and cancel."""
+
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from engine import construction as C
-from engine import figure3 as F
-from engine import infinity as INF
-from engine import landscape
-from engine.progress import run_to_completion
-from engine.verdicts import Verdict
+from engine.core.progress import run_to_completion
+from engine.landscape import slices as landscape
+from engine.minima import construction as C
+from engine.minima import infinity as INF
+from engine.minima import pipeline as F
+from engine.minima.verdicts import Verdict
 
 from .job_timing import largest_work_between_yields
 
-SMALL = F.Figure3Settings(schedule=((1, 2), (2, 2)), slices=F.SliceSettings(40, 11, 1.0, "unit", 3),
-                          path=(-0.5, 2.0, 4), plane=(5, 0.5), descent=(2.0, 9))
+SMALL = F.Figure3Settings(
+    schedule=((1, 2), (2, 2)),
+    slices=F.SliceSettings(40, 11, 1.0, "unit", 3),
+    path=(-0.5, 2.0, 4),
+    plane=(5, 0.5),
+    descent=(2.0, 9),
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +71,8 @@ def test_reslice_keeps_the_rest_and_moves_the_saddle(run):
 
 
 def test_load_job_inspects_a_saved_network(run, tmp_path):
-    from engine import netio
+    from engine.io import netfile as netio
+
     fig, _ = run
     c = fig.construction
     netio.save_network(tmp_path / "net.npz", c.arch, c.params, c.X, c.Y)
@@ -94,8 +101,7 @@ def test_the_lambda_preview_is_the_refined_saddle_on_a_coarse_grid(run):
     preview = run_to_completion(F.preview_job(fig, 2.0, -1, SMALL.slices, SMALL.plane))
     assert preview.lam == 2.0 and preview.slices.curves.shape == (40, F.PREVIEW_POINTS)
     theta = C.move_lambda(c, 2.0).params
-    exact = run_to_completion(landscape.slices_job(c.arch, theta, c.X, c.Y, K=40, P=F.PREVIEW_POINTS,
-                                                   T=1.0, seed=3))
+    exact = run_to_completion(landscape.slices_job(c.arch, theta, c.X, c.Y, K=40, P=F.PREVIEW_POINTS, T=1.0, seed=3))
     scale = np.abs(exact.curves).max()
     assert np.abs(preview.slices.curves - exact.curves).max() < 1e-5 * scale
     released = run_to_completion(F.reslice_job(fig, 2.0, -1, None, None, plane=SMALL.plane))
@@ -107,8 +113,9 @@ def _affine_slicer(c, lam0, directions, P, dtype):
     s = c.splits[-1]
     theta = C.set_split_lambda(c.arch, c.params, s, lam0)
     e = C.set_split_lambda(c.arch, c.params, s, 1.0) - C.set_split_lambda(c.arch, c.params, s, 0.0)
-    return run_to_completion(landscape.lambda_slices_job(c.arch, theta, e, lam0, (s.new, s.origin), c.X, c.Y,
-                                                         directions, P, dtype=dtype))
+    return run_to_completion(
+        landscape.lambda_slices_job(c.arch, theta, e, lam0, (s.new, s.origin), c.X, c.Y, directions, P, dtype=dtype)
+    )
 
 
 def test_slices_of_a_last_layer_split_are_affine_in_lambda(run):

@@ -1,14 +1,21 @@
 """Probability of an obstruction at initialization (MATH A7): closed forms against independent
 integrals and Monte Carlo, and the Fig. 5 maps job."""
+
 import math
 
 import numpy as np
 import pytest
 
-from engine.errors import EngineInputError
-from engine.probability import (MapSettings, ProbabilityMaps, obstruction_probability, obstruction_probability_mc,
-                                probability_grid, probability_maps_job)
-from engine.progress import run_to_completion
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.topology.probability import (
+    MapSettings,
+    ProbabilityMaps,
+    obstruction_probability,
+    obstruction_probability_mc,
+    probability_grid,
+    probability_maps_job,
+)
 
 
 @pytest.mark.parametrize("scheme", ["kaiming_normal", "xavier_normal"])
@@ -22,6 +29,7 @@ def test_closed_form_known_values():
     assert obstruction_probability(1, 1, "xavier_normal") == pytest.approx(0.5)  # σ1 = σ2, d = 1
     # Kaiming, l = 1: P[χ²_d / d < χ²_1], integrated numerically over the χ²_1 density
     from scipy import integrate, stats
+
     d = 5
     p = integrate.quad(lambda t: stats.chi2(d).cdf(d * t) * stats.chi2(1).pdf(t), 0, np.inf)[0]
     assert obstruction_probability(d, 1, "kaiming_normal") == pytest.approx(p, abs=1e-8)
@@ -33,8 +41,10 @@ def test_closed_form_known_values():
 
 def test_probability_maps_job_closed_forms_then_monte_carlo():
     partials = []
-    res = run_to_completion(probability_maps_job(MapSettings(7, 6, mc_samples=4000, mc_stride=3, seed=2)),
-                            lambda u: u.partial is not None and partials.append(u.partial))
+    res = run_to_completion(
+        probability_maps_job(MapSettings(7, 6, mc_samples=4000, mc_stride=3, seed=2)),
+        lambda u: u.partial is not None and partials.append(u.partial),
+    )
     assert isinstance(res, ProbabilityMaps) and res == partials[-1]
     # The first partial already holds both complete closed-form maps, cell for cell.
     first = partials[0]
@@ -60,8 +70,13 @@ def test_probability_maps_job_closed_forms_then_monte_carlo():
 def test_probability_maps_job_without_monte_carlo_and_bad_input():
     res = run_to_completion(probability_maps_job(MapSettings(3, 2, mc_samples=0)))
     assert all(len(rows) == 0 for rows in res.mc.values())
-    for kwargs, match in [({"mc_samples": 1}, "Monte Carlo draws"), ({"mc_stride": 0}, "stride"),
-                          ({"seed": -1}, "seed"), ({"d_max": 0}, "d = 0"), ({"l_max": 2.5}, "largest l")]:
+    for kwargs, match in [
+        ({"mc_samples": 1}, "Monte Carlo draws"),
+        ({"mc_stride": 0}, "stride"),
+        ({"seed": -1}, "seed"),
+        ({"d_max": 0}, "d = 0"),
+        ({"l_max": 2.5}, "largest l"),
+    ]:
         args = {"d_max": 3, "l_max": 3, **kwargs}
         with pytest.raises(EngineInputError, match=match):
             MapSettings(**args)  # refused before any job exists

@@ -1,10 +1,10 @@
 """The job protocol's helpers: subjob's mapping and wait_for's yielding around blocking calls."""
+
 import threading
-import time
 
 import pytest
 
-from engine.progress import Progress, run_to_completion, subjob, wait_for
+from engine.core.progress import Progress, run_to_completion, subjob, wait_for
 
 
 def _job():
@@ -34,6 +34,7 @@ def test_wait_for_yields_while_the_call_blocks_and_returns_its_value():
 def test_wait_for_reraises_and_signals_stop_on_close():
     def failing(stop):
         raise ValueError("bad")
+
     with pytest.raises(ValueError, match="bad"):
         run_to_completion(wait_for(failing, "x", every_s=0.01))
 
@@ -43,6 +44,7 @@ def test_wait_for_reraises_and_signals_stop_on_close():
         while not stop.wait(0.005):
             pass
         stopped.set()
+
     job = wait_for(loop, "looping", every_s=0.01)
     next(job)
     job.close()  # what a cancel does

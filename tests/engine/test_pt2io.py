@@ -1,4 +1,5 @@
 """pt2io: an exported nn.Sequential loads as the same network, without unpickling anything."""
+
 import json
 import pickle
 import zipfile
@@ -8,8 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from engine import deep, pt2io
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
+from engine.io import pt2 as pt2io
+from engine.minima import deep
 
 
 def export(model, path, n_in):
@@ -26,8 +28,9 @@ def data(tmp_path):
     return X, Y, tmp_path / "data.npz"
 
 
-@pytest.mark.parametrize("dtype,activation,module", [(torch.float64, "tanh", nn.Tanh),
-                                                      (torch.float32, "sigmoid", nn.Sigmoid)])
+@pytest.mark.parametrize(
+    "dtype,activation,module", [(torch.float64, "tanh", nn.Tanh), (torch.float32, "sigmoid", nn.Sigmoid)]
+)
 def test_exported_sequential_gives_the_models_loss(tmp_path, data, dtype, activation, module):
     X, Y, data_path = data
     torch.manual_seed(1)
@@ -76,7 +79,7 @@ def test_pickled_weights_are_refused_unread(tmp_path, data):
         pt2io.load_exported_network(tmp_path / "evil.pt2", data_path)
     assert not marker.exists()
     # the payload is live: torch.export.load runs it (then fails), which is why it is not used
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 -- any failure: the point is that it ran first
         torch.export.load(tmp_path / "evil.pt2")
     assert marker.exists()
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from engine.errors import EngineInputError
-from engine.quadrics import hyperbola, quadric_sheets, reduced_coordinates
+from engine.core.errors import EngineInputError
+from engine.topology.quadrics import hyperbola, quadric_sheets, reduced_coordinates
 
 
 @pytest.mark.parametrize("c, n_sheets", [(1.0, 1), (0.1, 1), (-0.1, 2), (-3.0, 2), (0.0, 2)])
@@ -27,7 +27,7 @@ def test_hyperbola_branches():
         assert len(branches) == (1 if c > 0 else 2)
         for r, v in branches:
             assert np.all(r >= 0)
-            np.testing.assert_allclose(r ** 2 - v ** 2, c, atol=1e-12)
+            np.testing.assert_allclose(r**2 - v**2, c, atol=1e-12)
 
 
 def test_reduced_coordinates_match_balances():

@@ -4,15 +4,26 @@ import numpy as np
 import pytest
 import torch
 
-from engine.errors import EngineInputError
-from engine.initialization import initial_params
-from engine.shallow import (ShallowNet, ShallowParams, forward, gradients, init_params, loss,
-                            loss_and_grads, loss_and_grads_np, sample_init)
+from engine.core.errors import EngineInputError
+from engine.topology.initialization import initial_params
+from engine.topology.two_layer import (
+    ShallowNet,
+    ShallowParams,
+    forward,
+    gradients,
+    init_params,
+    loss,
+    loss_and_grads,
+    loss_and_grads_np,
+    sample_init,
+)
 
-CASES = [dict(activation="relu", bias=False, loss="mse", e=1),
-         dict(activation="leaky_relu", leaky_slope=0.2, bias=True, loss="mse", e=2),
-         dict(activation="relu", bias=True, loss="bce", e=1),
-         dict(activation="leaky_relu", leaky_slope=0.5, bias=False, loss="bce", e=3)]
+CASES = [
+    dict(activation="relu", bias=False, loss="mse", e=1),
+    dict(activation="leaky_relu", leaky_slope=0.2, bias=True, loss="mse", e=2),
+    dict(activation="relu", bias=True, loss="bce", e=1),
+    dict(activation="leaky_relu", leaky_slope=0.5, bias=False, loss="bce", e=3),
+]
 
 
 def _data(net, rng, n=40):
@@ -71,13 +82,16 @@ def test_numpy_twin_and_forward_agree_with_torch(kw):
         np.testing.assert_allclose(F[n], f, rtol=1e-13)
 
 
-@pytest.mark.parametrize("scheme, w1_std, w2_std", [
-    ("kaiming_normal", math.sqrt(2 / 5), math.sqrt(2 / 7)),
-    ("xavier_normal", math.sqrt(2 / 12), math.sqrt(2 / 8)),
-    ("kaiming_uniform", math.sqrt(6 / 5) / math.sqrt(3), math.sqrt(6 / 7) / math.sqrt(3)),
-    ("xavier_uniform", math.sqrt(6 / 12) / math.sqrt(3), math.sqrt(6 / 8) / math.sqrt(3)),
-    ("pytorch", 1 / math.sqrt(5) / math.sqrt(3), 1 / math.sqrt(7) / math.sqrt(3)),
-])
+@pytest.mark.parametrize(
+    "scheme, w1_std, w2_std",
+    [
+        ("kaiming_normal", math.sqrt(2 / 5), math.sqrt(2 / 7)),
+        ("xavier_normal", math.sqrt(2 / 12), math.sqrt(2 / 8)),
+        ("kaiming_uniform", math.sqrt(6 / 5) / math.sqrt(3), math.sqrt(6 / 7) / math.sqrt(3)),
+        ("xavier_uniform", math.sqrt(6 / 12) / math.sqrt(3), math.sqrt(6 / 8) / math.sqrt(3)),
+        ("pytorch", 1 / math.sqrt(5) / math.sqrt(3), 1 / math.sqrt(7) / math.sqrt(3)),
+    ],
+)
 def test_init_scales(scheme, w1_std, w2_std):
     net = ShallowNet(d=5, l=7, e=1)
     p = sample_init(net, scheme, np.random.default_rng(0), size=(4000,))
@@ -90,15 +104,21 @@ def test_init_signs_rescale_and_bias():
     net = ShallowNet(d=2, l=3, e=1, bias=True)
     p = initial_params(net, "pytorch", 0, signs=[1, -1, 1], c=[0.5, -0.5, 0.0])
     assert np.array_equal(np.sign(p.W2[0]), [1, -1, 1])
-    c = np.sum(p.W1 ** 2, 1) + p.b1 ** 2 - p.W2[0] ** 2
+    c = np.sum(p.W1**2, 1) + p.b1**2 - p.W2[0] ** 2
     np.testing.assert_allclose(c, [0.5, -0.5, 0.0], atol=1e-12)
     q = init_params(ShallowNet(2, 2), "uniform", 0, a=0.5)
     assert np.abs(q.W1).max() <= 0.5
 
 
 def test_bad_config():
-    for kw in (dict(d=0, l=1), dict(d=1, l=0), dict(d=1, l=1, e=0), dict(d=2, l=2, activation="tanh"),
-               dict(d=2, l=2, loss="hinge"), dict(d=2, l=2, leaky_slope=2.0)):
+    for kw in (
+        dict(d=0, l=1),
+        dict(d=1, l=0),
+        dict(d=1, l=1, e=0),
+        dict(d=2, l=2, activation="tanh"),
+        dict(d=2, l=2, loss="hinge"),
+        dict(d=2, l=2, leaky_slope=2.0),
+    ):
         with pytest.raises(EngineInputError):
             ShallowNet(**kw)
     with pytest.raises(EngineInputError, match="initialization"):

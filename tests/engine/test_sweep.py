@@ -1,28 +1,37 @@
 """The batched Fig. 4 sweep against the unbatched per-run path, and its typed results."""
+
 import dataclasses
 
 import numpy as np
 import pytest
 
-from engine import datasets
-from engine.errors import EngineInputError
-from engine.progress import run_to_completion
-from engine.sweep import (SweepProgress, SweepResult, SweepSettings, breast_cancer_sweep, held_out_bce,
-                          sweep_init, train_run_bce)
+from engine.core import datasets
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.topology.width_sweep import (
+    SweepProgress,
+    SweepResult,
+    SweepSettings,
+    breast_cancer_sweep,
+    held_out_bce,
+    sweep_init,
+    train_run_bce,
+)
 
 SMALL = SweepSettings(ls=[2, 4], n_inits=2, steps=40, sign_policy="independent")
 
 
 def test_batched_sweep_equals_per_run_training():
     partials = []
-    res = run_to_completion(breast_cancer_sweep(SMALL, chunk=5),
-                            lambda u: u.partial is not None and partials.append(u.partial))
+    res = run_to_completion(
+        breast_cancer_sweep(SMALL, chunk=5), lambda u: u.partial is not None and partials.append(u.partial)
+    )
     assert isinstance(res, SweepResult) and res.settings == SMALL
     split = datasets.breast_cancer(seed=0)
     assert res.runs.shape == (2 * (3 + 5), 3) and res.W1.shape == (16, 4, 30) and res.W2.shape == (16, 4)
     for r, ((l, lp, i), bce) in enumerate(zip(res.runs, res.test_bce)):
         p = sweep_init(30, l, lp, i, 0, sign_policy="independent")
-        assert np.sum(p.W1 ** 2, 1) - p.W2[0] ** 2 == pytest.approx([1.0] * lp + [-1.0] * (l - lp))
+        assert np.sum(p.W1**2, 1) - p.W2[0] ** 2 == pytest.approx([1.0] * lp + [-1.0] * (l - lp))
         q = train_run_bce(split.X_train, split.Y_train, p, 0.1, 40)
         assert held_out_bce(q) == pytest.approx(bce, abs=1e-12)
         # The stored final weights are this run's, padded with zero neurons.

@@ -3,14 +3,14 @@
 Every metric is recomputed here with numpy alone from the .npz files, the way an outside
 script would (docs/EXPORTS.md): no engine function is used for the recomputation.
 """
+
 import json
-import math
 
 import numpy as np
 import pytest
 
+from engine.core.progress import run_to_completion
 from engine.experiments import run_experiment
-from engine.progress import run_to_completion
 
 
 def _relu_net(X, W1, W2):
@@ -40,13 +40,13 @@ def test_topo_toy_quick_shows_the_effect_and_its_exports_recompute(tmp_path):
         F = _relu_net(X, W1, W2[:, 0, :])
         np.testing.assert_allclose(np.mean((F - Y[:, 0]) ** 2, axis=1), loss, rtol=1e-12)
         assert run["final_loss"] == pytest.approx(np.mean((F[-1] - Y[:, 0]) ** 2), rel=1e-12)
-        c_rec = np.sum(W1 ** 2, axis=2) - W2[:, 0, :] ** 2
+        c_rec = np.sum(W1**2, axis=2) - W2[:, 0, :] ** 2
         np.testing.assert_allclose(c_rec, c, atol=1e-14)
         assert run["max_rel_c_drift"] == pytest.approx(np.max(np.abs(c_rec - run["c_init"]) / 0.1), rel=1e-9)
         assert run["s_final"] == np.sign(W2[-1, 0]).astype(int).tolist()
         assert flips.tolist() == run["sign_flips"]
         assert np.all(W1[0] >= 0) and np.all(W2[0] > 0)  # the toy init: alive inputs, positive outputs
-        assert m["mean_Y2"] == pytest.approx(np.mean(Y ** 2), rel=1e-14)
+        assert m["mean_Y2"] == pytest.approx(np.mean(Y**2), rel=1e-14)
         np.testing.assert_allclose(Y[:, 0], -X.sum(1), rtol=0, atol=0)
 
 
@@ -62,7 +62,7 @@ def test_topo_breast_cancer_quick_every_test_bce_recomputes(tmp_path):
         ls, npz_mean, npz_std = z["ls"], z["mean"], z["std"]
     assert runs.shape == (m["n_inits"] * sum(l + 1 for l in ls), 3) and W1.shape == (len(runs), 9, 30)
     # Every run's held-out BCE from its weights; the padding beyond its l is zero.
-    for r, (l, lp, i) in enumerate(runs):
+    for r, (l, _, _) in enumerate(runs):
         assert not W1[r, l:].any() and not W2[r, l:].any()
         F = np.maximum(X @ W1[r, :l].T, 0.0) @ W2[r, :l]
         assert np.mean(np.logaddexp(0.0, F) - y * F) == pytest.approx(bce[r], abs=1e-10)
@@ -77,13 +77,19 @@ def test_topo_breast_cancer_quick_every_test_bce_recomputes(tmp_path):
 def test_topo_probability_quick_exports_recompute(tmp_path):
     m = run_to_completion(run_experiment("topo-probability", tmp_path, quick=True, seed=0))
     with np.load(tmp_path / "probability.npz", allow_pickle=False) as z:
-        d, l, xavier, kaiming, checks = z["d"], z["l"], z["closed_xavier_normal"], z["closed_kaiming_normal"], z["checks"]
+        d, l, xavier, kaiming, checks = (
+            z["d"],
+            z["l"],
+            z["closed_xavier_normal"],
+            z["closed_kaiming_normal"],
+            z["checks"],
+        )
         torch_p, torch_se, torch_l = z["torch_p"], z["torch_se"], z["torch_l"]
     assert xavier.shape == kaiming.shape == (50, 50) and d.tolist() == l.tolist() == list(range(1, 51))
     np.testing.assert_array_equal(np.array(m["kaiming_normal"]), kaiming)
     # d = 1 has elementary closed forms: F_{1,1}(x) = (2/π) arctan √x, and Xavier's ratio is 1 there.
     np.testing.assert_allclose(kaiming[0], 1 - (2 / np.pi * np.arctan(np.sqrt(l))) ** l, rtol=1e-12)
-    np.testing.assert_allclose(xavier[0], 1 - 0.5 ** l, rtol=1e-12)
+    np.testing.assert_allclose(xavier[0], 1 - 0.5**l, rtol=1e-12)
     # Monte Carlo checks: z-scores and their maximum from the rows (d, l, scheme, closed, MC, se).
     z_scores = (checks[:, 4] - checks[:, 3]) / checks[:, 5]
     assert m["max_abs_z"] == pytest.approx(np.max(np.abs(z_scores)), rel=1e-12) and m["max_abs_z"] < 5

@@ -1,4 +1,5 @@
 """torchio: a PyTorch MLP's state_dict loads as the same network as its .npz; unsafe or broken files are refused."""
+
 import pickle
 
 import numpy as np
@@ -6,8 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from engine import deep, netio, torchio
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
+from engine.io import netfile as netio
+from engine.io import torch_state as torchio
+from engine.minima import deep
 
 
 @pytest.fixture
@@ -38,7 +41,7 @@ def test_state_dict_gives_the_models_loss_gradient_and_hessian(mlp):
     def loss_of_flat(flat):
         parts, pos = {}, 0
         for n, s in zip(names, shapes):
-            parts[n], pos = flat[pos:pos + s.numel()].reshape(s), pos + s.numel()
+            parts[n], pos = flat[pos : pos + s.numel()].reshape(s), pos + s.numel()
         out = torch.func.functional_call(model, parts, (torch.from_numpy(X),))
         return ((out - torch.from_numpy(Y)) ** 2).sum()
 
@@ -47,7 +50,9 @@ def test_state_dict_gives_the_models_loss_gradient_and_hessian(mlp):
     assert np.abs(H - H_model).max() < 1e-12 * np.abs(H).max()
     # and the project's .npz of the same weights is the same network to 1e-12
     npz = netio.load_network(netio.save_network(d / "same.npz", net.arch, net.params, X, Y))
-    assert deep.loss(npz.arch, npz.params, npz.X, npz.Y) == pytest.approx(deep.loss(net.arch, net.params, X, Y), rel=1e-12)
+    assert deep.loss(npz.arch, npz.params, npz.X, npz.Y) == pytest.approx(
+        deep.loss(net.arch, net.params, X, Y), rel=1e-12
+    )
     assert np.abs(deep.hessian(npz.arch, npz.params, npz.X, npz.Y) - H).max() < 1e-12 * np.abs(H).max()
 
 
@@ -95,8 +100,11 @@ def test_pickle_payload_is_refused_and_never_runs(mlp, tmp_path, writer):
                 pickle.dump(state, f)
 
     write(tmp_path / "evil.pt", marker)
-    expected = ("evil.pt: refused, not a plain state_dict of tensors: it would build io.open" if writer == "torch.save"
-                else "evil.pt: not a readable PyTorch state_dict file")  # torch.load reads torch.save's pickles only
+    expected = (
+        "evil.pt: refused, not a plain state_dict of tensors: it would build io.open"
+        if writer == "torch.save"
+        else "evil.pt: not a readable PyTorch state_dict file"
+    )  # torch.load reads torch.save's pickles only
     with pytest.raises(EngineInputError, match=expected):
         torchio.load_state_dict_network(tmp_path / "evil.pt", "sigmoid", d / "data.npz")
     assert not marker.exists()
@@ -118,10 +126,16 @@ def test_broken_files_name_what_is_wrong(mlp, tmp_path):
         torch.save(sd, tmp_path / "bad.pt")
         return torchio.load_state_dict_network(tmp_path / "bad.pt", activation, data)
 
-    with pytest.raises(EngineInputError, match=r"layer '2' has weight shape \(4, 6\) \(takes 6 inputs\) but layer '0' before it has 5 outputs"):
+    with pytest.raises(
+        EngineInputError,
+        match=r"layer '2' has weight shape \(4, 6\) \(takes 6 inputs\) but layer '0' before it has 5 outputs",
+    ):
         attempt(dict(state, **{"2.weight": torch.zeros(4, 6, dtype=torch.float64)}))
     np.savez(tmp_path / "wide.npz", X=np.zeros((9, 2)), Y=Y)
-    with pytest.raises(EngineInputError, match=r"the data has 2 input columns but the first layer '0' \(weight shape \(5, 3\)\) takes 3"):
+    with pytest.raises(
+        EngineInputError,
+        match=r"the data has 2 input columns but the first layer '0' \(weight shape \(5, 3\)\) takes 3",
+    ):
         attempt(state, data=tmp_path / "wide.npz")
     with pytest.raises(EngineInputError, match="unknown activation 'relu'"):
         attempt(state, activation="relu")

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from engine.errors import EngineInputError
-from engine.invariants import component_label, rescale_to
-from engine.progress import run_to_completion
-from engine.shallow import ShallowNet, gradients, init_params
-from engine.training import TrainConfig, Trajectory, train
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.topology.invariants import component_label, rescale_to
+from engine.topology.training import TrainConfig, Trajectory, train
+from engine.topology.two_layer import ShallowNet, gradients, init_params
 
 
 def _problem(bias=False, e=1, n=60, seed=0):
@@ -29,8 +29,8 @@ def test_gd_drift_identity(bias):
         if bias:
             q.b1, q.b2 = tr.b1[t], tr.b2[t]
         g = gradients(net, q, X, Y)
-        g1 = np.sum(g.W1 ** 2, 1) + (g.b1 ** 2 if bias else 0)
-        expected = h ** 2 * (g1 - np.sum(g.W2 ** 2, 0))
+        g1 = np.sum(g.W1**2, 1) + (g.b1**2 if bias else 0)
+        expected = h**2 * (g1 - np.sum(g.W2**2, 0))
         np.testing.assert_allclose(tr.c[t + 1] - tr.c[t], expected, rtol=0, atol=1e-12)
         assert np.abs(expected).max() > 1e-8  # the identity is not trivially 0 = 0
 
@@ -101,14 +101,23 @@ def test_partials_are_stable_slices():
     for snap, frozen in partials:
         assert isinstance(snap, Trajectory)
         np.testing.assert_array_equal(snap.W1, frozen)  # never mutated later
-        np.testing.assert_array_equal(snap.W1, tr.W1[:len(snap.W1)])
+        np.testing.assert_array_equal(snap.W1, tr.W1[: len(snap.W1)])
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(lr=-0.1), "lr"), (dict(lr=float("nan")), "lr"), (dict(lr=float("inf")), "lr"),
-    (dict(steps=-1), "steps"), (dict(stride=0), "stride"), (dict(optimizer="lbfgs"), "optimizer"),
-    (dict(batch_size=0), "batch_size"), (dict(momentum=1.0), "momentum"), (dict(weight_decay=-1), "weight_decay"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(lr=-0.1), "lr"),
+        (dict(lr=float("nan")), "lr"),
+        (dict(lr=float("inf")), "lr"),
+        (dict(steps=-1), "steps"),
+        (dict(stride=0), "stride"),
+        (dict(optimizer="lbfgs"), "optimizer"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(momentum=1.0), "momentum"),
+        (dict(weight_decay=-1), "weight_decay"),
+    ],
+)
 def test_bad_config(kw, match):
     with pytest.raises(EngineInputError, match=match):
         TrainConfig(**kw)

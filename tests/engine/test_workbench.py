@@ -1,20 +1,22 @@
 """The construction travels (export → load restores splits, verdicts and the λ interval) and grows
 by hand (split any admissible neuron, undo)."""
+
 import numpy as np
 import pytest
 
-from engine import construction as C
-from engine import netio
-from engine import figure3 as F
-from engine import workbench as W
-from engine.errors import EngineInputError
-from engine.progress import run_to_completion
-from engine.verdicts import Verdict
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.io import netfile as netio
+from engine.minima import construction as C
+from engine.minima import pipeline as F
+from engine.minima import workbench as W
+from engine.minima.verdicts import Verdict
 
 from ..networks import strict_minimum_net
 
-SMALL = F.Figure3Settings(schedule=((1, 2), (2, 1)), slices=F.SliceSettings(20, 7), path=(-0.5, 2.0, 4),
-                          plane=None, descent=(2.0, 5))
+SMALL = F.Figure3Settings(
+    schedule=((1, 2), (2, 1)), slices=F.SliceSettings(20, 7), path=(-0.5, 2.0, 4), plane=None, descent=(2.0, 5)
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,8 @@ def test_a_file_without_history_loads_without_splits(built, tmp_path):
 
 @pytest.fixture(scope="module")
 def strict_minimum():
-    from engine.inspect import inspect_network
+    from engine.minima.report import inspect_network
+
     net = strict_minimum_net()
     report = inspect_network(net)
     assert report.verdict is Verdict.STRICT_MINIMUM and report.admitting
@@ -79,6 +82,7 @@ def test_slices_over_a_family_carry_the_predicted_dip_fraction(built):
     """Directions over the split pair at the saddle dip as often as predicted (dᵀHd < 0, small t);
     at the minimum nothing is predicted to dip and nothing does."""
     from dataclasses import replace
+
     c = built.construction
     pair = (c.splits[-1].layer, c.splits[-1].origin, c.splits[-1].new)
     s = F.SliceSettings(K=2000, P=9, T=1e-3, family="pair")

@@ -1,4 +1,5 @@
 """GUI tests run a real window under Xvfb (pytest-xvfb) with Mesa's software OpenGL."""
+
 import gc
 from pathlib import Path
 
@@ -12,6 +13,7 @@ SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "screenshots"
 def qapp():
     # Override pytest-qt's fixture: the app needs AA_ShareOpenGLContexts before it exists.
     from gui.app import create_app
+
     yield create_app()
 
 
@@ -34,6 +36,7 @@ def window(qtbot):
     from PySide6.QtCore import QCoreApplication, QEvent
 
     from gui.main_window import MainWindow
+
     win = MainWindow()
     win.resize(1600, 960)
     win.show()
@@ -59,6 +62,7 @@ def save_screenshot(widget_or_image, name: str) -> Path:
 def gl_pixels(view, size=(480, 320)) -> np.ndarray:
     """Render a GLViewWidget off-screen and return RGBA pixels (H, W, 4)."""
     from OpenGL.GL import GL_RGBA
+
     view.makeCurrent()
     rgba = np.asarray(view.renderToArray(size, format=GL_RGBA))
     assert rgba.shape == (size[1], size[0], 4)

@@ -1,11 +1,12 @@
 """Recording: a live run to MP4, the headless `record` command at 1080p, GIF and PNG frames."""
+
 import json
 
 import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 from gui import capture, headless, presets
 
 from .conftest import wait_until_idle
@@ -19,8 +20,9 @@ def test_live_recording_of_a_running_preset(qtbot, window, tmp_path):
     out = tmp_path / "live.mp4"
     window.resize(800, 480)  # small (down to the minimum): the encoder shares two cores with the run
     window.load_preset("fig3-free", run=False)
-    encoder = window.recording.start(source="Whole window", size="Source's own size", fps=5,
-                                     when="live", seconds=0, out=str(out))
+    encoder = window.recording.start(
+        source="Whole window", size="Source's own size", fps=5, when="live", seconds=0, out=str(out)
+    )
     assert window.recording.indicator.isVisible()
     # A long run, filmed until it has given a fixed number of distinct frames rather than for
     # a fixed time, so the count does not depend on how fast this machine trains.
@@ -66,8 +68,14 @@ def test_replay_from_the_record_dialog_is_a_cancellable_clip_job(qtbot, window, 
     window.load_preset("fig3-free", steps=30)
     wait_until_idle(qtbot, window, 120000)
     qtbot.waitUntil(lambda: window.workspace.timeline_length() > 1, timeout=10000)
-    job = window.recording.start(source="Whole window", size="Source's own size", fps=10,
-                                 when="orbit", seconds=1.0, out=str(tmp_path / "orbit.gif"))
+    job = window.recording.start(
+        source="Whole window",
+        size="Source's own size",
+        fps=10,
+        when="orbit",
+        seconds=1.0,
+        out=str(tmp_path / "orbit.gif"),
+    )
     assert job is not None and window.clip_dock.isVisible()
     with qtbot.waitSignal(job.finished, timeout=120000):
         pass

@@ -1,8 +1,9 @@
 """Clip timing without a window: easing, shortest-way angles, slow motion around events."""
+
 import numpy as np
 import pytest
 
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 from gui.clips.model import parse_clip, story_clip
 from gui.clips.timeline import Timeline, ease, lerp_angle
 

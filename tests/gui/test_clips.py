@@ -1,4 +1,5 @@
 """Talk clips: composed, key-framed, deterministic renders of a finished run (issue 11)."""
+
 import dataclasses
 import json
 import time
@@ -9,7 +10,7 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QEvent
 
 import main
-from engine.errors import EngineInputError
+from engine.core.errors import EngineInputError
 from gui.clips import model
 from gui.clips.gl_render import GLCells
 from gui.clips.model import parse_clip, story_clip
@@ -24,6 +25,7 @@ def story_window(qapp):
     """fig3-free, trained for a short run once for the whole module."""
     from gui import headless
     from gui.main_window import MainWindow
+
     win = MainWindow()
     win.resize(1200, 800)
     win.show()
@@ -75,7 +77,7 @@ def test_every_neuron_has_its_own_view_in_the_frame(story_window):
         alone.append(np.asarray(image.keep)[::-1, :, :3].astype(int))
     renderer.close()
     for i, cell in enumerate(cells):
-        region = frame[cell.y() + header: cell.y() + cell.height(), cell.x(): cell.x() + cell.width()]
+        region = frame[cell.y() + header : cell.y() + cell.height(), cell.x() : cell.x() + cell.width()]
         own = np.abs(region - alone[i]).mean()
         other = np.abs(region - alone[1 - i]).mean()
         # Labels are painted over the GL image in the frame, so "own" is small, not zero.
@@ -88,11 +90,12 @@ def test_caption_text_is_drawn_in_its_band(story_window):
     a, b = plain.frame(10)[..., :3].astype(int), worded.frame(10)[..., :3].astype(int)
     worded.close()
     comp = plain.compositor
-    band, views = (comp._pixels(next(c.rect for c in plain.clip.layout if c.source == name))
-                   for name in ("caption", "neurons"))
+    band, views = (
+        comp._pixels(next(c.rect for c in plain.clip.layout if c.source == name)) for name in ("caption", "neurons")
+    )
     inside, gl = np.zeros(a.shape[:2], bool), np.zeros(a.shape[:2], bool)
-    inside[band.y(): band.y() + band.height(), band.x(): band.x() + band.width()] = True
-    gl[views.y(): views.y() + views.height(), views.x(): views.x() + views.width()] = True
+    inside[band.y() : band.y() + band.height(), band.x() : band.x() + band.width()] = True
+    gl[views.y() : views.y() + views.height(), views.x() : views.x() + views.width()] = True
     assert np.abs(a - b)[inside].mean() > 2, "no caption text in the caption band"
     # The 3D views are left out: their translucent surfaces' shading differs by a few grey
     # levels between a view's first and a repeated paint of one pose (cause not found; renders
@@ -111,10 +114,10 @@ def test_clip_of_a_hidden_tab_renders(story_window):
     comp = renderer.compositor
     rect = next(comp._pixels(c.rect) for c in renderer.clip.layout if c.source == "neurons")
     for cell in comp.neuron_cells(rect):
-        region = frame[cell.y(): cell.y() + cell.height(), cell.x(): cell.x() + cell.width()]
+        region = frame[cell.y() : cell.y() + cell.height(), cell.x() : cell.x() + cell.width()]
         assert region.std() > 4 and len(np.unique(region.reshape(-1, 3), axis=0)) > 50
     loss = comp._pixels(next(c.rect for c in renderer.clip.layout if c.source == "loss"))
-    assert frame[loss.y(): loss.bottom(), loss.x(): loss.right()].std() > 4
+    assert frame[loss.y() : loss.bottom(), loss.x() : loss.right()].std() > 4
 
 
 def _clip_file(tmp_path, **changes) -> str:
@@ -143,8 +146,18 @@ def _bad_keyframes(tmp_path, **kf):
     return str(path)
 
 
-@pytest.mark.parametrize("case", ["malformed", "unknown panel", "negative step", "unknown preset",
-                                  "unwritable output", "unknown easing", "backwards time"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "malformed",
+        "unknown panel",
+        "negative step",
+        "unknown preset",
+        "unwritable output",
+        "unknown easing",
+        "backwards time",
+    ],
+)
 def test_bad_clip_files_give_one_line_and_no_output(qapp, tmp_path, capsys, case):
     out = tmp_path / "out.mp4"
     if case == "malformed":
@@ -242,13 +255,29 @@ def test_paper_b_clip_walks_lambda_out_of_I_and_the_slices_start_to_dip(qapp, tm
     direction dips below L*) to the saddle's λ outside I (directions dip). The frames show it:
     the slices panel and the path's λ marker change between the start and the end, the start
     holds still, and the caption says where λ is."""
+    from engine.core.progress import run_to_completion
     from gui import headless
-    from engine.progress import run_to_completion
     from gui.clips.minima_scene import MinimaScene, minima_story_clip, walk_of
 
     out = tmp_path / "walk.mp4"
-    assert main.main(["record", "--preset", "nonattr-shallow", "--out", str(out), "--size", "480x270",
-                      "--fps", "10", "--seconds", "4"]) == 0
+    assert (
+        main.main(
+            [
+                "record",
+                "--preset",
+                "nonattr-shallow",
+                "--out",
+                str(out),
+                "--size",
+                "480x270",
+                "--fps",
+                "10",
+                "--seconds",
+                "4",
+            ]
+        )
+        == 0
+    )
     frames = iio.imread(out)
     assert frames.shape == (41, 270, 480, 3) and all(f.std() > 4 for f in frames)
     changes = _changes(frames)
@@ -283,6 +312,7 @@ def test_a_minima_preset_without_a_path_is_refused_before_its_run(qapp, tmp_path
 
     def no_run(*args, **kwargs):
         raise AssertionError("ran the 200,000-step preset before refusing")
+
     monkeypatch.setattr(headless, "run_preset", no_run)
     out = tmp_path / "none.mp4"
     assert main.main(["record", "--preset", "nonattr-infinity", "--out", str(out)]) == 2
@@ -291,6 +321,7 @@ def test_a_minima_preset_without_a_path_is_refused_before_its_run(qapp, tmp_path
 
 def test_minima_clip_files_round_trip_and_name_their_own_panels_and_fields():
     from gui.clips.minima_scene import minima_story_clip
+
     clip = minima_story_clip("nonattr-fig3", SIZE, 10, 2.0)
     assert parse_clip(clip.to_json()) == clip
     data = clip.to_json()
@@ -306,6 +337,7 @@ def test_minima_clip_files_round_trip_and_name_their_own_panels_and_fields():
 def test_a_minima_clip_file_renders_headless(qapp, tmp_path):
     from gui.clips.minima_scene import minima_story_clip
     from gui.clips.model import save_clip
+
     path = tmp_path / "walk.json"
     clip = minima_story_clip("nonattr-shallow", (160, 90), 5, 1.0)
     spectrum = model.Cell("spectrum", (0.72, 0.5, 0.28, 0.36))  # the window's own view, too

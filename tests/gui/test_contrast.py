@@ -5,6 +5,7 @@ pens, titles (LabelItem), legend labels, TextItems and colour-bar axes against t
 background (a legend's translucent card composited over it), QLabel palettes against the
 background behind them, and GLTextItem colours against the 3D view's clear colour.
 """
+
 from __future__ import annotations
 
 import pyqtgraph as pg
@@ -19,9 +20,18 @@ from .conftest import wait_until_idle
 
 MIN_RATIO = 3.0
 NO_BRUSH = pg.QtCore.Qt.BrushStyle.NoBrush
-TOPOLOGY_PRESETS = ["fig3-free", "fig3-obstructed", "fig3-free-flow", "fig3-obstructed-flow",
-                    "fig3-free-d3", "d1-input-signs", "adam-drift", "biases",
-                    "fig4-breast-cancer", "fig5-probability"]
+TOPOLOGY_PRESETS = [
+    "fig3-free",
+    "fig3-obstructed",
+    "fig3-free-flow",
+    "fig3-obstructed-flow",
+    "fig3-free-d3",
+    "d1-input-signs",
+    "adam-drift",
+    "biases",
+    "fig4-breast-cancer",
+    "fig5-probability",
+]
 
 
 # ------------------------------------------------------------------ WCAG 2.x
@@ -38,8 +48,9 @@ def over(top: QColor, bottom: QColor) -> QColor:
     """``top`` composited over the opaque ``bottom`` (source-over)."""
     a = top.alphaF()
     mix = lambda t, b: t * a + b * (1 - a)
-    return QColor.fromRgbF(mix(top.redF(), bottom.redF()), mix(top.greenF(), bottom.greenF()),
-                           mix(top.blueF(), bottom.blueF()), 1.0)
+    return QColor.fromRgbF(
+        mix(top.redF(), bottom.redF()), mix(top.greenF(), bottom.greenF()), mix(top.blueF(), bottom.blueF()), 1.0
+    )
 
 
 def contrast(fg: QColor, bg: QColor) -> float:
@@ -98,13 +109,23 @@ def text_items(window) -> list[tuple[str, QColor, QColor]]:
                 found.append((f"{name}: text {item.toPlainText()[:30]!r}", item.color, back))
     for label in tab.findChildren(QLabel):
         if label.isVisibleTo(window) and label.text().strip():
-            found.append((f"QLabel {label.text()[:40]!r}", label.palette().color(QPalette.ColorRole.WindowText),
-                          _label_background(label)))
+            found.append(
+                (
+                    f"QLabel {label.text()[:40]!r}",
+                    label.palette().color(QPalette.ColorRole.WindowText),
+                    _label_background(label),
+                )
+            )
     for button in tab.findChildren(QPushButton):  # the inspector's: white on white once
         if button.isVisibleTo(window) and button.text().strip():
             palette = button.palette()
-            found.append((f"button {button.text()[:30]!r}", palette.color(QPalette.ColorRole.ButtonText),
-                          palette.color(QPalette.ColorRole.Button)))
+            found.append(
+                (
+                    f"button {button.text()[:30]!r}",
+                    palette.color(QPalette.ColorRole.ButtonText),
+                    palette.color(QPalette.ColorRole.Button),
+                )
+            )
     for table in tab.findChildren(QTableWidget):
         if not table.isVisibleTo(window):
             continue
@@ -128,8 +149,11 @@ def text_items(window) -> list[tuple[str, QColor, QColor]]:
 
 
 def low_contrast(window) -> list[str]:
-    return [f"{what}: {contrast(fg, bg):.2f} ({fg.name()} on {bg.name()})"
-            for what, fg, bg in text_items(window) if contrast(fg, bg) < MIN_RATIO]
+    return [
+        f"{what}: {contrast(fg, bg):.2f} ({fg.name()} on {bg.name()})"
+        for what, fg, bg in text_items(window)
+        if contrast(fg, bg) < MIN_RATIO
+    ]
 
 
 # ------------------------------------------------------------------ tests
@@ -166,14 +190,16 @@ def test_topology_preset_text_is_legible_in_both_themes(qtbot, window, preset):
 def test_minima_preset_text_is_legible_in_both_themes(qtbot, window):
     """The minima tab too: plots, the inspector's labels, buttons and tables (verdict cells)."""
     from gui.presets import apply_values
+
     window.presentation.set_theme("dark", remember=False)
     window.load_preset("nonattr-shallow", run=False)
     apply_values(window.workspaces["minima"].parameters, {"slices": {"K": 300, "P": 41}})
     window.run()
     wait_until_idle(qtbot, window, timeout_ms=180000)
     qtbot.wait(100)
-    assert_legible_in_both_themes(qtbot, window, "nonattr-shallow",
-                                  lambda items: sum(what.startswith("table cell") for what, _, _ in items) >= 4)
+    assert_legible_in_both_themes(
+        qtbot, window, "nonattr-shallow", lambda items: sum(what.startswith("table cell") for what, _, _ in items) >= 4
+    )
 
 
 def test_check_catches_grey_on_grey(qtbot, window):

@@ -1,4 +1,5 @@
 """Exceptions nobody caught still reach the window's message bar, and the window stays usable."""
+
 import threading
 
 import pytest
@@ -18,6 +19,7 @@ def topology(window):
 def test_an_exception_while_drawing_shows_in_the_message_bar(window, qtbot, monkeypatch, topology):
     def broken_draw(partial):
         raise RuntimeError("draw exploded")
+
     monkeypatch.setattr(topology, "show_partial", broken_draw)
     monkeypatch.setattr(topology, "show_result", broken_draw)
     window.load_preset("fig3-free", steps=5)
@@ -40,6 +42,7 @@ def test_an_exception_in_reset_shows_and_the_next_run_works(window, qtbot, monke
 def test_an_exception_in_a_python_thread_reaches_the_window(window, qtbot):
     def work():
         raise KeyError("loader thread exploded")
+
     thread = threading.Thread(target=work)
     thread.start()
     thread.join()

@@ -4,12 +4,13 @@ Each test starts a job that blocks inside a step until the test opens its gate -
 2-second timed cancel used to get wrong -- then does what a person would (Reset, switch
 preset, Run again) and checks that the old job never draws again and that no two jobs run.
 """
+
 import threading
 
 import pytest
 
-from engine.errors import EngineInputError
-from engine.progress import Progress
+from engine.core.errors import EngineInputError
+from engine.core.progress import Progress
 from gui import headless
 
 from .conftest import wait_until_idle
@@ -54,9 +55,9 @@ def start_slow(window, monkeypatch, slow):
 def test_reset_is_never_drawn_over_by_a_slow_job(window, qtbot, monkeypatch, drawn):
     slow = SlowJob()
     start_slow(window, monkeypatch, slow)
-    window.reset()                # the job is inside a step that outlasts any timed wait
+    window.reset()  # the job is inside a step that outlasts any timed wait
     assert not window.cancel_action.isEnabled() or window.runner.busy
-    slow.gate.set()               # ...and only now reaches its yield
+    slow.gate.set()  # ...and only now reaches its yield
     wait_until_idle(qtbot, window, 10000)
     assert drawn == [] and not slow.finished
 
@@ -67,13 +68,13 @@ def test_switching_preset_drops_the_old_job_and_starts_the_new_after_it(window, 
     preset_run = SlowJob(steps=1, name="preset")
     preset_run.gate.set()
     monkeypatch.setattr(window.workspaces["topology"], "make_job", preset_run)
-    window.load_preset("fig3-free")   # cancels the slow job and queues the preset's run
+    window.load_preset("fig3-free")  # cancels the slow job and queues the preset's run
     old_thread = window.runner._thread
     assert window.runner.busy and old_thread.isRunning()
     assert not preset_run.entered.is_set()  # queued behind the old job, not beside it
     slow.gate.set()
     wait_until_idle(qtbot, window, 30000)
-    assert ("slow", 0) not in drawn   # nothing of the superseded job was drawn
+    assert ("slow", 0) not in drawn  # nothing of the superseded job was drawn
     assert preset_run.finished and drawn[-1] == ("preset", "done") and window.last_outcome == "succeeded"
 
 
@@ -93,7 +94,7 @@ def test_run_after_a_slow_cancel_starts_only_when_the_old_job_ended(window, qtbo
     second = SlowJob(steps=1, name="second")
     second.gate.set()
     monkeypatch.setattr(window.workspaces["topology"], "make_job", second)
-    window.run()                 # a fresh run, queued behind the job still inside its step
+    window.run()  # a fresh run, queued behind the job still inside its step
     assert not second.entered.is_set()
     slow.gate.set()
     wait_until_idle(qtbot, window, 10000)
@@ -114,6 +115,7 @@ def test_run_preset_reports_a_failed_or_timed_out_run(window, monkeypatch):
     def failing(steps=None):
         yield Progress(0.0, "starting")
         raise EngineInputError("diverged at step 3")
+
     monkeypatch.setattr(window.workspaces["topology"], "make_job", failing)
     with pytest.raises(EngineInputError, match="failed: diverged at step 3"):
         headless.run_preset(window, "fig3-free", steps=5)

@@ -1,6 +1,7 @@
 """Live updates stay out of the event loop's way (issue 13): the pacer draws one part per turn
 and each part at its own pace, the 3D views render one per turn off screen (and a grab is
 always fresh), live curves hold their axes, captions and tables refill without relayouts."""
+
 import time
 
 import numpy as np
@@ -54,6 +55,7 @@ def _two_views(qtbot):
     import pyqtgraph.opengl as gl
 
     from gui.views.offscreen_gl import OffscreenGLView
+
     box = QWidget()
     layout = QHBoxLayout(box)
     views = [OffscreenGLView() for _ in range(2)]
@@ -71,8 +73,9 @@ def test_changed_views_render_one_per_turn_and_a_grab_is_fresh(qapp, qtbot):
     box, (first, second) = _two_views(qtbot)
     try:
         order = []
-        first.frameSwapped.connect(lambda: (order.append("first"),
-                                            QTimer.singleShot(0, lambda: order.append("other event"))))
+        first.frameSwapped.connect(
+            lambda: (order.append("first"), QTimer.singleShot(0, lambda: order.append("other event")))
+        )
         second.frameSwapped.connect(lambda: order.append("second"))
         before = (first.renders, second.renders)
         first.setCameraPosition(azimuth=10)  # both change; neither renders on the spot
@@ -82,6 +85,7 @@ def test_changed_views_render_one_per_turn_and_a_grab_is_fresh(qapp, qtbot):
         assert order == ["first", "other event", "second"]
 
         from gui.capture import grab_widget
+
         first.setCameraPosition(azimuth=80)
         stale = first.renders
         picture = grab_widget(box)  # a screenshot or a recorded frame shows the views as they are
@@ -99,6 +103,7 @@ def test_changed_views_render_one_per_turn_and_a_grab_is_fresh(qapp, qtbot):
 
 def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
     from gui.views.training_curves import TrainingCurves
+
     curves = TrainingCurves()
     curves.configure(2, False)
     curves.hold_steps(1000)
@@ -122,6 +127,7 @@ def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
 
 def test_a_neuron_caption_keeps_its_height_while_its_digits_change(qapp, qtbot):
     from gui.views.neuron_quadrics import _NeuronCell
+
     cell = _NeuronCell(0)
     cell.resize(220, 300)
     cell.show()
@@ -140,9 +146,22 @@ def test_a_neuron_caption_keeps_its_height_while_its_digits_change(qapp, qtbot):
 
 def test_refilling_the_steps_table_keeps_the_row_and_announces_nothing(qapp):
     from gui.panels.inspector import InspectorPanel
+
     panel = InspectorPanel()
-    rows = [{"widths": (2, 1, 1), "verdict": "strict minimum", "loss": 0.1, "grad_norm": 1e-9, "min": 0.5,
-             "max": 2.0, "n_zero": 0, "n_negative": 0, "description": f"step {i}"} for i in range(5)]
+    rows = [
+        {
+            "widths": (2, 1, 1),
+            "verdict": "strict minimum",
+            "loss": 0.1,
+            "grad_norm": 1e-9,
+            "min": 0.5,
+            "max": 2.0,
+            "n_zero": 0,
+            "n_negative": 0,
+            "description": f"step {i}",
+        }
+        for i in range(5)
+    ]
     panel.show_steps(rows)
     panel.steps.setCurrentCell(2, 0)
     announced = []

@@ -1,5 +1,6 @@
 """The local-minima workspace in the real window: presets draw, one slice item, λ flips the verdict,
 and a job slow to yield never draws over a Reset or a restored session."""
+
 import threading
 
 import numpy as np
@@ -7,8 +8,8 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QTimer
 
-from engine.progress import Progress
-from engine.verdicts import Verdict
+from engine.core.progress import Progress
+from engine.minima.verdicts import Verdict
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
@@ -18,6 +19,7 @@ QUICK = {"slices": {"K": 300, "P": 41}, "path": {"points": 7}, "plane": {"points
 
 def open_quick(window, qtbot, preset, extra=None, steps=None):
     from gui.presets import apply_values
+
     window.load_preset(preset, run=False)
     ws = window.workspaces["minima"]
     apply_values(ws.parameters, QUICK)
@@ -73,12 +75,14 @@ def test_fig3_preset_draws(window, qtbot, fig3):
 def blocking_job(release: threading.Event, result, calls: list):
     """A job that yields once, then blocks in its work (like a Hessian that cannot yield) until
     ``release``; then it yields ``result`` as a partial and returns it."""
+
     def job():
         calls.append(1)
         yield Progress(0.0, "started")
         release.wait(30)
         yield Progress(0.5, "late partial", result)
         return result
+
     return job()
 
 
@@ -100,6 +104,7 @@ def test_dragging_lambda_previews_c_and_the_plane_then_refines_on_release(window
 
 def test_a_job_slow_to_yield_never_draws_over_reset_or_a_restored_session(window, qtbot, fig3, monkeypatch):
     import gui.workspaces.minima as minima
+
     ws = fig3
     state, finished = ws.session_state(), ws.figure
     release, calls = threading.Event(), []
@@ -128,14 +133,15 @@ def test_a_job_slow_to_yield_never_draws_over_reset_or_a_restored_session(window
 
 def test_run_after_a_superseded_reslice_builds(window, qtbot, fig3, monkeypatch):
     import gui.workspaces.minima as minima
+
     ws = fig3
     old = ws.figure
     release, calls = threading.Event(), []
     monkeypatch.setattr(minima, "reslice_job", lambda *args, **kwargs: blocking_job(release, old, calls))
     ws._on_lambda_released(0.5)
     qtbot.waitUntil(lambda: calls == [1], timeout=10000)
-    window.cancel()          # the re-slice is blocked in its work: the cancel cannot land yet
-    window.run()             # ... and Run must build, not resume or re-slice
+    window.cancel()  # the re-slice is blocked in its work: the cancel cannot land yet
+    window.run()  # ... and Run must build, not resume or re-slice
     release.set()
     wait_until_idle(qtbot, window, timeout_ms=240000)
     assert calls == [1] and not window.message_bar.text
@@ -146,6 +152,7 @@ def test_run_after_a_superseded_reslice_builds(window, qtbot, fig3, monkeypatch)
 
 def test_minima_session_round_trips(window, qtbot, fig3, tmp_path):
     from gui import session
+
     ws = fig3
     path = tmp_path / "minima.lens"
     window.save_session(str(path))
@@ -176,8 +183,9 @@ def test_presets_and_reproduce_run_the_same_job_settings(window):
     nonattr-path preset's construction is `reproduce nonattr-path`'s (same job, same settings)."""
     from dataclasses import replace
 
-    from engine.figure3 import Figure3Settings
-    from engine.nonattracting import deep_settings
+    from engine.minima.pipeline import Figure3Settings
+    from engine.minima.reproduce import deep_settings
+
     ws = window.workspaces["minima"]
     window.load_preset("nonattr-fig3", run=False)
     assert ws._settings() == deep_settings(quick=False, seed=16)  # `reproduce nonattr-deep --seed 16`
@@ -186,8 +194,9 @@ def test_presets_and_reproduce_run_the_same_job_settings(window):
     window.load_preset("nonattr-path", run=False)
     built = ws._settings()
     # B11 uses the construction only: slices, path and plane settings play no part in it.
-    assert replace(built, slices=None, path=None, plane=None, descent=None, saddle_lam=0) == \
-        replace(Figure3Settings(seed=0), slices=None, path=None, plane=None, descent=None, saddle_lam=0)
+    assert replace(built, slices=None, path=None, plane=None, descent=None, saddle_lam=0) == replace(
+        Figure3Settings(seed=0), slices=None, path=None, plane=None, descent=None, saddle_lam=0
+    )
 
 
 def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot, fig3, tmp_path):
@@ -211,10 +220,11 @@ def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot,
 def test_split_a_loaded_network_by_hand_and_move_lambda(window, qtbot, tmp_path):
     """Load a 2—3—1 net at a strict minimum (no history), split an admissible neuron with the
     inspector's button, drag λ across I and watch the verdict flip; then undo."""
-    from engine import netio
+    from engine.io import netfile as netio
     from gui.presets import apply_values
 
     from ..networks import strict_minimum_net
+
     net = strict_minimum_net()
     path = netio.save_network(tmp_path / "own.npz", net.arch, net.params, net.X, net.Y)
     window.show_workspace("minima")
@@ -250,11 +260,12 @@ def test_load_a_torch_state_dict_and_find_its_critical_point(window, qtbot, tmp_
     "Find critical point": the inspector says how far it moved and the new gradient norm."""
     import torch
 
-    from engine import deep
+    from engine.minima import deep
     from gui.panels.inspector import TorchFileDialog
     from gui.presets import apply_values
 
     from ..networks import strict_minimum_net
+
     net = strict_minimum_net()
     Ws, _ = deep.unpack(net.arch, net.params + 0.05)
     torch.save({"0.weight": torch.as_tensor(Ws[0]), "2.weight": torch.as_tensor(Ws[1])}, tmp_path / "net.pt")
@@ -281,8 +292,12 @@ def test_load_a_torch_state_dict_and_find_its_critical_point(window, qtbot, tmp_
 
 
 def test_slices_over_the_split_pair_show_predicted_and_observed(window, qtbot):
-    ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"},
-                                                    "slices": {"family": "pair", "T": 0.01}})
+    ws = open_quick(
+        window,
+        qtbot,
+        "nonattr-fig3",
+        {"construction": {"schedule": "1:1, 2:1"}, "slices": {"family": "pair", "T": 0.01}},
+    )
     saddle = ws.figure.saddle.slices
     assert saddle.family.startswith("pair") and 0 < saddle.predicted < 1
     assert ws.shown["slices_saddle"]["predicted"] == saddle.predicted
@@ -294,6 +309,7 @@ def test_record_replay_of_a_minima_preset_slices_on_a_worker_then_renders(window
     """Record… → replay on paper B: the walk's slices run as a job (the window keeps turning its
     event loop, Cancel stops it and writes nothing), then the clip renders like any other."""
     import imageio.v3 as iio
+
     open_quick(window, qtbot, "nonattr-shallow")
     dock = window.clip_dock
     ticks = []
@@ -301,14 +317,19 @@ def test_record_replay_of_a_minima_preset_slices_on_a_worker_then_renders(window
     timer.timeout.connect(lambda: ticks.append(1))
     timer.start()
     cancelled = tmp_path / "cancelled.mp4"
-    assert window.recording.start(source="Whole window", size="Source's own size", fps=5,
-                                  when="replay", seconds=1.0, out=str(cancelled)) is None
+    assert (
+        window.recording.start(
+            source="Whole window", size="Source's own size", fps=5, when="replay", seconds=1.0, out=str(cancelled)
+        )
+        is None
+    )
     dock.cancel()
     qtbot.waitUntil(lambda: not window.computing, timeout=60000)
     assert not cancelled.exists() and "cancelled" in window.message_bar.text
     out = tmp_path / "walk.mp4"
-    window.recording.start(source="Whole window", size="Source's own size", fps=5, when="replay",
-                           seconds=1.0, out=str(out))
+    window.recording.start(
+        source="Whole window", size="Source's own size", fps=5, when="replay", seconds=1.0, out=str(out)
+    )
     assert dock._walk is not None, "the slicing ran before start() returned, on the GUI thread"
     ticks.clear()
     qtbot.waitUntil(lambda: dock._walk is None, timeout=120000)
@@ -325,7 +346,9 @@ def test_key_frame_dock_on_paper_b_slices_once_then_captures_lambda_panels_and_p
     frame, drawn small in the dock, and it changes along the walk; the clip saves, reloads and
     renders as its key frames say."""
     import imageio.v3 as iio
+
     from gui.clips.minima_scene import STORY_CAPTION
+
     ws = open_quick(window, qtbot, "nonattr-shallow")
     dock = window.clip_dock
     dock.show()

@@ -1,5 +1,6 @@
 """What a plot says about itself: legends never sit on the data, tick labels agree with the
 caption, and subtitles grow with presentation mode."""
+
 import numpy as np
 import pyqtgraph as pg
 import pytest
@@ -45,6 +46,7 @@ def test_spectrum_ticks_use_the_captions_tolerance(qtbot):
     """τ = 5e−07: the zero band is labelled with 5e−07, as the caption says, and each tick
     above it is τ·10^k (not log10 τ rounded to 1e−6)."""
     from gui.views.spectrum_view import SpectrumView
+
     view = SpectrumView()
     qtbot.addWidget(view)
     view.show_spectrum(np.array([-2e-2, 0.0, 1e-9, 3.0]), 5e-07)
@@ -55,6 +57,7 @@ def test_spectrum_ticks_use_the_captions_tolerance(qtbot):
 
 def test_subtitles_grow_in_presentation_mode(qtbot):
     from gui.views.plot_style import SUBTITLE_PT, set_plot_fonts, set_title
+
     plot = pg.PlotWidget()
     qtbot.addWidget(plot)
     set_title(plot, "(a) slices", ["12 of 500 dip below L*"])
@@ -70,14 +73,14 @@ def test_two_flat_lines_leave_the_middle_and_sampling_does_not_weigh(qtbot):
     """A long recorded line (2,000 points) at the top and a reference level (two points) at the
     bottom: every corner touches a line, the middle of an edge does not."""
     from gui.views.plot_style import densify
+
     plot = shown_plot_with_legend(qtbot, 600, 300)
     top_x = np.linspace(0, 1, 2000)
     plot.plot(top_x, np.zeros_like(top_x), name="GD: L − L∞")
     plot.plot([0, 1], [-7, -7], name="L-BFGS level")
     x, y = densify([0, 1], [-7, -7], factor=200)
     frame = (0, 1, -8.5, 1.5)  # both lines well inside, as a caller's frame puts them
-    legend_to_empty_corner(plot, np.concatenate([top_x, x]), np.concatenate([np.zeros_like(top_x), y]),
-                           frame=frame)
+    legend_to_empty_corner(plot, np.concatenate([top_x, x]), np.concatenate([np.zeros_like(top_x), y]), frame=frame)
     plot.setXRange(0, 1, padding=0)
     plot.setYRange(-8.5, 1.5, padding=0)
     qtbot.wait(50)
@@ -92,6 +95,7 @@ def test_a_flat_line_inside_I_gets_readable_axes(qtbot):
     rather than around the flat line."""
     from gui.views.curves_view import FLAT_SPAN, CurvesView
     from gui.views.slice_view import SliceView
+
     level = 2.981715923012
     t = np.linspace(-1, 1, 21)
     flat = level + 1e-14 * np.sin(7 * t)
@@ -100,16 +104,17 @@ def test_a_flat_line_inside_I_gets_readable_axes(qtbot):
     d.show_curves([{"name": "L(θ + t·e)", "x": t, "y": flat}, {"name": "L*", "hline": level}])
     low, high = d.getViewBox().viewRange()[1]
     assert high - low >= 2 * FLAT_SPAN * level * 0.99
-    d.show_curves([{"name": "steep", "x": t, "y": level + t ** 2}])  # a real curve autoscales as before
+    d.show_curves([{"name": "steep", "x": t, "y": level + t**2}])  # a real curve autoscales as before
     low, high = d.getViewBox().viewRange()[1]
     assert high - low < 2
 
     c = SliceView("(c)")
     qtbot.addWidget(c)
-    losses = level + np.outer(np.linspace(0.01, 0.05, 30), t ** 2)  # a minimum: every slice rises
+    losses = level + np.outer(np.linspace(0.01, 0.05, 30), t**2)  # a minimum: every slice rises
     c.show_slices(t, losses, losses.min(0), level, 0.0, 0, descent=(t, flat))
     low, high = c.getViewBox().viewRange()[1]
     assert high - low > 1e-3, f"framed around the flat descent line: {high - low:.1e}"
     from gui.workspaces.minima_draw import dip_frame
+
     assert dip_frame(t, flat, level) is None  # (d) autoscales (and is widened) instead
-    assert dip_frame(t, level - 1e-4 * (1 - t ** 2), level) is not None  # a saddle's dip is framed
+    assert dip_frame(t, level - 1e-4 * (1 - t**2), level) is not None  # a saddle's dip is framed

@@ -1,4 +1,5 @@
 """Presentation mode: full screen, no parameter panel, large type, themes; state survives."""
+
 import pytest
 from PySide6.QtCore import QSettings
 

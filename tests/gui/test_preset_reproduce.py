@@ -7,16 +7,21 @@ own values, including its seed, which is handed to reproduce as --seed. The flow
 every 5th step where reproduce records every step, so their rows are compared with every 5th row
 of the export.
 """
+
 import numpy as np
 import pytest
 
+from engine.core.progress import run_to_completion
 from engine.experiments import run_experiment
-from engine.progress import run_to_completion
-from engine.topology_experiments import TOY_POINTS
+from engine.topology.reproduce import TOY_POINTS
 from gui.presets import preset_named
 
-PRESETS = {"fig3-obstructed": "obstructed_gd", "fig3-free": "free_gd",
-           "fig3-obstructed-flow": "obstructed_flow", "fig3-free-flow": "free_flow"}
+PRESETS = {
+    "fig3-obstructed": "obstructed_gd",
+    "fig3-free": "free_gd",
+    "fig3-obstructed-flow": "obstructed_flow",
+    "fig3-free-flow": "free_flow",
+}
 SEED = 3
 
 

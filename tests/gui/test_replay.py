@@ -1,4 +1,5 @@
 """The replay dock scrubs a finished run and every view follows through show_frame."""
+
 import pytest
 
 from .conftest import wait_until_idle
@@ -44,4 +45,3 @@ def _play_to_the_end_and_loop(qtbot, dock, shown):
     qtbot.waitUntil(lambda: len(shown) > 3 and shown[-1] < shown[-2], timeout=8000)  # wrapped
     dock.toggle_play()
     assert not dock.playing
-

@@ -1,4 +1,5 @@
 """Sessions round-trip exactly; damaged or foreign files are refused and change nothing."""
+
 import zipfile
 
 import numpy as np
@@ -68,8 +69,9 @@ def _damage(bad, data: bytes, how: str):
     elif how == "text":
         bad.write_text("hello")
     else:
-        fields = '"format": "something-else"' if how == "foreign zip" else \
-            f'"format": "{session.FORMAT}", "version": 99'
+        fields = (
+            '"format": "something-else"' if how == "foreign zip" else f'"format": "{session.FORMAT}", "version": 99'
+        )
         with zipfile.ZipFile(bad, "w") as z:
             z.writestr("manifest.json", "{" + fields + "}")
 

@@ -5,6 +5,7 @@ toggle theme and presentation mode. After every step: no exception reached the e
 the runner has at most one live thread, and the run controls match the job's state.
 Presets run shortened (few steps, small slices) to keep this within a few minutes of CI.
 """
+
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ STEPS = 30
 
 
 class WindowMachine(RuleBasedStateMachine):
-    window = None     # one real window for all examples: creating one costs seconds
+    window = None  # one real window for all examples: creating one costs seconds
     qtbot = None
     tmp = None
 
@@ -121,6 +122,7 @@ class WindowMachine(RuleBasedStateMachine):
 @pytest.mark.qt_no_exception_capture  # the relay is the check: it sees every uncaught exception
 def test_random_sequences_of_user_actions(window, qtbot, tmp_path):
     WindowMachine.window, WindowMachine.qtbot, WindowMachine.tmp = window, qtbot, tmp_path
-    machine = settings(max_examples=5, stateful_step_count=12, deadline=None,
-                       suppress_health_check=list(HealthCheck))(WindowMachine)
+    machine = settings(max_examples=5, stateful_step_count=12, deadline=None, suppress_health_check=list(HealthCheck))(
+        WindowMachine
+    )
     machine.TestCase().runTest()

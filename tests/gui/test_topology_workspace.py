@@ -1,19 +1,27 @@
 """The invariant-sets tab as a speaker uses it: presets open and draw, the trajectory grows
 live, the invariants panel shows the engine's numbers, and bad input starts nothing."""
+
 import dataclasses
 
 import numpy as np
 import pytest
 
-from engine import invariants as inv
-from engine.initialization import initial_params
-from engine.shallow import ShallowNet
+from engine.topology import invariants as inv
+from engine.topology.initialization import initial_params
+from engine.topology.two_layer import ShallowNet
 from gui.session import read_session, write_session
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
-TRAINING_PRESETS = ["fig3-obstructed", "fig3-free", "fig3-obstructed-flow", "fig3-free-flow",
-                    "adam-drift", "biases", "fig3-free-d3"]
+TRAINING_PRESETS = [
+    "fig3-obstructed",
+    "fig3-free",
+    "fig3-obstructed-flow",
+    "fig3-free-flow",
+    "adam-drift",
+    "biases",
+    "fig3-free-d3",
+]
 
 
 def topology(window):
@@ -76,7 +84,7 @@ def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     assert shown["effective_components"] == inv.effective_components(2, 1, c) == 3
     # The preset starts both neurons in the s = (+1, +1) component (MATH A8).
     net = ShallowNet(2, 2, 1)
-    start = initial_params(net, "uniform", seed=3, a=2 ** 0.5, c=[-0.1, -0.1], signs=[1, 1], positive_inputs=True)
+    start = initial_params(net, "uniform", seed=3, a=2**0.5, c=[-0.1, -0.1], signs=[1, 1], positive_inputs=True)
     assert shown["label"] == list(inv.component_label(start.W1, start.W2)) == [1, 1]
     text = ws.invariants.label.text()
     assert "β₀" in text and "4" in text and "−0.1" in text.replace("-", "−")
@@ -106,10 +114,12 @@ def test_effective_component_index_comes_from_the_engine(window, qtbot):
     assert shown["effective_index"] == inv.effective_component_index(shown["label"]) == 2
 
 
-INVALID = [(("init", "c"), "-0.1, 0.1, 0.3", "c has 3 value"),
-           (("init", "c"), "minus one", "not a comma-separated list"),
-           (("network", "e"), 2, "set Network d and e"),  # the toy target follows d, not e
-           (("init", "signs"), "+, ?", "output signs")]
+INVALID = [
+    (("init", "c"), "-0.1, 0.1, 0.3", "c has 3 value"),
+    (("init", "c"), "minus one", "not a comma-separated list"),
+    (("network", "e"), 2, "set Network d and e"),  # the toy target follows d, not e
+    (("init", "signs"), "+, ?", "output signs"),
+]
 
 
 def test_invalid_input_shows_a_message_and_starts_nothing(window):

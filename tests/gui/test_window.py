@@ -1,4 +1,5 @@
 """The window as a person uses it: it opens, the 3D view draws, runs start and cancel cleanly."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,13 @@ def test_window_opens_with_panel_views_and_controls(window):
     assert window.isVisible()
     assert window.parameter_dock.isVisible()
     assert window.workspace.gl_views(), "the current workspace shows a 3D view"
-    for action in (window.run_action, window.pause_action, window.step_action,
-                   window.cancel_action, window.reset_action):
+    for action in (
+        window.run_action,
+        window.pause_action,
+        window.step_action,
+        window.cancel_action,
+        window.reset_action,
+    ):
         assert action.text()
     assert window.run_action.isEnabled() and not window.cancel_action.isEnabled()
 
@@ -32,6 +38,7 @@ def test_3d_view_framebuffer_is_not_blank(window, qtbot):
 def test_blank_check_can_fail(window):
     # The framebuffer check must be able to fail: an empty scene is flagged as blank.
     from gui.views.offscreen_gl import OffscreenGLView
+
     empty = OffscreenGLView()
     empty.resize(200, 200)
     empty.show()
@@ -76,6 +83,7 @@ def test_pause_and_step_controls(window, qtbot):
 
 def test_closing_mid_run_stops_the_worker(qtbot):
     from gui.main_window import MainWindow
+
     win = MainWindow()
     win.show()
     win.load_preset("fig3-free", run=False)
@@ -89,24 +97,44 @@ def test_closing_mid_run_stops_the_worker(qtbot):
 
 def test_screenshot_command_writes_png_of_requested_size(tmp_path):
     out = tmp_path / "shot.png"
-    result = subprocess.run([sys.executable, "main.py", "screenshot", "--preset", "fig3-free",
-                             "--out", str(out), "--size", "960x600", "--steps", "20"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "main.py",
+            "screenshot",
+            "--preset",
+            "fig3-free",
+            "--out",
+            str(out),
+            "--size",
+            "960x600",
+            "--steps",
+            "20",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     image = QImage(str(out))
     assert (image.width(), image.height()) == (960, 600)
-    pixels = np.frombuffer(image.convertToFormat(QImage.Format.Format_RGBA8888).constBits(),
-                           np.uint8).reshape(600, 960, 4)
+    pixels = np.frombuffer(image.convertToFormat(QImage.Format.Format_RGBA8888).constBits(), np.uint8).reshape(
+        600, 960, 4
+    )
     assert_not_blank(pixels)
 
 
 def test_bad_arguments_give_one_line_and_exit_2():
-    for argv in (["screenshot", "--preset", "fig3-free", "--out", "x.png", "--size", "big"],
-                 ["screenshot", "--preset", "no-such-preset", "--out", "/tmp/x.png"],
-                 ["reproduce", "no-such-experiment", "--out", "/tmp/x"],
-                 ["invariant-set", "--d", "0", "--e", "1", "--c", "1"]):
-        result = subprocess.run([sys.executable, "main.py", *argv], cwd=ROOT,
-                                capture_output=True, text=True, timeout=300)
+    for argv in (
+        ["screenshot", "--preset", "fig3-free", "--out", "x.png", "--size", "big"],
+        ["screenshot", "--preset", "no-such-preset", "--out", "/tmp/x.png"],
+        ["reproduce", "no-such-experiment", "--out", "/tmp/x"],
+        ["invariant-set", "--d", "0", "--e", "1", "--c", "1"],
+    ):
+        result = subprocess.run(
+            [sys.executable, "main.py", *argv], cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
         assert result.returncode == 2, (argv, result.stderr)
         assert "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -3,12 +3,13 @@
 Assertions are about events (what was computed, what arrived), never about wall-clock time:
 jobs here block on events the test controls, so a slow machine cannot make them pass or fail.
 """
+
 import threading
 
 import pytest
 
-from engine.errors import EngineInputError
-from engine.progress import Progress
+from engine.core.errors import EngineInputError
+from engine.core.progress import Progress
 from gui.worker import JobRunner
 
 
@@ -117,11 +118,11 @@ def test_submit_waits_for_the_old_job_and_drops_its_signals(qtbot, runner):
     runner.cancelled.connect(lambda u: arrived.append(("cancelled", None)))
     runner.succeeded.connect(lambda r: arrived.append(("done", r)))
     runner.start(counting_job(10, seen=old_seen, gate=gate, entered=entered, tag="old"))
-    assert entered.wait(5)                                      # blocked inside its first step
+    assert entered.wait(5)  # blocked inside its first step
     runner.submit(counting_job(3, seen=new_seen, tag="new"))
     qtbot.wait(100)
     assert new_seen == [] and runner.busy  # no second job runs beside the first
-    gate.set()                              # the old job reaches its yield and is cancelled there
+    gate.set()  # the old job reaches its yield and is cancelled there
     qtbot.waitUntil(lambda: ("done", 3) in arrived, timeout=5000)
     assert old_seen == [0]
     assert ("cancelled", None) not in arrived
@@ -134,8 +135,8 @@ def test_a_newer_submit_replaces_one_still_waiting(qtbot, runner):
     gate, entered, started = threading.Event(), threading.Event(), []
     runner.start(counting_job(5, gate=gate, entered=entered))
     assert entered.wait(5)
-    runner.submit(counting_job(1, seen=started))      # waits behind the blocked job...
-    runner.submit(counting_job(2))                     # ...and is replaced before it ever runs
+    runner.submit(counting_job(1, seen=started))  # waits behind the blocked job...
+    runner.submit(counting_job(2))  # ...and is replaced before it ever runs
     gate.set()
     with qtbot.waitSignal(runner.succeeded, timeout=5000) as done:
         pass

@@ -1,0 +1,131 @@
+"""An ``nn.Sequential`` of Linear layers and one activation, saved by ``torch.export.save`` (.pt2).
+
+Never ``torch.export.load``: in torch 2.13 it reads weights and constants with
+``torch.load(weights_only=False)`` and ``pickle.loads``, so a crafted archive runs code. The
+archive is a zip of JSON and raw bytes, and only those are read here:
+
+- ``<model>/models/<name>.json``: the graph. Its nodes must be ``aten.linear`` and one
+  supported activation op alternating, each taking the previous node's output;
+- ``<model>/data/weights/model_weights_config.json``: each parameter's file, dtype and shape;
+  the bytes are read with ``np.frombuffer``. Weights stored as pickles are refused, unread.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from engine.core.errors import EngineInputError
+from engine.io.netfile import NetFile
+from engine.io.torch_state import network_from_layers
+
+# torch._export.serde.schema.ScalarType codes of the float dtypes a Linear layer may hold
+FLOAT_DTYPES = {7: "<f4", 8: "<f8"}
+ACTIVATION_OPS = {"torch.ops.aten.sigmoid.default": "sigmoid", "torch.ops.aten.tanh.default": "tanh"}
+LINEAR_OP = "torch.ops.aten.linear.default"
+
+
+def load_exported_network(path, data_path) -> NetFile:
+    """The exported MLP in ``path`` with the data in ``data_path`` (torchio.load_data); the
+    activation comes from the graph itself."""
+    path = Path(path)
+    if not path.is_file():
+        raise EngineInputError(f"{path}: no such file")
+    try:
+        with zipfile.ZipFile(path) as z:
+            graph, weights = _read_archive(path, z)
+            parameters = {name: _weight(path, z, name, meta) for name, meta in weights.items()}
+        layers, activation = _layers_from_graph(path, graph, parameters)
+    except EngineInputError:
+        raise
+    except (zipfile.BadZipFile, OSError, KeyError, IndexError, TypeError, ValueError) as e:
+        # a malformed archive or JSON of another layout: name the file, not a traceback
+        raise EngineInputError(f"{path}: not a readable torch.export archive ({type(e).__name__}: {e})") from None
+    return network_from_layers(path, layers, activation, data_path)
+
+
+def _read_archive(path, z: zipfile.ZipFile) -> tuple[dict, dict]:
+    names = z.namelist()
+    models = [n for n in names if n.split("/")[1:2] == ["models"] and n.endswith(".json")]
+    configs = [n for n in names if n.endswith("/data/weights/model_weights_config.json")]
+    if len(models) != 1 or len(configs) != 1:
+        raise EngineInputError(f"{path}: expected one exported model in the archive, found {len(models)}")
+    byteorder = [n for n in names if n.endswith("/byteorder")]
+    if byteorder and z.read(byteorder[0]).strip() != b"little":
+        raise EngineInputError(f"{path}: weights are big-endian; only little-endian archives are read")
+    return json.loads(z.read(models[0]))["graph_module"], {
+        name: dict(meta, _dir=configs[0].rsplit("/", 1)[0])
+        for name, meta in json.loads(z.read(configs[0]))["config"].items()
+    }
+
+
+def _weight(path, z: zipfile.ZipFile, name: str, meta: dict) -> np.ndarray:
+    if meta.get("use_pickle", True):
+        raise EngineInputError(
+            f"{path}: refused: parameter {name!r} is stored as a pickle; "
+            "only raw tensor bytes are read from .pt2 archives"
+        )
+    tm = meta["tensor_meta"]
+    if tm["dtype"] not in FLOAT_DTYPES:
+        raise EngineInputError(f"{path}: parameter {name!r} has dtype code {tm['dtype']}; expected float32 or float64")
+    shape = tuple(int(s["as_int"]) for s in tm["sizes"])
+    strides = tuple(int(s["as_int"]) for s in tm["strides"])
+    contiguous = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+    if int(tm["storage_offset"]["as_int"]) != 0 or (strides != contiguous and np.prod(shape) > 1):
+        raise EngineInputError(f"{path}: parameter {name!r} is not stored contiguously")
+    raw = z.read(f"{meta['_dir']}/{meta['path_name']}")
+    count = int(np.prod(shape))
+    data = np.frombuffer(raw, dtype=FLOAT_DTYPES[tm["dtype"]], count=count)
+    return data.astype(np.float64).reshape(shape)
+
+
+def _layers_from_graph(path, graph: dict, parameters: dict) -> tuple[list, str]:
+    """[(name, W, b or None)] and the activation, from the graph's nodes in order."""
+    spec_of = {}
+    inputs = []
+    for spec in graph["signature"]["input_specs"]:
+        if "parameter" in spec:
+            spec_of[spec["parameter"]["arg"]["name"]] = spec["parameter"]["parameter_name"]
+        elif "user_input" in spec:
+            inputs.append(spec["user_input"]["arg"]["as_tensor"]["name"])
+        else:
+            raise EngineInputError(
+                f"{path}: the graph has a {next(iter(spec))} input; only parameters and one input are read"
+            )
+    if len(inputs) != 1:
+        raise EngineInputError(f"{path}: the graph takes {len(inputs)} inputs; an MLP takes one")
+    previous, layers, activations, last = inputs[0], [], set(), None
+    for node in graph["graph"]["nodes"]:
+        target = node["target"]
+        args = [a["arg"].get("as_tensor", {}).get("name") for a in node["inputs"]]
+        if args[:1] != [previous]:
+            raise EngineInputError(
+                f"{path}: node {target} does not take the previous layer's output; "
+                "only a plain chain of Linear and activation layers is read"
+            )
+        if target == LINEAR_OP:
+            if last == "linear":
+                raise EngineInputError(f"{path}: two Linear layers without an activation between them")
+            weight = parameters[spec_of[args[1]]]
+            bias = parameters[spec_of[args[2]]] if len(args) > 2 and args[2] is not None else None
+            layers.append((spec_of[args[1]].rsplit(".", 1)[0], weight, bias))
+            last = "linear"
+        elif target in ACTIVATION_OPS and last == "linear":
+            activations.add(ACTIVATION_OPS[target])
+            last = "activation"
+        else:
+            op = target.rsplit(".", 2)[-2] if target.count(".") >= 2 else target
+            raise EngineInputError(
+                f"{path}: unsupported layer or activation {op!r}; "
+                f"use Linear with {' or '.join(sorted(set(ACTIVATION_OPS.values())))}"
+            )
+        previous = node["outputs"][0]["as_tensor"]["name"]
+    outputs = [o["user_output"]["arg"]["as_tensor"]["name"] for o in graph["signature"]["output_specs"]]
+    if last != "linear" or outputs != [previous]:
+        raise EngineInputError(f"{path}: the network must end with a Linear layer (the output is linear)")
+    if len(activations) != 1 and len(layers) > 1:
+        raise EngineInputError(f"{path}: the hidden layers use {sorted(activations)}; one activation is needed")
+    return layers, (activations.pop() if activations else "sigmoid")

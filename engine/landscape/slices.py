@@ -1,0 +1,398 @@
+"""Loss-landscape slices and planes (MATH.md B8), evaluated in batches.
+
+Both go through ``slice_kernel``, which uses the θ + t d structure: layer 1 costs two small GEMMs
+for every t, and deeper layers one batched GEMM over each point's own weights W + t D. Chunks of a
+few hundred points keep activations in cache; never a Python loop over points
+(benchmarks/bench_landscape.py measures the speed-up over loss-landscapes and over one forward per
+point).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job, Progress, run_to_completion
+from engine.core.runtime import configure_torch_threads
+from engine.minima import deep
+from engine.minima.deep import Arch
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+# Points per chunk: whole directions of P points. On 2—21—21—1 with 20 samples, 8 directions of
+# 101 points were fastest in both dtypes (1–8 swept, interleaved): smaller chunks stay in the
+# 512 KiB L2 but pay ~120 µs of torch call overhead each (float32: 2.56 µs a point at 1
+# direction, 1.66–1.74 at 6–8).
+DEFAULT_CHUNK = {"float64": 808, "float32": 808}
+CUDA_CHUNK = 200_000  # on a GPU one launch per layer should cover many directions
+# Two Python threads with one torch thread each (torch releases the GIL inside its kernels); two
+# OpenMP threads inside each product collapsed 10–60x whenever the machine was busy. Choosing one
+# thread when the machine is busy does not pay: with 4 other runnable tasks on the 2 cores, 2
+# threads took 1.15–1.46 s against 1.45–2.03 s for 1 (K = 2000, float32), for the same CPU time,
+# since dynamic chunking lets a preempted thread's share go to the other.
+WORKER_THREADS = min(2, os.cpu_count() or 1)
+
+
+def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: str = "unit") -> np.ndarray:
+    """K Gaussian directions ``(K, P)``: unit norm, or per neuron (Li et al. 2018) each neuron's
+    incoming block scaled to the norm of the same block of θ."""
+    if K < 1:
+        raise EngineInputError(f"number of directions K = {K} must be at least 1")
+    d = np.random.default_rng(seed).standard_normal((K, arch.n_params))
+    if normalization == "unit":
+        return d / np.linalg.norm(d, axis=1, keepdims=True)
+    if normalization == "neuron":
+        theta = np.asarray(theta, float)
+        for idx in arch.neuron_blocks():
+            d[:, idx] *= np.linalg.norm(theta[idx]) / np.linalg.norm(d[:, idx], axis=1, keepdims=True)
+        return d
+    raise EngineInputError(f"unknown normalization {normalization!r}; choose 'unit' or 'neuron'")
+
+
+def evaluate_job(
+    n_items: int, compute: Callable[[int, int], np.ndarray], chunk: int, threads: int = WORKER_THREADS
+) -> Job[np.ndarray]:
+    """Run ``compute(i0, i1)`` (losses of items i0..i1, shape (i1 − i0, …)) chunk by chunk, so memory
+    stays at one chunk per thread. With ``threads=2`` chunks run on two Python threads, each with one
+    torch thread (torch releases the GIL inside its kernels)."""
+    configure_torch_threads()
+    bounds = [(i, min(i + chunk, n_items)) for i in range(0, n_items, chunk)]
+    threads = min(threads, len(bounds))
+    parts, done, last = [], 0, time.perf_counter()
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    try:
+        for part in pool.map(lambda b: compute(*b), bounds) if pool else (compute(*b) for b in bounds):
+            parts.append(part)
+            done += len(part)
+            if time.perf_counter() - last > 0.05 or done == n_items:
+                last = time.perf_counter()
+                yield Progress(done / n_items, f"{done}/{n_items}")
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
+    return np.concatenate(parts)
+
+
+def check_device(device: str) -> torch.device:
+    """ "cpu", or "cuda" when torch sees a GPU; anything else is a clear input error."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise EngineInputError(f"unknown device {device!r}; choose 'cpu' or 'cuda'") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise EngineInputError(f"device {device!r} is not supported; choose 'cpu' or 'cuda'")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise EngineInputError(f"device {device!r}: this torch ({torch.__version__}) sees no CUDA GPU; use 'cpu'")
+    return dev
+
+
+def slice_kernel(
+    arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tensor, X: torch.Tensor, y: torch.Tensor
+) -> Callable[[int, int], torch.Tensor]:
+    """Prepare L(θ_k + t_p d_k) over the slice structure; returns ``losses(i0, i1)`` -> (i1 − i0, P)
+    for rows i0..i1. ``theta`` and ``d`` are ``(params,)`` or ``(k, params)`` and broadcast
+    against each other (a plane is a stack of slices, one base point per row, sharing d).
+
+    Layer 1's pre-activation is W X^T + t_p D X^T: both products are made here, once for every
+    row and every t. Deeper layers build each point's own weights W + t_p D (n_l·n_{l-1} numbers,
+    about one activation's worth) and run one batched GEMM of the network's true size. Stacking
+    [W; D] instead, as before, doubled those flops and needed an extra pass over the activations:
+    1.2x slower in float32, and no faster in float64. Everything per layer is sliced here, once:
+    a chunk is then ~15 torch calls (~120 µs on a busy machine, ~240 µs before), the overhead
+    that keeps chunks from shrinking into the 512 KiB L2.
+    """
+    theta, d = theta.reshape(-1, 1, theta.shape[-1]), d.reshape(-1, 1, d.shape[-1])
+    P, N = t.shape[0], X.shape[0]
+    tt = t[:, None, None]  # against (k, 1, rows, cols): (k, P, rows, cols)
+    layers = []
+    for l in range(1, arch.n_layers + 1):
+        blk = arch.block(f"W{l}")
+        W, D = (a[..., blk.slice].unflatten(-1, blk.shape) for a in (theta, d))
+        W, D = (W @ X.T, D @ X.T) if l == 1 else (W.contiguous(), D.contiguous())
+        b = arch.block(f"b{l}").slice if arch.bias else None
+        layers.append((W, D, None if b is None else (theta[..., b].contiguous(), d[..., b].contiguous())))
+    rows = lambda a, i0, i1: a if len(a) == 1 else a[i0:i1]
+
+    @torch.no_grad()
+    def forward(i0: int, i1: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The outputs (k, P, n_out, N) and the last hidden layer's activations (k·P, n, N)."""
+        k = i1 - i0
+        a = None  # the previous layer's activations, from the second layer on
+        for l, (W, D, b) in enumerate(layers, 1):
+            z = torch.addcmul(rows(W, i0, i1), rows(D, i0, i1), tt)  # (k, P, n_l, N or n_{l-1})
+            if l > 1:
+                z = torch.bmm(z.view(k * P, *z.shape[-2:]), a).view(k, P, -1, N)
+            if b is not None:
+                z += torch.addcmul(rows(b[0], i0, i1), rows(b[1], i0, i1), t[:, None])[..., None]
+            if l < arch.n_layers:
+                a = deep.sigma_(arch.activation, z).view(k * P, -1, N)
+        return z, a
+
+    def losses(i0: int, i1: int) -> torch.Tensor:
+        return forward(i0, i1)[0].view(i1 - i0, P, N).sub_(y).square_().sum(-1)
+
+    losses.forward = forward
+    return losses
+
+
+def slice_losses(
+    arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tensor, X: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
+    """L(θ_k + t_p d_k) for all rows k and all p -> (k, P) in one go (see ``slice_kernel``)."""
+    rows = max(a.reshape(-1, a.shape[-1]).shape[0] for a in (theta, d))
+    return slice_kernel(arch, theta, d, t, X, y)(0, rows)
+
+
+def _curves_job(
+    arch: Arch, theta, d, t, X, Y, dtype: str, chunk: int | None, threads: int, device: str
+) -> Job[np.ndarray]:
+    """``slice_kernel`` over all rows of θ/d (broadcast), chunk by chunk, as float64 numpy (k, P)."""
+    if dtype not in DTYPES:
+        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+    dev = check_device(device)
+    X, Y = deep.check_data(arch, X, Y)
+    as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype], device=dev)
+    theta, d = np.atleast_2d(theta), np.atleast_2d(d)
+    losses = slice_kernel(arch, as_t(theta), as_t(d), as_t(t), as_t(X), as_t(Y))
+    compute = lambda i0, i1: losses(i0, i1).double().cpu().numpy()
+    if dev.type == "cuda":  # one stream: Python threads would only queue launches behind each other
+        chunk, threads = chunk or CUDA_CHUNK, 1
+    per_chunk = max(1, (chunk or DEFAULT_CHUNK[dtype]) // len(t))
+    return (yield from evaluate_job(max(len(theta), len(d)), compute, per_chunk, threads))
+
+
+def loss_rounding(arch: Arch, theta, X, Y, dtype: str) -> float:
+    """First-order bound on how far L(θ) computed in ``dtype`` can land from its exact value.
+
+    A dot product of m terms rounds with error ≤ m·ε·Σ|terms| (the standard γ_m bound, also
+    covering the rounding of θ + t d itself); σ adds ε·|σ| and passes its input's error on scaled
+    by |σ'|; a layer passes its input's error on through |W|. Propagating these magnitudes gives
+    each output's error bound E_α, and L = Σ_α r_α² then errs by at most 2 Σ_α |r_α| E_α plus
+    N·ε·L for the N-term sum: ε times the terms summed times a loss-sized scale. Taken at θ, where
+    the curves meet L*. In float32 it is ~2e-5 of L* at the constructed minimum of
+    tests/engine/test_landscape.py, whose curves a fixed 1e-12 all read as dipping below L*.
+    """
+    eps = torch.finfo(DTYPES[dtype]).eps
+    theta, X = deep.tensors(theta, X)
+    Ws, bs = deep.unpack(arch, theta)
+    a = X.T
+    err = eps * a.abs()  # the inputs, rounded to dtype
+    for l, (W, b) in enumerate(zip(Ws, bs), 1):
+        z = W @ a + (0 if b is None else b[:, None])
+        terms = W.abs() @ a.abs() + (0 if b is None else b.abs()[:, None])
+        err = W.abs() @ err + (W.shape[1] + 1) * eps * terms
+        if l < arch.n_layers:
+            a = deep.sigma(arch.activation, z)
+            err = deep.sigma(arch.activation, z, 1).abs() * err + eps * a.abs()
+    r = z[0] - torch.as_tensor(deep.as_targets(Y))
+    return float(2 * r.abs() @ err[0] + len(r) * eps * (r @ r))
+
+
+@dataclass(frozen=True)
+class Slices:
+    t: np.ndarray  # (P,)
+    curves: np.ndarray  # (K, P): L(θ + t d_k)
+    envelope: np.ndarray  # (P,): min over directions
+    L_star: float  # L(θ), float64
+    # min over t ≠ 0 of envelope − L*: ≥ 0 at a minimum (a dip within ``tolerance`` reads 0), < 0 at a saddle
+    envelope_gap: float
+    frac_below: float  # fraction of curves that dip below L* by more than rounding
+    n_below: int  # how many curves dip below L* (of K = len(curves))
+    tolerance: float = 0.0  # the rounding allowance those two use (loss_rounding of dtype and float64)
+    family: str = ""  # the direction family's name (engine.minima.dip_probability), "" for the default
+    predicted: float | None = None  # predicted fraction of dipping curves (dᵀHd < 0), when known
+
+
+def slices_job(
+    arch: Arch,
+    theta,
+    X,
+    Y,
+    K: int = 5000,
+    P: int = 101,
+    T: float = 1.0,
+    normalization: str = "unit",
+    seed: int = 0,
+    dtype: str = "float64",
+    chunk: int | None = None,
+    threads: int = WORKER_THREADS,
+    directions: np.ndarray | None = None,
+    device: str = "cpu",
+) -> Job[Slices]:
+    """Curves L(θ + t d) for t ∈ [−T, T] along K random (or given) directions. ``device`` "cuda"
+    runs the kernel on a GPU (results come back as numpy)."""
+    theta = np.asarray(theta, float)
+    if P < 2:
+        raise EngineInputError(f"number of points P = {P} must be at least 2")
+    d = random_directions(arch, theta, K, seed, normalization) if directions is None else np.asarray(directions, float)
+    if d.ndim != 2 or d.shape[1] != arch.n_params:
+        raise EngineInputError(f"directions have shape {d.shape}; expected (K, {arch.n_params})")
+    t = np.linspace(-T, T, P)
+    curves = yield from _curves_job(arch, theta, d, t, X, Y, dtype, chunk, threads, device)
+    return summarize(arch, theta, X, Y, t, curves, dtype)
+
+
+def summarize(arch: Arch, theta, X, Y, t: np.ndarray, curves: np.ndarray, dtype: str) -> Slices:
+    """``Slices`` of curves computed in ``dtype`` through θ: L*, the envelope and the dips."""
+    L_star = deep.loss(arch, theta, X, Y)
+    envelope = curves.min(0)
+    # Every curve is L* at t = 0 only up to rounding (another dtype, another summation order
+    # than deep.loss): only a dip beyond both evaluations' rounding counts.
+    tol = loss_rounding(arch, theta, X, Y, dtype) + loss_rounding(arch, theta, X, Y, "float64")
+    below = (curves < L_star - tol).any(1)
+    gap = float(envelope[t != 0].min() - L_star)  # t = 0 would pin the gap to 0
+    return Slices(
+        t, curves, envelope, L_star, 0.0 if -tol <= gap < 0 else gap, float(below.mean()), int(below.sum()), tol
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class LambdaSlices:
+    """Slices through θ(λ) = θ(λ₀) + (λ − λ₀) e along fixed directions, for any λ, from one pass.
+
+    A split's λ moves only its pair's outgoing weights (engine.minima.construction.set_split_lambda).
+    When the pair sits in the last hidden layer those are output weights, so along every slice
+    the network's (one) output is affine in λ: f(λ) = f(λ₀) + (λ − λ₀) w δ, with w the pair's
+    total outgoing weight and δ = a_new − a_origin their activations' difference. Keeping f(λ₀) and δ
+    (one slice pass) makes each λ cost O(K·P·N) instead of a forward pass: the λ drag's preview.
+    """
+
+    arch: Arch
+    theta: np.ndarray  # θ(λ₀)
+    e: np.ndarray  # dθ/dλ
+    lam0: float
+    t: np.ndarray
+    outputs: np.ndarray  # (K, P, N): f(λ₀) on every slice, in dtype
+    delta: np.ndarray  # (K, P, N): a_new − a_origin
+    total: float  # w
+    X: np.ndarray
+    Y: np.ndarray
+    dtype: str
+
+    def slices(self, lam: float, theta=None) -> Slices:
+        """The slices at ``lam``; ``theta``: θ(λ) as the caller computes it (L* and the rounding
+        allowance are taken there), by default θ(λ₀) + (λ − λ₀) e."""
+        step = self.outputs.dtype.type((lam - self.lam0) * self.total)
+        residual = self.outputs + step * self.delta - self.Y.astype(self.outputs.dtype)
+        curves = np.square(residual).sum(-1).astype(float)
+        theta = self.theta + (lam - self.lam0) * self.e if theta is None else theta
+        return summarize(self.arch, theta, self.X, self.Y, self.t, curves, self.dtype)
+
+
+def lambda_slices_job(
+    arch: Arch,
+    theta,
+    e,
+    lam0: float,
+    pair: tuple[int, int],
+    X,
+    Y,
+    directions: np.ndarray,
+    P: int,
+    T: float = 1.0,
+    dtype: str = "float32",
+    threads: int = WORKER_THREADS,
+) -> Job[LambdaSlices]:
+    """One slice pass through θ(λ₀) keeping what ``LambdaSlices`` needs; ``pair`` = (new, origin)
+    indices in the last hidden layer, ``e`` = dθ/dλ (the pair's total outgoing weight w sits in
+    e at the new neuron's output weight)."""
+    if dtype not in DTYPES:
+        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+    out = arch.block(f"W{arch.n_layers}")
+    total = float(np.asarray(e, float)[out.slice].reshape(out.shape)[0, pair[0]])
+    X, Y = deep.check_data(arch, X, Y)
+    as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype])
+    t = np.linspace(-T, T, P)
+    forward = slice_kernel(arch, as_t(np.atleast_2d(theta)), as_t(directions), as_t(t), as_t(X), as_t(Y)).forward
+    new, origin = pair
+
+    def compute(i0, i1):  # (k, P, 2, N): the outputs and δ, one array per chunk
+        z, a = forward(i0, i1)
+        k, N = i1 - i0, X.shape[0]
+        delta = (a[:, new] - a[:, origin]).reshape(k, P, N)
+        return torch.stack([z.reshape(k, P, N), delta], dim=2).numpy()
+
+    per_chunk = max(1, DEFAULT_CHUNK[dtype] // P)
+    parts = yield from evaluate_job(len(directions), compute, per_chunk, threads)
+    return LambdaSlices(
+        arch,
+        np.asarray(theta, float),
+        np.asarray(e, float),
+        float(lam0),
+        t,
+        np.ascontiguousarray(parts[:, :, 0]),
+        np.ascontiguousarray(parts[:, :, 1]),
+        float(total),
+        X,
+        Y,
+        dtype,
+    )
+
+
+def preview_slices(
+    arch: Arch,
+    theta,
+    X,
+    Y,
+    directions: np.ndarray,
+    P: int = 21,
+    T: float = 1.0,
+    dtype: str = "float32",
+    threads: int = WORKER_THREADS,
+    device: str = "cpu",
+) -> Slices:
+    """The λ slider's live preview: the same directions at a coarse t grid in float32, blocking
+    (K = 5000, P = 21 on 2—21—21—1: see benchmarks/bench_landscape.py); refine with slices_job
+    on release."""
+    return run_to_completion(
+        slices_job(arch, theta, X, Y, P=P, T=T, dtype=dtype, threads=threads, directions=directions, device=device)
+    )
+
+
+@dataclass(frozen=True)
+class Plane:
+    s: np.ndarray  # (n,) coordinate along d1
+    t: np.ndarray  # (n,) coordinate along d2
+    losses: np.ndarray  # (n, n): losses[i, j] = L(θ + s_i d1 + t_j d2)
+    L_star: float
+
+
+def plane_job(
+    arch: Arch,
+    theta,
+    X,
+    Y,
+    d1,
+    d2,
+    n: int = 51,
+    T: float = 1.0,
+    dtype: str = "float64",
+    threads: int = WORKER_THREADS,
+    device: str = "cpu",
+) -> Job[Plane]:
+    """Row i is the slice through θ + s_i d1 along d2, so the plane reuses ``slice_kernel``."""
+    theta, d1, d2 = (np.asarray(a, float) for a in (theta, d1, d2))
+    for name, d in (("d1", d1), ("d2", d2)):
+        if d.shape != theta.shape:
+            raise EngineInputError(f"direction {name} has shape {d.shape}; expected ({arch.n_params},)")
+    s = np.linspace(-T, T, n)
+    losses = yield from _curves_job(arch, theta + s[:, None] * d1, d2, s, X, Y, dtype, None, threads, device)
+    return Plane(s, s.copy(), losses, deep.loss(arch, theta, X, Y))
+
+
+def losses_per_point(arch: Arch, thetas, X, Y, dtype: str = "float64") -> np.ndarray:
+    """Reference: one forward per parameter vector (what per-point landscape tools do)."""
+    Xt, yt = deep.tensors(X, deep.as_targets(Y), dtype=DTYPES[dtype])
+    with torch.no_grad():
+        return np.array(
+            [
+                float(deep.loss_t(arch, torch.as_tensor(th, dtype=DTYPES[dtype]), Xt, yt))
+                for th in np.asarray(thetas, float)
+            ]
+        )

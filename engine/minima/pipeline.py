@@ -1,0 +1,509 @@
+"""The Fig. 3 pipeline (MATH.md B7–B9): construction → Hessian spectrum → slices at the minimum →
+degenerate path of a split → the saddle at λ outside I (probe, slices, B6 descent line) → 2-D plane.
+
+One job, ``figure3_job``, serves ``reproduce nonattr-deep`` / ``nonattr-shallow`` and the GUI's
+presets; ``reslice_job`` (λ slider released), ``probe_job`` (live λ readout) and ``load_job``
+(a saved network) are its follow-ups. Every job returns a frozen ``Figure3``; its partials are the
+same dataclass filled stage by stage (``dataclasses.replace``), so a field that did not change is
+the identical object and a view can skip redrawing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job, Progress, subjob, wait_for
+from engine.core.runtime import configure_torch_threads
+from engine.landscape import slices as landscape
+from engine.minima import construction as C
+from engine.minima import deep
+from engine.minima.construction import Construction, DegeneratePath, HessianSummary, LambdaProbe, Line
+from engine.minima.deep import Arch
+
+
+@dataclass(frozen=True)
+class SliceSettings:
+    K: int = 5000
+    P: int = 101
+    T: float = 1.0
+    normalize: str = "unit"  # "unit" or "neuron" (Li et al.)
+    seed: int = 0
+    family: str = "all"  # directions over: engine.minima.dip_probability.SLICE_FAMILIES
+    family_layer: int = 1  # "layer" and "neuron" families
+    family_neuron: int = 0  # "neuron" family
+    family_k: int = 5  # "eigen": the k lowest Hessian eigenvectors
+
+
+@dataclass(frozen=True)
+class Figure3Settings:
+    kind: str = "deep"  # "deep": teacher widths like the small net's, 5 per hidden layer;
+    # "shallow": a 1-hidden-layer teacher of width 2 (Fukumizu–Amari)
+    seed: int = 0
+    widths: tuple = (2, 1, 1, 1)  # the small network
+    activation: str = "sigmoid"
+    bias: bool = False
+    schedule: tuple = ((1, 20), (2, 20))
+    lam: float = 0.5  # λ of splits whose B is positive definite
+    lam_outside: float = -1.0  # λ of splits whose B is negative definite (I = (−∞, 0) ∪ (1, ∞))
+    max_restarts: int = 15
+    n_samples: int = 20
+    data_tries: int = 10  # new data draws when one has no suitable minimum
+    saddle_lam: float = 2.0
+    slices: SliceSettings | None = SliceSettings()  # None: no slices
+    path: tuple | None = (-0.5, 2.0, 26)  # (λ from, λ to, points); None: no path
+    descent: tuple | None = (3.0, 121)  # (T, points) of the B6 line; None: the slices' t grid
+    plane: tuple | None = (41, 1.0)  # (points, extent); None: no plane
+
+
+@dataclass(frozen=True)
+class Saddle:
+    probe: LambdaProbe
+    slices: landscape.Slices | None = None
+    descent: Line | None = None  # B6 direction and the loss along it
+
+
+@dataclass(frozen=True)
+class Figure3:
+    steps: tuple = ()  # construction Steps so far
+    construction: Construction | None = None
+    data_seed: int | None = None  # seed of the data draw that had a suitable minimum
+    eigs: np.ndarray | None = None  # the final net's Hessian spectrum
+    hessian: HessianSummary | None = None
+    slices_min: landscape.Slices | None = None
+    path: DegeneratePath | None = None
+    saddle: Saddle | None = None
+    plane: landscape.Plane | None = None
+    loaded_from: str = ""  # the file, when the network was loaded
+    moved: tuple = ()  # after "Find critical point": (‖Δθ‖, new gradient norm)
+
+
+def teacher_data(widths, n_samples: int, seed: int, scale: float = 4.0, input_scale: float = 1.0):
+    """Samples of a random teacher net: the student of the same widths fits them exactly (loss 0)."""
+    rng = np.random.default_rng(seed)
+    arch = Arch(tuple(widths), "sigmoid", False)
+    theta = deep.init_params(arch, rng, scale)
+    X = input_scale * rng.standard_normal((n_samples, widths[0]))
+    return X, deep.predict(arch, theta, X)
+
+
+def data_draw(s: Figure3Settings, k: int):
+    """The k-th data draw of ``s``: B7's deep teacher, or the shallow 1—2—1 one on wider inputs."""
+    w = tuple(s.widths)
+    if s.kind == "deep":
+        return teacher_data((w[0],) + (5,) * (len(w) - 2) + (w[-1],), s.n_samples, s.seed + 1000 * k)
+    if s.kind == "shallow":
+        return teacher_data((w[0], 2, w[-1]), s.n_samples, s.seed + 1000 * k, input_scale=2.0)
+    raise EngineInputError(f"unknown construction kind {s.kind!r}; choose 'deep' or 'shallow'")
+
+
+def construction_job(s: Figure3Settings) -> Job[tuple[Construction, int]]:
+    """B7: draw data and search a suitable minimum; if a draw has none within ``max_restarts``,
+    draw new data. Returns (construction, data seed); partials are the Steps so far."""
+    last = None
+    for k in range(s.data_tries):
+        # On a helper thread: the first torch call of a process compiles kernels for ~0.2 s.
+        X, Y = yield from wait_for(lambda stop: data_draw(s, k), f"data draw {k + 1}")
+        try:
+            c = yield from subjob(
+                C.construct_job(
+                    X,
+                    Y,
+                    s.widths,
+                    s.activation,
+                    s.bias,
+                    s.schedule,
+                    s.lam,
+                    s.lam_outside,
+                    seed=s.seed + k,
+                    max_restarts=s.max_restarts,
+                ),
+                k / s.data_tries,
+                (k + 1) / s.data_tries,
+                f"data draw {k + 1}: ",
+            )
+            return c, s.seed + 1000 * k
+        except EngineInputError as error:  # no suitable minimum, or no split possible: new data
+            last = error
+    raise EngineInputError(
+        f"no suitable minimum of {tuple(s.widths)} in {s.data_tries} data draws × "
+        f"{s.max_restarts} restarts; the last draw: {last}"
+    )
+
+
+def slices_job(arch: Arch, theta, X, Y, s: SliceSettings, pair: tuple | None = None) -> Job[landscape.Slices]:
+    """Slices along K directions from the family of ``s`` (``pair``: (layer, origin, copy) of the
+    split whose pair is a family), with the predicted fraction of dipping curves beside the observed
+    one. The default (all parameters, per-neuron scaling) has no Gaussian form to predict from."""
+    from engine.minima import dip_probability as DP
+
+    directions, family = None, None
+    if s.family != "all" or s.normalize == "unit":
+        family = yield from wait_for(
+            lambda stop: DP.slice_family(
+                arch, theta, X, Y, s.family, s.family_layer, s.family_neuron, pair, s.family_k
+            ),
+            "directions",
+        )
+    if s.family != "all":
+        directions = DP.family_directions(family, s.K, s.seed)
+    cut = yield from landscape.slices_job(
+        arch, theta, X, Y, K=s.K, P=s.P, T=s.T, normalization=s.normalize, seed=s.seed, directions=directions
+    )
+    if family is None:
+        return cut
+    predicted = yield from wait_for(
+        lambda stop: DP.predicted_for_family(arch, theta, X, Y, family), "predicted dip fraction"
+    )
+    return replace(cut, family=family.name, predicted=predicted)
+
+
+def _pair(c: Construction, split: int = -1) -> tuple | None:
+    """(layer, origin, copy) of one split, for the "split pair" direction family."""
+    if not c.splits:
+        return None
+    s = c.splits[split]
+    return (s.layer, s.origin, s.new)
+
+
+def path_job(c: Construction, path: tuple, split: int = -1) -> Job[DegeneratePath]:
+    """(b): the degenerate path of one split; ``path`` is (λ from, λ to, points)."""
+    return (yield from C.degenerate_path_job(c, np.linspace(path[0], path[1], int(path[2])), split))
+
+
+def saddle_job(
+    c: Construction, lam: float, slices: SliceSettings | None, descent: tuple | None = None, split: int = -1
+) -> Job[Saddle]:
+    """(c), (d): the point at ``lam`` (a saddle outside I), its slices and the B6 descent line.
+    Random directions in P dimensions almost never see the one negative eigenvalue (B8); the
+    analytic direction, at the same unit norm, shows the saddle is there. Partial: the probe."""
+    probe = yield from C.probe_job(c, lam, split)
+    yield Progress(float("nan"), f"saddle at λ = {lam:g}: {probe.verdict}", Saddle(probe))
+    cut = None if slices is None else (yield from slices_job(c.arch, probe.params, c.X, c.Y, slices, _pair(c, split)))
+    if descent is not None:
+        ts = np.linspace(-descent[0], descent[0], int(descent[1]))
+    else:
+        ts = cut.t if cut is not None else np.linspace(-3.0, 3.0, 121)
+    return Saddle(probe, cut, C.descent_curve(c, probe, ts))
+
+
+def plane_job(c: Construction, probe: LambdaProbe, points: int, extent: float) -> Job[landscape.Plane]:
+    """The loss on the plane of the degenerate direction (moves λ) and the B6 descent direction."""
+    split = c.splits[probe.split]
+    B, _ = C.pair_B(c.arch, probe.params, c.X, c.Y, split)
+    d1 = C.degenerate_direction(c.arch, probe.params, split)
+    d2 = C.descent_direction(c.arch, probe.params, split, B)
+    return (yield from landscape.plane_job(c.arch, probe.params, c.X, c.Y, d1, d2, n=int(points), T=extent))
+
+
+def _stage(fig: Figure3, job, start: float, stop: float, field: str, message: str):
+    """Run one stage's job mapped into [start, stop]; its partials fill ``field`` of ``fig``."""
+    value = yield from subjob(
+        job, start, stop, message, partial=lambda p: replace(fig, **{field: p}) if not isinstance(p, tuple) else None
+    )
+    fig = replace(fig, **{field: value})
+    yield Progress(stop, message.rstrip(": "), fig)
+    return fig
+
+
+def _after_construction(fig: Figure3, s: Figure3Settings, start: float) -> Job[Figure3]:
+    """The stages after the construction: spectrum, slices, path, saddle, plane (those ``s`` asks for)."""
+    c = fig.construction
+    eigs, h = yield from C.spectrum_job(c.arch, c.params, c.X, c.Y, "Hessian spectrum")
+    fig = replace(fig, eigs=eigs, hessian=h)
+    yield Progress(start, "Hessian spectrum", fig)
+    span = 1.0 - start
+    if s.slices is not None:
+        fig = yield from _stage(
+            fig,
+            slices_job(c.arch, c.params, c.X, c.Y, s.slices, _pair(c)),
+            start,
+            start + 0.4 * span,
+            "slices_min",
+            "slices at the minimum: ",
+        )
+    if not c.splits:
+        return fig
+    if s.path is not None:
+        fig = yield from _stage(
+            fig, path_job(c, s.path), start + 0.4 * span, start + 0.6 * span, "path", "degenerate path: "
+        )
+    fig = yield from _stage(
+        fig,
+        saddle_job(c, s.saddle_lam, s.slices, s.descent),
+        start + 0.6 * span,
+        start + 0.85 * span,
+        "saddle",
+        "saddle: ",
+    )
+    if s.plane is not None:
+        fig = yield from _stage(
+            fig, plane_job(c, fig.saddle.probe, *s.plane), start + 0.85 * span, 1.0, "plane", "2-D slice: "
+        )
+    return fig
+
+
+def figure3_job(s: Figure3Settings = Figure3Settings()) -> Job[Figure3]:
+    configure_torch_threads()
+    fig = Figure3()
+    c, data_seed = yield from subjob(
+        construction_job(s), 0.0, 0.4, "construction: ", partial=lambda steps: Figure3(steps=steps)
+    )
+    fig = Figure3(c.steps, c, data_seed)
+    yield Progress(0.4, "construction done", fig)
+    return (yield from _after_construction(fig, s, 0.45))
+
+
+def reslice_job(
+    fig: Figure3,
+    lam: float,
+    split: int = -1,
+    slices: SliceSettings | None = None,
+    path: tuple | None = None,
+    descent: tuple | None = Figure3Settings.descent,
+    plane: tuple | None = None,
+) -> Job[Figure3]:
+    """After the λ slider is released: the saddle (or minimum) at the new λ of one split, its
+    2-D plane when ``plane`` is given, and its degenerate path again when ``path`` is given
+    (another split was chosen). Everything else of ``fig`` stays the identical object."""
+    c = fig.construction
+    if c is None:
+        raise EngineInputError("build or load a construction before moving λ")
+    if path is not None:
+        fig = yield from _stage(fig, path_job(c, path, split), 0.0, 0.4, "path", "degenerate path: ")
+    fig = yield from _stage(fig, saddle_job(c, lam, slices, descent, split), 0.4, 0.9, "saddle", "saddle: ")
+    if plane is not None:
+        fig = yield from _stage(fig, plane_job(c, fig.saddle.probe, *plane), 0.9, 1.0, "plane", "2-D slice: ")
+    return fig
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a λ drag shows before the slider is released: (c) on a coarse t grid, and the plane.
+    ``drag`` makes the next move's slices cheap (pass it back to ``preview_job``)."""
+
+    lam: float
+    slices: landscape.Slices
+    plane: landscape.Plane | None
+    drag: DragSlices | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DragSlices:
+    """The slices of one split for every λ (``landscape.LambdaSlices``) and what they were made for."""
+
+    key: tuple  # (split index, its layer/origin/new, K, seed, T, points)
+    slicer: landscape.LambdaSlices
+
+    def fits(self, c: Construction, key: tuple, theta: np.ndarray, lam: float) -> bool:
+        """Made for this split and settings, and its θ(λ) is the construction's."""
+        s = self.slicer
+        return (
+            key == self.key
+            and s.arch == c.arch
+            and np.array_equal(s.X, np.asarray(c.X, float))
+            and np.array_equal(s.Y, deep.as_targets(c.Y))
+            and np.allclose(s.theta + (lam - s.lam0) * s.e, theta, rtol=0, atol=1e-12 * (1 + np.abs(theta).max()))
+        )
+
+
+PREVIEW_POINTS = 21  # t values per curve while dragging; the release refines to the full grid
+
+
+def preview_job(
+    fig: Figure3,
+    lam: float,
+    split: int,
+    slices: SliceSettings,
+    plane: tuple | None = None,
+    points: int = PREVIEW_POINTS,
+    drag: DragSlices | None = None,
+) -> Job[Preview]:
+    """The λ slider's live preview: the same K directions as (c) at ``points`` values of t in
+    float32 (engine.landscape.slices.preview_slices' setting), and the 41 × 41 plane. No Hessian: the
+    probe (λ_min and the verdict) runs beside it. A clip's frames use more points.
+
+    A split in the last hidden layer with θ-independent directions (unit-norm, over all
+    parameters) moves only output weights: its slices are affine in λ (landscape.LambdaSlices).
+    The first move then costs one slice pass and returns ``drag``; with it, later moves cost
+    milliseconds."""
+    c = fig.construction
+    if c is None or not c.splits:
+        raise EngineInputError("build or load a construction with a split before moving λ")
+    s = c.splits[split]
+    theta = C.set_split_lambda(c.arch, c.params, s, lam)
+    drag = yield from drag_job(fig, lam, split, slices, points, drag)
+    if drag is not None:
+        cut = drag.slicer.slices(lam, theta)
+    else:
+        directions = None
+        if slices.family != "all":  # the same family as (c); no prediction while dragging
+            from engine.minima import dip_probability as DP
+
+            family = DP.slice_family(
+                c.arch,
+                theta,
+                c.X,
+                c.Y,
+                slices.family,
+                slices.family_layer,
+                slices.family_neuron,
+                _pair(c, split),
+                slices.family_k,
+            )
+            directions = DP.family_directions(family, slices.K, slices.seed)
+        cut = yield from landscape.slices_job(
+            c.arch,
+            theta,
+            c.X,
+            c.Y,
+            K=slices.K,
+            P=points,
+            T=slices.T,
+            normalization=slices.normalize,
+            seed=slices.seed,
+            dtype="float32",
+            directions=directions,
+        )
+    if plane is None:
+        return Preview(lam, cut, None, drag)
+    B, _ = C.pair_B(c.arch, theta, c.X, c.Y, s)
+    d1, d2 = C.degenerate_direction(c.arch, theta, s), C.descent_direction(c.arch, theta, s, B)
+    flat = yield from landscape.plane_job(c.arch, theta, c.X, c.Y, d1, d2, n=int(plane[0]), T=plane[1])
+    return Preview(lam, cut, flat, drag)
+
+
+def drag_job(
+    fig: Figure3,
+    lam: float,
+    split: int,
+    slices: SliceSettings,
+    points: int = PREVIEW_POINTS,
+    drag: DragSlices | None = None,
+) -> Job[DragSlices | None]:
+    """The affine slices ``preview_job`` reuses while λ moves: ``drag`` itself when it fits,
+    otherwise one slice pass at ``lam``; None where the slices are not affine in λ (a split
+    before the last hidden layer, or directions that depend on θ)."""
+    c = fig.construction
+    if c is None or not c.splits:
+        return None
+    s = c.splits[split]
+    if not (s.layer + 1 == c.arch.n_layers and slices.family == "all" and slices.normalize == "unit"):
+        return None
+    theta = C.set_split_lambda(c.arch, c.params, s, lam)
+    key = (split % len(c.splits), s.layer, s.origin, s.new, slices.K, slices.seed, slices.T, points)
+    if drag is not None and drag.fits(c, key, theta, lam):
+        return drag
+    directions = landscape.random_directions(c.arch, theta, slices.K, slices.seed, slices.normalize)
+    e = C.set_split_lambda(c.arch, c.params, s, 1.0) - C.set_split_lambda(c.arch, c.params, s, 0.0)
+    slicer = yield from landscape.lambda_slices_job(
+        c.arch, theta, e, lam, (s.new, s.origin), c.X, c.Y, directions, points, slices.T, dtype="float32"
+    )
+    return DragSlices(key, slicer)
+
+
+def walk_job(fig: Figure3, lams, split: int, slices: SliceSettings, points: int = PREVIEW_POINTS) -> Job[tuple]:
+    """Slices at each λ of ``lams`` (a clip's walk along the degenerate path), as the drag
+    preview computes them; returns one ``landscape.Slices`` per λ."""
+    cuts = []
+    for i, lam in enumerate(lams):
+        preview = yield from subjob(
+            preview_job(fig, float(lam), split, slices, points=points),
+            i / len(lams),
+            (i + 1) / len(lams),
+            f"slices at λ = {lam:.3g}: ",
+        )
+        cuts.append(preview.slices)
+    return tuple(cuts)
+
+
+def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
+    """The λ slider's live readout: one Hessian, on a helper thread."""
+    if fig.construction is None:
+        raise EngineInputError("build or load a construction before moving λ")
+    return (yield from C.probe_job(fig.construction, lam, split))
+
+
+def load_job(
+    path,
+    slices: SliceSettings | None = SliceSettings(),
+    s: Figure3Settings | None = None,
+    activation: str | None = None,
+    data=None,
+) -> Job[Figure3]:
+    """A saved network: its inspection (engine.minima.report), its construction history restored when the
+    file has one (engine.minima.workbench), then slices and, with splits, the stages (b)–(d) of ``s``
+    (default settings' path, saddle λ and descent; no plane). The file is read before the first
+    yield, so a bad one fails at once. ``activation``/``data``: for PyTorch files (engine.minima.report)."""
+    from engine.minima.report import read_network
+
+    net = read_network(path, activation, data)
+    return _inspected_job(net, str(path), replace(s or Figure3Settings(plane=None), slices=slices))
+
+
+def _inspected_job(net, label: str, s: Figure3Settings, moved: tuple = ()) -> Job[Figure3]:
+    """A network read or moved: inspection, its history restored, then slices and (b)–(d)."""
+    from engine.minima.report import inspect_job
+    from engine.minima.workbench import construction_of
+
+    report = yield from inspect_job(net, label)
+    step = C.Step("loaded", report.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
+    c = yield from wait_for(lambda stop: construction_of(net, step, report.neurons), "construction history")
+    fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=label, moved=moved)
+    yield Progress(0.3, "loaded", fig)
+    return (yield from _after_loading(fig, s))
+
+
+def critical_point_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """ "Find critical point": L-BFGS (float64) and Newton polish from the network on screen to a
+    gradient norm below construction.GRAD_TOL; cancellable (the stop event ends L-BFGS). The
+    moved network starts a new history (its splits no longer hold)."""
+    from engine.io.netfile import NetFile
+
+    c = fig.construction
+    if c is None:
+        raise EngineInputError("build or load a network before searching a critical point")
+    theta, _, grad_norm = yield from wait_for(
+        lambda stop: C.train_to_critical(c.arch, c.X, c.Y, c.params, stop=stop), "L-BFGS to a critical point"
+    )
+    moved = (float(np.linalg.norm(theta - c.params)), grad_norm)
+    net = NetFile(c.arch, theta, c.X, np.asarray(c.Y).reshape(-1, 1))
+    return (yield from _inspected_job(net, fig.loaded_from or "the built network", s, moved))
+
+
+def _after_loading(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """_after_construction without the spectrum (the inspection computed it)."""
+    c = fig.construction
+    if s.slices is not None:
+        fig = yield from _stage(
+            fig, slices_job(c.arch, c.params, c.X, c.Y, s.slices, _pair(c)), 0.3, 0.6, "slices_min", "slices: "
+        )
+    if not c.splits:
+        return fig
+    if s.path is not None:
+        fig = yield from _stage(fig, path_job(c, s.path), 0.6, 0.8, "path", "degenerate path: ")
+    fig = yield from _stage(fig, saddle_job(c, s.saddle_lam, s.slices, s.descent), 0.8, 1.0, "saddle", "saddle: ")
+    return fig
+
+
+def split_figure_job(fig: Figure3, layer: int, neuron: int, lam: float, s: Figure3Settings) -> Job[Figure3]:
+    """The inspector's Split button: γ on one neuron of the current network (verified with the
+    Hessian, appended to the history), then the spectrum and the stages of ``s`` for that split."""
+    from engine.minima.workbench import split_job
+
+    if fig.construction is None:
+        raise EngineInputError("build or load a network before splitting a neuron")
+    c = yield from subjob(split_job(fig.construction, layer, neuron, lam), 0.0, 0.3, "split: ")
+    return (yield from _after_construction(Figure3(c.steps, c, fig.data_seed, loaded_from=fig.loaded_from), s, 0.3))
+
+
+def undo_figure_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
+    """Undo the last split: the construction without it, and its stages again."""
+    from engine.minima.workbench import undo_split
+
+    if fig.construction is None or not fig.construction.splits:
+        raise EngineInputError("there is no split to undo")
+    c = yield from wait_for(lambda stop: undo_split(fig.construction), "undo the last split")
+    return (yield from _after_construction(Figure3(c.steps, c, fig.data_seed, loaded_from=fig.loaded_from), s, 0.3))

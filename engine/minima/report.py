@@ -1,0 +1,224 @@
+"""Every number about a saved network (``python main.py inspect NET`` and the GUI's Load).
+
+Networks come as the app's ``.npz``, a PyTorch state_dict (``.pt``/``.pth``: activation and data
+given separately) or a torch.export archive (``.pt2``: data given separately). The Hessian is
+full up to engine.landscape.hessian.FULL_SPECTRUM_MAX_PARAMS parameters, Lanczos + Hutchinson beyond.
+
+``NetworkReport`` is the typed result; ``as_json`` is what the command line prints (enums as
+their values), ``as_construction`` lets the Fig. 3 views draw a loaded net like a built one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job, run_to_completion, subjob, wait_for
+from engine.core.runtime import configure_torch_threads
+from engine.io.netfile import load_network, save_network
+from engine.landscape.hessian import FULL_SPECTRUM_MAX_PARAMS, HessianReport, hessian_report, hessian_report_job
+from engine.minima import construction as C
+from engine.minima import deep
+from engine.minima.deep import Arch
+from engine.minima.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class NetworkReport:
+    file: str
+    arch: Arch
+    params: np.ndarray
+    X: np.ndarray
+    Y: np.ndarray
+    loss: float
+    grad_norm: float
+    eigs: np.ndarray  # Hessian spectrum, sorted ("lanczos": the k lowest and k highest only)
+    hessian: C.HessianSummary
+    method: str  # "full" or "lanczos" (engine.landscape.hessian)
+    trace: float
+    trace_stderr: float  # 0 for "full"
+    verdict: Verdict  # STRICT_MINIMUM, DEGENERATE_MINIMUM, SADDLE or NOT_CRITICAL
+    neurons: tuple  # NeuronBD of every hidden neuron
+    admitting: tuple  # (layer, neuron) with definite B and D = 0 (Theorem 9 applies)
+    extras: tuple  # names of the extra arrays in the file
+
+    @property
+    def gamma_possible(self) -> bool:
+        return bool(self.admitting) and self.verdict in (Verdict.STRICT_MINIMUM, Verdict.DEGENERATE_MINIMUM)
+
+    def as_construction(self) -> C.Construction:
+        """A construction without split history: the small and the final net are this one."""
+        step = C.Step("loaded", self.arch.widths, self.loss, self.grad_norm, self.hessian, self.verdict)
+        return C.Construction(
+            self.arch,
+            self.params,
+            self.X,
+            self.Y,
+            self.arch,
+            self.params,
+            self.neurons,
+            self.neurons,
+            (),
+            (step,),
+            (),
+            None,
+        )
+
+    def as_json(self) -> dict:
+        h = self.hessian
+        return {
+            "file": self.file,
+            "widths": list(self.arch.widths),
+            "activation": self.arch.activation,
+            "bias": self.arch.bias,
+            "n_params": self.arch.n_params,
+            "n_samples": len(self.X),
+            "loss": self.loss,
+            "grad_norm": self.grad_norm,
+            "critical_point": self.verdict.value,
+            "hessian": {
+                "method": self.method,
+                "min": h.min,
+                "max": h.max,
+                "n_zero": h.n_zero,
+                "n_negative": h.n_negative,
+                "zero_tol": h.tol,
+                "trace": self.trace,
+                "trace_stderr": self.trace_stderr,
+                "counted_over": "all eigenvalues"
+                if self.method == "full"
+                else f"the {len(self.eigs) // 2} lowest and highest eigenvalues (Lanczos)",
+            },
+            "neurons": [
+                {
+                    "layer": n.layer,
+                    "neuron": n.neuron,
+                    "B_eigs": n.B_eigs.tolist(),
+                    "B": n.badge,
+                    "D_norm": n.D_norm,
+                    "admits_gamma": (n.layer, n.neuron) in self.admitting,
+                }
+                for n in self.neurons
+            ],
+            "gamma_construction": {
+                "possible": self.gamma_possible,
+                "neurons": [list(a) for a in self.admitting],
+                "note": "needs a (near-)strict minimum and a neuron with definite B and D = 0 (Theorem 9)",
+            },
+            "extras": list(self.extras),
+        }
+
+
+NPZ, STATE_DICT, EXPORTED = (".npz",), (".pt", ".pth"), (".pt2",)
+
+
+def read_network(path, activation: str | None = None, data=None):
+    """The saved network (cheap: reading only), or EngineInputError naming what is wrong.
+    ``.npz`` carries everything; a state_dict needs ``activation`` and ``data``; a .pt2 ``data``."""
+    suffix = Path(path).suffix.lower()
+    if suffix in STATE_DICT + EXPORTED and data is None:
+        raise EngineInputError(f"{path}: a PyTorch network needs its data file (--data data.npz|data.csv)")
+    if suffix in STATE_DICT:
+        if activation is None:
+            raise EngineInputError(
+                f"{path}: a state_dict does not record its activation; give one (--activation sigmoid)"
+            )
+        from engine.io.torch_state import load_state_dict_network
+
+        return load_state_dict_network(path, activation, data)
+    if suffix in EXPORTED:
+        from engine.io.pt2 import load_exported_network
+
+        return load_exported_network(path, data)
+    if suffix not in NPZ:
+        raise EngineInputError(
+            f"{path}: unknown network format {suffix or '(no suffix)'!r}; "
+            "use .npz, a state_dict .pt/.pth or a torch.export .pt2"
+        )
+    return load_network(path)
+
+
+def _hessian_summary(r: HessianReport) -> tuple[np.ndarray, C.HessianSummary]:
+    """Eigenvalues the report has (all for "full", the extremes for "lanczos") and their summary."""
+    eigs = r.spectrum if r.spectrum is not None else np.concatenate([r.lowest, r.highest])
+    return eigs, C.HessianSummary.of(eigs)
+
+
+def inspect_job(net, file: str = "") -> Job[NetworkReport]:
+    """One Hessian report (full or Lanczos) and one B/D pass of a read network."""
+    configure_torch_threads()
+    arch, theta, X, Y = net.arch, net.params, net.X, net.Y
+    value, g = yield from wait_for(lambda stop: deep.loss_and_grad(arch, theta, X, Y), "loss and gradient")
+    if arch.n_params <= FULL_SPECTRUM_MAX_PARAMS:  # one uninterruptible eigensolve: on a helper thread
+        r = yield from wait_for(lambda stop: hessian_report(arch, theta, X, Y), "Hessian")
+    else:  # Lanczos and Hutchinson yield between products, so Cancel lands within one
+        r = yield from subjob(hessian_report_job(arch, theta, X, Y), 0.0, 0.9, "Hessian: ")
+    eigs, h = _hessian_summary(r)
+    grad_norm = float(np.linalg.norm(g))
+    verdict = C.critical_point_kind(h) if grad_norm < C.GRAD_TOL else Verdict.NOT_CRITICAL
+    neurons = tuple((yield from wait_for(lambda stop: C.neuron_bd(arch, theta, X, Y), "B and D per neuron")))
+    # Theorem 9: a definite B and D = 0 give a line of minima for λ in I (at a strict minimum)
+    admitting = tuple(
+        (n.layer, n.neuron)
+        for n in neurons
+        if n.badge in ("positive definite", "negative definite") and n.D_norm <= C.D_TOL
+    )
+    return NetworkReport(
+        file,
+        arch,
+        theta,
+        X,
+        Y,
+        float(value),
+        grad_norm,
+        eigs,
+        h,
+        r.method,
+        r.trace,
+        r.trace_stderr,
+        verdict,
+        neurons,
+        admitting,
+        tuple(sorted(net.extras)),
+    )
+
+
+def inspect_network(net, file: str = "") -> NetworkReport:
+    return run_to_completion(inspect_job(net, file))
+
+
+def inspect_network_file(path, activation: str | None = None, data=None) -> dict:
+    return inspect_network(read_network(path, activation, data), str(path)).as_json()
+
+
+def inspect_and_split(
+    path, activation=None, data=None, split: tuple | None = None, lam: float | None = None, out=None
+) -> dict:
+    """``main.py inspect``: read, optionally split one neuron (γ, verified with the full Hessian)
+    and write the result with its construction history; the report is of the network written."""
+    from engine.minima.workbench import add_split, construction_of, history_of
+
+    if (split is None) != (lam is None) or (split is not None and out is None):
+        raise EngineInputError("--split LAYER,NEURON needs --lambda L and --out F.npz (and they need --split)")
+    net = read_network(path, activation, data)
+    if split is None:
+        return inspect_network(net, str(path)).as_json()
+    report = inspect_network(net, str(path))
+    step = C.Step("loaded", net.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
+    c = add_split(construction_of(net, step, report.neurons), split[0], split[1], lam)
+    save_network(out, c.arch, c.params, c.X, c.Y, history=history_of(c))
+    result = inspect_network_file(out)
+    v = c.verification
+    result["split"] = {
+        "layer": split[0],
+        "neuron": split[1],
+        "lambda": lam,
+        "verdict": v.verdict.value,
+        "interval": str(v.interval),
+        "unmet": list(v.unmet),
+        "B_eigs": v.B_eigs.tolist(),
+    }
+    return result

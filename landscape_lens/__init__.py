@@ -1,0 +1,1 @@
+"""Landscape Lens: the command line and the window's launcher (``landscape-lens``, ``main.py``)."""

@@ -1,0 +1,31 @@
+"""``inspect NET``: every number about a saved network, and a γ-split of it, as JSON."""
+
+from __future__ import annotations
+
+import json
+
+from ..arguments import split_arg
+
+NAME = "inspect"
+HELP = "critical-point report of a saved network, as JSON"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "network",
+        help="a .npz written by the app (weights, X, Y, activation), a PyTorch "
+        "state_dict (.pt/.pth) or a torch.export archive (.pt2)",
+    )
+    parser.add_argument("--activation", help="the state_dict's activation (sigmoid, tanh, …)")
+    parser.add_argument("--data", help="data for a PyTorch network: .npz with X, Y or .csv (last column y)")
+    parser.add_argument("--split", type=split_arg, help="LAYER,NEURON: split this hidden neuron (γ)")
+    parser.add_argument("--lambda", dest="lam", type=float, help="λ of the split")
+    parser.add_argument("--out", help="F.npz: the split network with its construction history")
+
+
+def run(args) -> int:
+    from engine.minima.report import inspect_and_split
+
+    report = inspect_and_split(args.network, args.activation, args.data, args.split, args.lam, args.out)
+    print(json.dumps(report, indent=2))
+    return 0
