@@ -291,9 +291,9 @@ class LiveRecorder(QObject):
     ``mark_changed`` (connected, after the views, to whatever draws: a run's updates, the
     replay scrubber, a camera move) says something new is on screen; it is grabbed then, or
     by a timer once the time budget allows, and only then. While recording, only those distinct
-    grabs are kept (spooled to disk by a thread); on ``stop`` each is written for as many output frames as its time on screen spans
-    at ``fps``, so the video plays at the speed things happened and repeats only what timing
-    implies. ``distinct`` says how many different frames there were.
+    grabs are kept (spooled to disk by a thread); on ``stop`` each is written for as many output
+    frames as its time on screen spans at ``fps``, so the video plays at the speed things happened
+    and repeats only what timing implies. ``distinct`` says how many different frames there were.
 
     Recording must not slow a run: grabs are spaced so that they take at most ``BUDGET`` of
     the wall time, and the encoding (which the repeats would make as costly as 30 real frames
