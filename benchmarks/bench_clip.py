@@ -24,7 +24,9 @@ STAGES = ("pose", "gl", "plot", "compose", "encode wait", "encode (thread)")
 
 
 def bench_clip(window, size, seconds, out):
-    renderer = ClipRenderer(story_clip("fig3-free", size, 30, seconds), scene_for(window, "fig3-free"))
+    renderer = ClipRenderer(
+        story_clip("fig3-free", size, 30, seconds), scene_for(window.controller.workspaces, "fig3-free")
+    )
     renderer.times.clear()  # the warm-up frame is not part of the clip
     stats = render_to_file(renderer, out)
     n = stats["frames"]

@@ -89,7 +89,7 @@ def measure(window, preset: str, seconds: float, steps: int | None = None) -> di
     job = probe.wrap(workspace.make_job(steps if training else None))
     probe.timer.start()
     started = time.perf_counter()
-    window.start_job(workspace, job)
+    window.controller.start(workspace, job)
     while window.runner.busy and time.perf_counter() - started < seconds:
         spin(50)
     elapsed = time.perf_counter() - started
@@ -115,7 +115,7 @@ def lambda_preview_latency(window, moves=(2.5, 3.0, 3.5, 4.0, 1.5, 5.0)) -> list
         while f"preview at λ = {lam:.3g}" not in title():
             spin(2)
         out.append(time.perf_counter() - began)
-        while ws.probe_runner.busy or ws.preview_runner.busy:  # let the probe finish: moves are spaced
+        while ws.controller.lane("probe").busy or ws.controller.lane("preview").busy:  # let the probe finish: moves are spaced
             spin(20)
     return out
 

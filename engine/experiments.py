@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.core.errors import EngineInputError
 from engine.core.progress import Job
-from engine.core.validation import integer
+from engine.core.validation import MAX_SEED, integer
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def run_experiment(name: str, out_dir: Path, quick: bool = False, seed: int = 0)
     known = experiments()
     if name not in known:
         raise EngineInputError(f"unknown experiment {name!r}; choose one of: {', '.join(known)}")
-    seed = integer("--seed", seed, 0, 2**32 - 1)
+    seed = integer("--seed", seed, 0, MAX_SEED)
     out_dir = Path(out_dir)
     try:
         if out_dir.exists() and not out_dir.is_dir():

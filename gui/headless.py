@@ -23,15 +23,15 @@ def open_window(size: tuple[int, int]):
 
 
 def wait_until_idle(window, timeout_s: float = 600.0) -> bool:
-    """Spin the event loop until the window's job has finished; False if the timeout passed first."""
+    """Spin the event loop until every job lane is idle; False if the timeout passed first."""
     loop = QEventLoop()
     poll = QTimer(interval=50)
-    poll.timeout.connect(lambda: None if window.runner.busy else loop.quit())
+    poll.timeout.connect(lambda: None if window.controller.busy else loop.quit())
     QTimer.singleShot(int(timeout_s * 1000), loop.quit)
     poll.start()
     loop.exec()
     poll.stop()
-    return not window.runner.busy
+    return not window.controller.busy
 
 
 def run_preset(window, preset: str, steps: int | None, timeout_s: float = 600.0) -> None:
@@ -123,7 +123,7 @@ def record_preset(
     def computing(update):
         print(f"\r{update.message} ({100 * update.fraction:.0f}%)", end="", file=sys.stderr)
 
-    renderer = ClipRenderer(the_clip, scene_for(window, the_clip.preset, on_progress=computing))
+    renderer = ClipRenderer(the_clip, scene_for(window.controller.workspaces, the_clip.preset, on_progress=computing))
 
     def report(done, total):
         print(f"\rrendering {done}/{total}", end="", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from pyqtgraph.parametertree import ParameterTree
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -27,6 +27,7 @@ from engine.core.progress import Progress
 
 from . import export, session
 from .clips.dock import ClipDock
+from .controller import AppController
 from .error_reporting import error_relay
 from .presentation import Presentation
 from .presets import apply_values, available_presets, preset_named
@@ -47,24 +48,22 @@ def _all_parameters(group):
 
 
 class MainWindow(QMainWindow):
-    run_finished = Signal()  # after a job succeeded, failed or was cancelled
-
     def __init__(self):
         super().__init__()
         self.setWindowTitle("Landscape Lens — loss landscapes of shallow and deep networks")
-        self.runner = JobRunner(self)
-        self._owner: Workspace | None = None  # whose job runs; None once it was superseded
-        self.last_outcome = ""  # "succeeded", "failed" or "cancelled": how the last owned job ended
-        self.preset_name: str | None = None  # the preset loaded last
+        self.controller = AppController(self)
         self._last_status_update = 0.0
         self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
+        for workspace in self.workspaces.values():
+            self.controller.register(workspace)
         self._build_central()
         self._build_parameter_dock()
         self._build_run_controls()
         self._build_status_bar()
         self._build_talk_tools()
         self._build_menus()
-        self.runner.started.connect(self._on_started)
+        self.controller.run_started.connect(self._on_started)
+        self.controller.message.connect(self._show_message)
         self.runner.progressed.connect(self._on_progress)
         self.runner.succeeded.connect(self._on_succeeded)
         self.runner.failed.connect(self._on_failed)
@@ -73,6 +72,26 @@ class MainWindow(QMainWindow):
         self._on_state_changed("idle")
         error_relay().raised.connect(self.message_bar.show_error)
         self._relay_connected = True
+
+    @property
+    def runner(self) -> JobRunner:
+        """The main lane: what Run, Pause, Step and Cancel drive."""
+        return self.controller.main
+
+    @property
+    def run_finished(self):
+        return self.controller.run_finished
+
+    @property
+    def preset_name(self) -> str | None:
+        return self.controller.preset_name
+
+    @property
+    def last_outcome(self) -> str:
+        return self.controller.last_outcome
+
+    def _show_message(self, kind: str, text: str):
+        (self.message_bar.show_error if kind == "error" else self.message_bar.show_info)(text)
 
     # ----------------------------------------------------------------- layout
     def _build_central(self):
@@ -93,8 +112,10 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._on_tab_changed)
 
     def _load_network(self):
-        self.show_workspace("minima")
-        self.workspaces["minima"].inspector.ask_load()
+        """File ▸ Load network: the current tab takes it if it can, otherwise the minima tab."""
+        workspace = self.workspace if self.workspace.accepts_networks else self.workspaces["minima"]
+        self.show_workspace(workspace.key)
+        workspace.ask_load_network()
 
     def _build_parameter_dock(self):
         self.parameter_stack = QStackedWidget()
@@ -168,8 +189,8 @@ class MainWindow(QMainWindow):
     def _build_talk_tools(self):
         self.replay_dock = ReplayDock(self)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.replay_dock)
-        self.recording = RecordControl(self)
-        self.clip_dock = ClipDock(self)
+        self.recording = RecordControl(self, self.controller)
+        self.clip_dock = ClipDock(self.controller, self)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.clip_dock)
         self.clip_dock.hide()  # View ▸ Clip: key frames are for preparing talks, not every session
         self.presentation = Presentation(self)
@@ -269,7 +290,7 @@ class MainWindow(QMainWindow):
             return
         self.stop_jobs()
         self.show_workspace(preset.workspace)
-        self.preset_name = name  # what a clip of this run names as its preset
+        self.controller.set_preset(name)  # what a clip of this run names as its preset
         self.status_label.setText(f"Preset: {preset.title}")
         self.slide_title.show_slide(preset.title, preset.description)
         workspace.reset()
@@ -277,16 +298,9 @@ class MainWindow(QMainWindow):
             self.run(steps=steps)
 
     # ------------------------------------------------------------ run control
-    def start_job(self, workspace: Workspace, job, keep: bool = False, step: bool = False) -> None:
-        """The one way a workspace starts work. A running job is cancelled and its remaining
-        updates dropped; this one starts once that job has finished. Unless ``keep``, the
-        workspace's views are cleared as the job starts (a λ re-slice keeps the rest)."""
-        self.runner.submit(job, step=step, tag=(workspace, keep))
-
     def stop_jobs(self) -> None:
-        """Cancel whatever runs or waits, and drop everything it would still draw."""
-        self.runner.discard()
-        self._owner = None
+        """Cancel whatever runs or waits on every lane, and drop everything it would still draw."""
+        self.controller.discard()
 
     def run(self, steps: int | None = None, step: bool = False):
         # Run resumes only a paused job. Otherwise it builds anew, queued behind whatever is still
@@ -300,7 +314,7 @@ class MainWindow(QMainWindow):
             self.message_bar.show_error(str(error))
             self.status_label.setText("Not started: fix the highlighted input")
             return
-        self.start_job(self.workspace, job, step=step)
+        self.controller.start(self.workspace, job, step=step)
 
     def toggle_pause(self):
         if self.runner.state == "running":
@@ -325,14 +339,8 @@ class MainWindow(QMainWindow):
         self.status_label.setText("Reset")
 
     # ------------------------------------------------------------ job signals
-    def _on_started(self, tag):
-        workspace, keep = tag
-        self._owner = workspace
-        self.last_outcome = ""
+    def _on_started(self, _owner, _keep: bool):
         self.message_bar.clear()
-        if not keep:
-            workspace.reset()
-            self.clip_dock.forget_scene()
         self.progress_bar.setValue(0)
 
     def _on_progress(self, update: Progress):
@@ -345,28 +353,17 @@ class MainWindow(QMainWindow):
                 self.progress_bar.setValue(int(1000 * min(max(update.fraction, 0.0), 1.0)))
             if update.message:
                 self.status_label.setText(update.message)
-        if update.partial is not None and self._owner is not None:
-            self._owner.show_partial(update.partial)
 
     def _on_succeeded(self, result):
-        self.last_outcome = "succeeded"
         self.progress_bar.setValue(1000)
-        if self._owner is not None:
-            self._owner.show_result(result)
-        message = getattr(result, "message", "") or "Done"
-        self.status_label.setText(message)
-        QTimer.singleShot(0, self.run_finished.emit)
+        self.status_label.setText(getattr(result, "message", "") or "Done")
 
     def _on_failed(self, message: str):
-        self.last_outcome = "failed"
         self.message_bar.show_error(message)
         self.status_label.setText("Stopped: " + message)
-        QTimer.singleShot(0, self.run_finished.emit)
 
     def _on_cancelled(self, last: Progress | None):
-        self.last_outcome = "cancelled"
         self.status_label.setText("Cancelled — results so far are kept")
-        QTimer.singleShot(0, self.run_finished.emit)
 
     def _on_state_changed(self, state: str):
         busy = state != "idle"
@@ -376,15 +373,10 @@ class MainWindow(QMainWindow):
         self.step_action.setEnabled(state != "running")
         self.cancel_action.setEnabled(busy)
 
-    def all_runners(self) -> list[JobRunner]:
-        return [self.runner, self.clip_dock.walker] + [
-            r for ws in self.workspaces.values() for r in ws.helper_runners()
-        ]
-
     @property
     def computing(self) -> bool:
-        """Any job of the window's, the workspaces' probes and previews included, still running."""
-        return any(runner.busy for runner in self.all_runners())
+        """Any job on any lane (main, preview, probe, walk) still running or waiting."""
+        return self.controller.busy
 
     def showEvent(self, event):
         super().showEvent(event)
@@ -397,9 +389,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event):
         # Stop every worker before Qt tears the widgets down, so no thread outlives the window.
         self.stop_jobs()
-        for runner in self.all_runners():
-            runner.discard()
-            runner.wait(5000)
+        self.controller.wait(5000)
         self.recording.stop()
         if self._relay_connected:  # the relay outlives windows; a second close must not disconnect again
             error_relay().raised.disconnect(self.message_bar.show_error)

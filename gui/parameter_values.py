@@ -13,9 +13,10 @@ import numbers
 from pyqtgraph.parametertree import Parameter
 
 from engine.core.errors import EngineInputError
+from engine.core.validation import MAX_SEED
 
 MAX_TEXT = 10_000  # characters in a text field: far above any real widths list or c_k list
-SEED_RANGE = (0, 2**32 - 1)  # every seed field: what numpy's and torch's generators take
+SEED_RANGE = (0, MAX_SEED)  # every seed field
 
 
 def _allowed(param: Parameter) -> list:

@@ -99,9 +99,10 @@ class RecordDialog(QDialog):
 class RecordControl(QObject):
     """Owns the Record action, the live recorder while it runs and the encoders' feedback."""
 
-    def __init__(self, window):
+    def __init__(self, window, controller):
         super().__init__(window)
         self.window = window
+        self.controller = controller
         self.recorder = None
         self._summary = ""  # how many distinct frames the live recording got
         self.last: dict = {}
@@ -155,7 +156,7 @@ class RecordControl(QObject):
             film = sources_of(window)[source](STANDARD_SIZES.get(size))
             encoder = Encoder(out, fps, self)
         except (EngineInputError, OSError) as error:
-            window.message_bar.show_error(str(error))
+            self.controller.error(str(error))
             return None
         encoder.progress.connect(self._on_progress)
         encoder.finished.connect(self._on_finished)
@@ -164,8 +165,8 @@ class RecordControl(QObject):
         self.recorder = LiveRecorder(film, encoder, fps, parent=self)
         self.recorder.ticked.connect(self._on_ticked)
         # What counts as a new picture: a run's update, a scrubbed frame, a turned camera.
-        window.runner.progressed.connect(self.recorder.mark_changed)
-        window.replay_dock.frame_shown.connect(self.recorder.mark_changed)
+        self.controller.main.progressed.connect(self.recorder.mark_changed)
+        self.controller.frame_changed.connect(self.recorder.mark_changed)
         for view in window.workspace.gl_views():
             if hasattr(view, "camera_moved"):
                 view.camera_moved.connect(self.recorder.mark_changed)
@@ -177,17 +178,15 @@ class RecordControl(QObject):
         """The preset's story clip, rendered by the clip dock (paper B slices its walk first)."""
         from .clips.scene import story_for
 
-        window = self.window
+        preset = self.controller.preset_name
         try:
-            if not window.preset_name:
+            if not preset:
                 raise EngineInputError("load and run a training preset first")
-            clip = story_for(window.preset_name, size, fps, seconds, orbit)
+            clip = story_for(preset, size, fps, seconds, orbit)
         except EngineInputError as error:
-            window.message_bar.show_error(str(error))
+            self.controller.error(str(error))
             return None
-        window.clip_dock.use_clip(clip)
-        window.clip_dock.show()  # its progress bar, ETA and Cancel button
-        return window.clip_dock.render(out)
+        return self.controller.render_clip(clip, out)  # the clip dock shows progress, ETA and Cancel
 
     def _show_recording(self, on: bool):
         # Steady, not blinking: a whole-window recording films the status bar too.
@@ -208,9 +207,9 @@ class RecordControl(QObject):
 
     def _on_finished(self, path: str):
         self.encoding.hide()
-        self.window.message_bar.show_info(f"Recording saved to {path}{self._summary}")
+        self.controller.info(f"Recording saved to {path}{self._summary}")
 
     def _on_failed(self, message: str):
         self.encoding.hide()
         self._show_recording(False)
-        self.window.message_bar.show_error(message)
+        self.controller.error(message)

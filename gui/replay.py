@@ -154,6 +154,7 @@ class ReplayDock(QDockWidget):
             self._position = float(index)
         if self.length > 0:
             self.window.workspace.show_frame(index)
+            self.window.controller.set_frame(index)
             self.frame_shown.emit(index)
         self._update_label()
 

@@ -1,7 +1,8 @@
 """What the main window needs from each workspace (a tab: its parameters, views and jobs).
 
 A workspace turns its parameter values into an engine job and renders the job's partial and
-final results; the window owns the run controls, the worker and the status bar.
+final results. It starts work and shows messages only through the application controller
+(gui/controller.py) it is attached to; the window owns the run controls and the status bar.
 """
 
 from __future__ import annotations
@@ -17,10 +18,19 @@ from engine.core.progress import Job
 class Workspace(QWidget):
     key = ""  # the name presets use in their "workspace" field
     title = ""  # the tab's label
+    accepts_networks = False  # File ▸ Load network can put a network file here
 
     def __init__(self, parameters: Parameter, parent=None):
         super().__init__(parent)
         self.parameters = parameters
+        self.controller = None  # the AppController, once attached
+
+    def attach(self, controller) -> None:
+        """Called once by ``AppController.register``: from then on work goes through it."""
+        self.controller = controller
+
+    def ask_load_network(self) -> None:
+        """File ▸ Load network on this tab: ask for the file (and what it needs) and load it."""
 
     def make_job(self, steps: int | None = None) -> Job:
         """Build the job from the current parameters; raise EngineInputError on bad values.
@@ -38,11 +48,6 @@ class Workspace(QWidget):
 
     def reset(self) -> None:
         """Clear computed results and return the views to their initial state."""
-
-    def helper_runners(self) -> list:
-        """JobRunners the workspace runs beside the window's (probes, previews): the window stops
-        and waits for them too when it closes."""
-        return []
 
     def gl_views(self) -> list[gl.GLViewWidget]:
         """The workspace's 3D views, for framebuffer checks and capture."""

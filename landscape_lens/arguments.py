@@ -6,12 +6,14 @@ import argparse
 import math
 import re
 
+from engine.core import validation
+
 # Limits a request must stay within, so a typo cannot ask for a terabyte or a day of rendering.
 MAX_DIMENSION = 10_000  # d, e of invariant-set
 MAX_C_VALUES = 1_000  # hidden neurons given to invariant-set
 MAX_FPS = 120
 MAX_FRAMES = 60 * 60 * 10  # ten minutes at 60 fps
-MAX_SEED = 2**32 - 1
+MAX_SEED = validation.MAX_SEED
 
 
 class UsageError(Exception):

@@ -11,6 +11,8 @@ import numbers
 
 from engine.core.errors import EngineInputError
 
+MAX_SEED = 2**32 - 1  # every seed: what numpy's and torch's generators take
+
 
 def integer(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
     """``value`` as an int in [minimum, maximum]; bools and non-integral floats are refused."""

@@ -1,4 +1,4 @@
-"""Local minima of small nets, the γ-embedding, B and D, and the Theorem 9 verdict (MATH.md B2–B7, B9).
+"""Local minima of small nets, the γ-embedding, B and D, and the Theorem 9 verdict (docs/MATH.md B2–B7, B9).
 
 A construction trains a small net to a critical point (restarting until its minimum is strict and
 the B matrices of the neurons to be split are definite), then splits neurons by γ^r_λ and
@@ -19,10 +19,10 @@ from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.minima import deep
 from engine.minima.deep import Arch
-from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Interval, Verdict
+from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Definiteness, Interval, Verdict
 
 # An eigenvalue counts as zero when |e| ≤ EIG_TOL_REL · max(1, max|e|). Rounding in a float64
-# Hessian of these nets is ~1e-14 (MATH.md B7 saw −4e−14), genuine curvatures are ≥ 1e−7.
+# Hessian of these nets is ~1e-14 (docs/MATH.md B7 saw −4e−14), genuine curvatures are ≥ 1e−7.
 EIG_TOL_REL = 1e-9
 # D counts as zero below this norm: at a critical point it is a gradient-like quantity (~1e-9).
 D_TOL = 1e-6
@@ -57,16 +57,18 @@ def critical_point_kind(h: HessianSummary) -> Verdict:
     return Verdict.DEGENERATE_MINIMUM if h.n_zero else Verdict.STRICT_MINIMUM
 
 
-def definiteness(eigs: np.ndarray) -> str:
+def definiteness(eigs: np.ndarray) -> Definiteness:
     tol = EIG_TOL_REL * max(1.0, float(np.abs(eigs).max())) if eigs.size else 0.0
     pos, neg = (eigs > tol).sum(), (eigs < -tol).sum()
     if pos == eigs.size:
-        return "positive definite"
+        return Definiteness.POSITIVE_DEFINITE
     if neg == eigs.size:
-        return "negative definite"
+        return Definiteness.NEGATIVE_DEFINITE
     if pos and neg:
-        return "indefinite"
-    return "positive semidefinite" if pos else ("negative semidefinite" if neg else "zero")
+        return Definiteness.INDEFINITE
+    if pos:
+        return Definiteness.POSITIVE_SEMIDEFINITE
+    return Definiteness.NEGATIVE_SEMIDEFINITE if neg else Definiteness.ZERO
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,14 @@ class NeuronBD:
     neuron: int
     B: np.ndarray  # (n_in, n_in), n_in = n_{l-1} (+1 with biases)
     B_eigs: np.ndarray
-    badge: str  # definiteness of B
+    badge: Definiteness  # of B
     D: np.ndarray  # (n_in, n_{l+1}); D[i, s] = D^{r,s}_i
     D_norm: float
+
+    @property
+    def admits_split(self) -> bool:
+        """Theorem 9 applies to a split of this neuron (B4): B definite and D = 0."""
+        return self.badge.definite and self.D_norm <= D_TOL
 
 
 def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
@@ -184,8 +191,8 @@ def choose_split(
     copies = np.flatnonzero((rows == rows[neuron]).all(1))
     badge = {n.neuron: n.badge for n in neuron_bd(arch, theta, X, Y) if n.layer == layer}
     weight = np.linalg.norm(Ws[layer], axis=0)
-    for sign, lam_used in (("positive", lam), ("negative", lam_outside)):
-        ok = [c for c in copies if badge[c].startswith(sign)]
+    for sign, lam_used in ((1, lam), (-1, lam_outside)):
+        ok = [c for c in copies if badge[c].sign == sign]
         if ok:
             return int(max(ok, key=lambda c: weight[c])), lam_used
     raise EngineInputError(
@@ -228,8 +235,7 @@ def pair_B(arch: Arch, theta, X, Y, split: Split) -> tuple[np.ndarray, float]:
 def theorem9_interval(B_eigs: np.ndarray) -> Interval:
     """I from the sign of B: (0, 1) for B ≥ 0, (−∞, 0) ∪ (1, ∞) for B ≤ 0 (semidefinite counts: a
     split of copied inputs has a kernel in B), none for an indefinite or zero B."""
-    sign = definiteness(B_eigs).split()[0]
-    return {"positive": INSIDE_0_1, "negative": OUTSIDE_0_1}.get(sign, Interval())
+    return {1: INSIDE_0_1, -1: OUTSIDE_0_1}.get(definiteness(B_eigs).sign, Interval())
 
 
 def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None = None) -> Verification:
@@ -359,7 +365,7 @@ def _restart(arch: Arch, X, Y, theta0, split_layers, stop):
     bad = [
         f"B({l}) {bd[l, 0].badge} (eigs {np.array2string(bd[l, 0].B_eigs, precision=2)})"
         for l in split_layers
-        if bd[l, 0].badge not in ("positive definite", "negative definite")
+        if not bd[l, 0].badge.definite
     ]
     return theta, value, gnorm, "; ".join(bad)
 

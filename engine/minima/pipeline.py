@@ -1,4 +1,4 @@
-"""The Fig. 3 pipeline (MATH.md B7–B9): construction → Hessian spectrum → slices at the minimum →
+"""The Fig. 3 pipeline (docs/MATH.md B7–B9): construction → Hessian spectrum → slices at the minimum →
 degenerate path of a split → the saddle at λ outside I (probe, slices, B6 descent line) → 2-D plane.
 
 One job, ``figure3_job``, serves ``reproduce nonattr-deep`` / ``nonattr-shallow`` and the GUI's
@@ -402,6 +402,25 @@ def drag_job(
         c.arch, theta, e, lam, (s.new, s.origin), c.X, c.Y, directions, points, slices.T, dtype="float32"
     )
     return DragSlices(key, slicer)
+
+
+def walk_endpoints(fig: Figure3) -> tuple[float, float]:
+    """Where a walk along the degenerate path goes: from inside Theorem 9's I (the middle of the
+    part holding the split's λ, or that λ when the part is unbounded) to the saddle's λ of panels
+    (c, d), or else the path's far end (docs/MATH.md B5, B7)."""
+    if not (fig.path is not None and fig.construction is not None and fig.construction.splits):
+        raise EngineInputError(
+            "the walk needs a finished Fig. 3 construction with its degenerate path; "
+            "run a non-attracting-minima preset first"
+        )
+    path = fig.path
+    start = float(fig.construction.splits[path.split].lam)
+    for lo, hi in path.interval.parts:
+        if lo < start < hi and np.isfinite(lo) and np.isfinite(hi):
+            start = (lo + hi) / 2
+    if fig.saddle is not None:
+        return start, float(fig.saddle.probe.lam)
+    return start, max((float(path.lam[0]), float(path.lam[-1])), key=lambda lam: abs(lam - start))
 
 
 def walk_job(fig: Figure3, lams, split: int, slices: SliceSettings, points: int = PREVIEW_POINTS) -> Job[tuple]:

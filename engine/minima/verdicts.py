@@ -29,6 +29,34 @@ class Verdict(str, Enum):
         return self.value
 
 
+class Definiteness(str, Enum):
+    """The sign pattern of a symmetric matrix's eigenvalues (B of Theorem 9). Values are the JSON
+    and table spelling."""
+
+    POSITIVE_DEFINITE = "positive definite"
+    NEGATIVE_DEFINITE = "negative definite"
+    POSITIVE_SEMIDEFINITE = "positive semidefinite"
+    NEGATIVE_SEMIDEFINITE = "negative semidefinite"
+    INDEFINITE = "indefinite"
+    ZERO = "zero"
+
+    @property
+    def sign(self) -> int:
+        """+1 for (semi)definite ≥ 0, −1 for ≤ 0, 0 for indefinite or zero."""
+        if self in (Definiteness.POSITIVE_DEFINITE, Definiteness.POSITIVE_SEMIDEFINITE):
+            return 1
+        if self in (Definiteness.NEGATIVE_DEFINITE, Definiteness.NEGATIVE_SEMIDEFINITE):
+            return -1
+        return 0
+
+    @property
+    def definite(self) -> bool:
+        return self in (Definiteness.POSITIVE_DEFINITE, Definiteness.NEGATIVE_DEFINITE)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Interval:
     """Theorem 9's I: a union of open intervals (lo, hi), ±inf allowed; empty when B is not definite."""

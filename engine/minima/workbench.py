@@ -1,7 +1,7 @@
 """The construction as a record that travels and grows by hand: History ↔ Construction, one split
 at a time, undo.
 
-A construction is a base network plus γ-splits (MATH.md B2); nothing else moves its weights, so
+A construction is a base network plus γ-splits (docs/MATH.md B2); nothing else moves its weights, so
 replaying the splits from the base rebuilds every intermediate network exactly. That is what lets
 an exported ``.npz`` (netio.History) restore the λ slider and panels (b)–(d), and what makes
 "undo the last split" a replay of all splits but the last.
@@ -142,8 +142,4 @@ def undo_split(c: C.Construction) -> C.Construction:
 
 def admissible_neurons(c: C.Construction) -> tuple:
     """(layer, neuron) of the current network where Theorem 9 applies: B definite and D = 0."""
-    return tuple(
-        (n.layer, n.neuron)
-        for n in c.neurons
-        if n.badge in ("positive definite", "negative definite") and n.D_norm <= C.D_TOL
-    )
+    return tuple((n.layer, n.neuron) for n in c.neurons if n.admits_split)

@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
 from engine.core.errors import EngineInputError
 
 from ..presets import preset_named
-from ..worker import JobRunner
 from .minima_scene import MinimaScene, walk_of
 from .model import CAPTION_FIELDS, TEXT_SOURCES, Clip, KeyFrame, load_clip, save_clip
 from .render import ClipJob, ClipRenderer
@@ -45,22 +44,25 @@ PREVIEW_WIDTH = 400  # paper B's preview frame, in pixels: a thumbnail of the co
 
 
 class ClipDock(QDockWidget):
-    def __init__(self, window):
-        super().__init__("Clip")
+    def __init__(self, controller, parent=None):
+        super().__init__("Clip", parent)
         self.setObjectName("clip")
-        self.window = window
+        self.controller = controller
         self.clip: Clip | None = None  # layout, size, timing; its key frames are self.keys
         self.keys: list[KeyFrame] = []
         self.job: ClipJob | None = None
         self._scene = None
-        # Paper B's clip slices the landscape at every λ of its walk before the first frame.
-        self.walker = JobRunner(self)
+        # Paper B's clip slices the landscape at every λ of its walk before the first frame,
+        # on the controller's walk lane.
+        self.walker = controller.lane("walk")
         self.walker.progressed.connect(lambda update: self.progress.setValue(round(100 * update.fraction)))
         self.walker.succeeded.connect(self._on_walked)
         self.walker.failed.connect(lambda message: self._done(message, error=True))
         self._walk: tuple | None = None  # (workspace, λ values, what to do next) while slicing
         self._previewer: ClipRenderer | None = None  # paper B's thumbnail renderer
-        window.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
+        controller.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
+        controller.run_started.connect(lambda _owner, keep: keep or self.forget_scene())
+        controller.clip_requested.connect(self._on_clip_requested)
 
         self.list = QListWidget()
         self.list.currentRowChanged.connect(self._on_select)
@@ -121,7 +123,7 @@ class ClipDock(QDockWidget):
     # ------------------------------------------------------------------ model
     def _base(self) -> Clip:
         """The clip being edited; a preset's story layout until one is loaded."""
-        preset = getattr(self.window, "preset_name", None) or (self.clip.preset if self.clip else None)
+        preset = self.controller.preset_name or (self.clip.preset if self.clip else None)
         if self.clip is None or self.clip.preset != preset:
             if preset is None:
                 raise EngineInputError("load a training preset first: a clip films a preset's run")
@@ -168,7 +170,7 @@ class ClipDock(QDockWidget):
         if self._scene is None:
             if self._is_walk():  # its slices take seconds: only _slice_walk computes them, on a worker
                 raise EngineInputError("paper B's clip slices along λ first")
-            self._scene = scene_for(self.window, self._base().preset)
+            self._scene = scene_for(self.controller.workspaces, self._base().preset)
         return self._scene
 
     def forget_scene(self, *_):
@@ -177,7 +179,7 @@ class ClipDock(QDockWidget):
         self._close_previewer()
 
     def _is_walk(self) -> bool:
-        preset = getattr(self.window, "preset_name", None)
+        preset = self.controller.preset_name
         return bool(preset) and preset_named(preset).workspace == "minima"
 
     def _with_scene(self, then) -> bool:
@@ -191,7 +193,7 @@ class ClipDock(QDockWidget):
             self.scene()
             return True
         except EngineInputError as error:
-            self.window.message_bar.show_error(str(error))
+            self.controller.error(str(error))
             return False
 
     # ------------------------------------------------------------------ editing
@@ -203,9 +205,9 @@ class ClipDock(QDockWidget):
             return False
         scene = self._scene
         if isinstance(scene, MinimaScene):
-            row = scene.row_of(self.window.workspaces["minima"].inspector.lam.value())
+            row = scene.row_of(self.controller.lam)
         else:
-            row = min(self.window.replay_dock.slider.value(), len(scene.steps) - 1)
+            row = min(self.controller.frame, len(scene.steps) - 1)
         at = (self.keys[-1].at + self.seconds.value()) if self.keys else 0.0
         self.keys.append(
             KeyFrame(
@@ -357,7 +359,7 @@ class ClipDock(QDockWidget):
             try:
                 save_clip(self.current_clip(), path)
             except (EngineInputError, OSError) as error:
-                self.window.message_bar.show_error(f"could not save the clip: {error}")
+                self.controller.error(f"could not save the clip: {error}")
 
     def load(self, path: str | None = None):
         if not path:
@@ -367,11 +369,17 @@ class ClipDock(QDockWidget):
         try:
             clip = load_clip(path)
         except EngineInputError as error:
-            self.window.message_bar.show_error(str(error))
+            self.controller.error(str(error))
             return
         self.use_clip(clip)
 
     # ------------------------------------------------------------------ rendering
+    def _on_clip_requested(self, clip: Clip, out: str):
+        """Record's replay and orbit: render ``clip``, showing this dock's progress and Cancel."""
+        self.use_clip(clip)
+        self.show()
+        self.controller.clip_job = self.render(out)
+
     def render(self, out: str | None = None) -> ClipJob | None:
         """Render the clip to ``out`` as a job (None while paper B's walk is sliced first: the
         render then starts by itself)."""
@@ -390,7 +398,7 @@ class ClipDock(QDockWidget):
         try:
             self.job = ClipJob(ClipRenderer(self.current_clip(), self.scene()), out, self)
         except EngineInputError as error:
-            self.window.message_bar.show_error(str(error))
+            self.controller.error(str(error))
             return None
         self.job.progressed.connect(self._on_progress)
         self.job.finished.connect(lambda path: self._done(f"Clip saved to {path}"))
@@ -405,7 +413,7 @@ class ClipDock(QDockWidget):
     def _slice_walk(self, then) -> None:
         """Paper B's scene: the walk's slices on a worker (progress here, Cancel stops it), then
         ``then()``."""
-        workspace = self.window.workspaces["minima"]
+        workspace = self.controller.workspaces["minima"]
         lams, job = walk_of(workspace)  # EngineInputError before any work
         self._walk = (workspace, lams, then)
         self._show_running(True)
@@ -436,7 +444,7 @@ class ClipDock(QDockWidget):
 
     def _done(self, message: str, error: bool = False):
         self._show_running(False)
-        (self.window.message_bar.show_error if error else self.window.message_bar.show_info)(message)
+        (self.controller.error if error else self.controller.info)(message)
 
     def _show_running(self, on: bool):
         for w in (self.progress, self.eta, self.cancel_button):

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 
 from engine.core.errors import EngineInputError
 from engine.core.progress import Job
-from engine.minima.pipeline import Figure3, walk_job
+from engine.minima.pipeline import Figure3, walk_endpoints, walk_job
 
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
@@ -32,29 +32,14 @@ STORY_CAPTION = "{where}\nλ = {lam}   ·   loss {loss} (= L* all along the path
 
 def walk_of(workspace, rows: int = ROWS) -> tuple[np.ndarray, Job]:
     """The λ values of the walk, and the job that slices the landscape at each: seconds of work,
-    run in place headless and on a worker in the window. From inside I (the middle of the part
-    holding the split's λ, or that λ when the part is unbounded) to the saddle's λ of panels
-    (c, d), or the path's far end."""
+    run in place headless and on a worker in the window, between the engine's walk end points
+    (engine.minima.pipeline.walk_endpoints)."""
     fig = workspace.figure
-    if not (
-        isinstance(fig, Figure3) and fig.path is not None and fig.construction is not None and fig.construction.splits
-    ):
-        raise EngineInputError(
-            "the minima clip films a finished Fig. 3 construction with its "
-            "degenerate path; run a non-attracting-minima preset first"
-        )
-    path = fig.path
-    start = float(fig.construction.splits[path.split].lam)
-    for lo, hi in path.interval.parts:
-        if lo < start < hi and np.isfinite(lo) and np.isfinite(hi):
-            start = (lo + hi) / 2
-    if fig.saddle is not None:
-        end = float(fig.saddle.probe.lam)
-    else:
-        end = max((float(path.lam[0]), float(path.lam[-1])), key=lambda lam: abs(lam - start))
-    lams = np.linspace(start, end, rows)
+    if not isinstance(fig, Figure3):
+        raise EngineInputError("the minima clip films a finished Fig. 3 construction; run a minima preset first")
+    lams = np.linspace(*walk_endpoints(fig), rows)
     slices = replace(workspace.slice_settings(), P=CLIP_POINTS)
-    return lams, walk_job(fig, lams, path.split, slices, CLIP_POINTS)
+    return lams, walk_job(fig, lams, fig.path.split, slices, CLIP_POINTS)
 
 
 class MinimaScene:

@@ -172,8 +172,9 @@ def story_for(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.
     return story_clip(preset, size, fps, seconds, orbit)
 
 
-def scene_for(window, preset: str, on_progress=None):
-    """The scene of the window's workspace for ``preset`` (which must have run): paper A's
+def scene_for(workspaces: dict, preset: str, on_progress=None):
+    """The scene of ``preset``'s workspace (``workspaces``: key -> workspace; the preset must
+    have run): paper A's
     training story, or paper B's walk along the degenerate path, sliced here and now
     (``on_progress``: the slicing job's updates; the window runs it on a worker instead)."""
     from engine.core.progress import run_to_completion
@@ -183,6 +184,6 @@ def scene_for(window, preset: str, on_progress=None):
 
     key = preset_named(preset).workspace
     if key == "minima":
-        lams, job = walk_of(window.workspaces[key])
-        return MinimaScene(window.workspaces[key], lams, run_to_completion(job, on_progress))
-    return TopologyScene(window.workspaces[key])
+        lams, job = walk_of(workspaces[key])
+        return MinimaScene(workspaces[key], lams, run_to_completion(job, on_progress))
+    return TopologyScene(workspaces[key])

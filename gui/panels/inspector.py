@@ -108,6 +108,7 @@ class LambdaBox(QGroupBox):
 
     moved = Signal(float)  # while dragging: cheap readouts only
     released = Signal(float)  # on release: recompute the slices
+    changed = Signal(float)  # the value shown changed, by the user or by the program
 
     def __init__(self, parent=None):
         super().__init__("λ of the last split", parent)
@@ -147,9 +148,11 @@ class LambdaBox(QGroupBox):
         self.slider.setValue(round((lam - lo) / (hi - lo) * SLIDER_STEPS))
         self.slider.blockSignals(False)
         self.value_label.setText(f"λ = {lam:.3g}")
+        self.changed.emit(self.value())
 
     def _on_value(self):
         self.value_label.setText(f"λ = {self.value():.3g}")
+        self.changed.emit(self.value())
         self.moved.emit(self.value())
         if not self.slider.isSliderDown():  # keyboard and clicks have no "release"
             self.released.emit(self.value())
@@ -360,7 +363,7 @@ class InspectorPanel(QWidget):
             eigs = ", ".join(f"{e:.3g}" for e in np.asarray(n["B_eigs"]))
             badge = n["badge"]
             rows.append([str(n["layer"]), str(n["neuron"]), badge, n["D_norm"], eigs])
-            kind = "indefinite" if badge == "indefinite" else ("definite" if badge.endswith(" definite") else "other")
+            kind = n["badge_kind"]
             colors.append([None, None, BADGE_COLORS[kind], None, None])
         _fill(self.neurons, rows, colors)
 

@@ -1,8 +1,9 @@
 """Non-attracting regions of local minima (paper Fig. 3): build one, inspect it, walk off it.
 
 The workspace starts the engine's pipeline jobs (engine.minima.pipeline, engine.minima.infinity,
-engine.minima.descending_path) through ``window.start_job`` and draws their typed results; every
-number on screen comes from those jobs, the same ones ``main.py reproduce`` runs.
+engine.minima.descending_path) through the application controller's lanes (gui/controller.py)
+and draws their typed results; every number on screen comes from those jobs, the same ones
+``main.py reproduce`` runs.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from ..views.plane_view import PlaneView
 from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
 from ..views.spectrum_view import SpectrumView
-from ..worker import JobRunner
 from ..workspace import Workspace
 from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, stages
 
@@ -206,18 +206,10 @@ class MinimaWorkspace(Workspace):
         self._seen: dict = {}  # result field -> the object last drawn from it (identity)
         self.figure = None  # the latest Figure3 / DescendingPath: what λ moves and Export saves
         self._split = -1  # which split the slider moves: the steps table's selected row
-        # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on their own
-        # worker so the slider never blocks and the main runner stays free for the slices.
-        self.probe_runner = JobRunner(self)
-        self.probe_runner.succeeded.connect(self._on_probe)
-        self.probe_runner.failed.connect(self._on_probe_failed)
-        self.preview_runner = JobRunner(self)  # (c) and the plane at a coarse grid while λ is dragged
         # The split's slices for every λ, sliced once (engine.minima.pipeline.drag_job) as soon as a
         # construction is ready: then a move's preview costs milliseconds, not a slice pass.
         self._drag: DragSlices | None = None
         self._warmed_for = None  # the construction the drag slices were last asked for
-        self.preview_runner.succeeded.connect(self._on_preview)
-        self.preview_runner.failed.connect(self._on_probe_failed)
         self.inspector.lam.moved.connect(self._on_lambda_moved)
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
@@ -228,6 +220,16 @@ class MinimaWorkspace(Workspace):
         self.inspector.steps.itemSelectionChanged.connect(self._on_step_selected)
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
+
+    def attach(self, controller):
+        # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on the probe lane,
+        # so the slider never blocks and the main lane stays free for the slices; (c) and the
+        # plane at a coarse grid, while λ is dragged, on the preview lane.
+        super().attach(controller)
+        controller.lane("probe").succeeded.connect(self._on_probe)
+        for lane in ("probe", "preview"):
+            controller.lane(lane).failed.connect(self._message)
+        self.inspector.lam.changed.connect(controller.set_lambda)
 
     def _build_layout(self):
         fig3 = QWidget()
@@ -311,7 +313,8 @@ class MinimaWorkspace(Workspace):
             self._warmed_for = result.construction
             if self._movable():
                 lam = result.construction.splits[self._split].lam
-                self.preview_runner.submit(drag_job(result, lam, self._split, self.slice_settings(), drag=self._drag))
+                job = drag_job(result, lam, self._split, self.slice_settings(), drag=self._drag)
+                self.controller.preview(job, self._on_preview)
 
     def _draw_all(self, data: dict):
         for stage in STAGES:  # a fixed order: the construction before the slider reads its splits
@@ -381,12 +384,9 @@ class MinimaWorkspace(Workspace):
         if kind == "path":
             self._details.setCurrentWidget(self.network)
 
-    def helper_runners(self) -> list[JobRunner]:
-        return [self.probe_runner, self.preview_runner]
-
     def reset(self):
-        for runner in self.helper_runners():  # nothing late may draw after a reset
-            runner.discard()
+        if self.controller is not None:  # nothing late may draw after a reset
+            self.controller.discard("preview", "probe")
         self.shown, self._seen, self.figure = {}, {}, None
         self._drag = self._warmed_for = None
         self._fit_layout_to(self.parameters["experiment", "kind"])
@@ -412,40 +412,32 @@ class MinimaWorkspace(Workspace):
             return
         self.inspector.lam.show_pending()
         # The newest λ replaces any preview still waiting; a running one finishes or is dropped.
-        # The probe's Hessian follows the preview (see _on_preview): run side by side on two
-        # cores they slowed the preview from ~30 ms to 0.5 s now and then.
-        self.preview_runner.submit(
-            preview_job(self.figure, lam, self._split, self.slice_settings(), self._plane_settings(), drag=self._drag)
-        )
+        # The controller starts the probe's Hessian once the preview is drawn.
+        job = preview_job(self.figure, lam, self._split, self.slice_settings(), self._plane_settings(), drag=self._drag)
+        self.controller.preview(job, self._on_preview)
 
     def _on_preview(self, result):
         """A drag's preview, or the drag slices made ahead of the first move (or None: the
-        split's slices are not affine in λ, so each move slices afresh)."""
+        split's slices are not affine in λ, so each move slices afresh). Returns the probe job
+        to run next, for a preview."""
         if result is None or isinstance(result, DragSlices):
             self._drag = result
-            return
+            return None
         self._drag = result.drag
         self._draw_all(preview_data(result))
-        self.probe_runner.submit(probe_job(self.figure, result.lam, self._split))
+        return probe_job(self.figure, result.lam, self._split)
 
     def _on_probe(self, probe):
         self._draw("probe", probe_data(probe))
 
-    def _on_probe_failed(self, message: str):
-        self._message(message)
-
     def _on_lambda_released(self, lam: float):
-        window = self.window()
-        if not self._movable() or not hasattr(window, "start_job"):
+        if not self._movable():
             return
         shown_split = self.figure.path.split if self.figure.path is not None else None
         path = None if shown_split == self._split_index() else self._path_range()
-        self.preview_runner.discard()  # a late preview must not overwrite the refined slices
-        window.start_job(
-            self,
-            reslice_job(self.figure, lam, self._split, self.slice_settings(), path, plane=self._plane_settings()),
-            keep=True,
-        )
+        self.controller.discard("preview")  # a late preview must not overwrite the refined slices
+        job = reslice_job(self.figure, lam, self._split, self.slice_settings(), path, plane=self._plane_settings())
+        self.controller.start(self, job, keep=True)
 
     def _on_step_selected(self):
         """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
@@ -482,8 +474,7 @@ class MinimaWorkspace(Workspace):
 
     def _start_on_figure(self, make_job):
         """A job on the Fig. 3 result on screen; what is drawn stays until its result replaces it."""
-        window = self.window()
-        if not isinstance(self.figure, Figure3) or not hasattr(window, "start_job"):
+        if not isinstance(self.figure, Figure3):
             self._message("build or load a network first")
             return
         try:
@@ -491,12 +482,11 @@ class MinimaWorkspace(Workspace):
         except EngineInputError as error:
             self._message(str(error))
             return
-        window.start_job(self, job, keep=True)
+        self.controller.start(self, job, keep=True)
 
     # ------------------------------------------------------------- files
     def load_network(self, path: str, activation: str = "", data: str = ""):
         """``activation`` and ``data``: what a PyTorch file needs besides its weights ("" = none)."""
-        window = self.window()
         try:
             job = load_job(
                 path, self.slice_settings(), replace(self._settings(), plane=None), activation or None, data or None
@@ -504,8 +494,7 @@ class MinimaWorkspace(Workspace):
         except EngineInputError as error:
             self._message(str(error))
             return
-        if hasattr(window, "start_job"):
-            window.start_job(self, job)
+        self.controller.start(self, job)
 
     def export_network(self, path: str):
         c = self._construction()
@@ -517,8 +506,7 @@ class MinimaWorkspace(Workspace):
         except (EngineInputError, OSError) as error:
             self._message(str(error))
             return
-        if hasattr(self.window(), "message_bar"):
-            self.window().message_bar.show_info(f"wrote {path}")
+        self.controller.info(f"wrote {path}")
 
     def slice_settings(self) -> SliceSettings:
         p = self.parameters
@@ -535,11 +523,14 @@ class MinimaWorkspace(Workspace):
         )
 
     def _message(self, text: str):
-        bar = getattr(self.window(), "message_bar", None)
-        if bar is not None:
-            bar.show_error(text)
+        self.controller.error(text)
 
     # ------------------------------------------------------------- interface
+    accepts_networks = True
+
+    def ask_load_network(self):
+        self.inspector.ask_load()
+
     def plot_widgets(self) -> dict[str, pg.PlotWidget]:
         return {
             "slices at the minimum": self.slice_min,

@@ -15,7 +15,7 @@ from engine.core.errors import EngineInputError
 from engine.minima.descending_path import DescendingPath
 from engine.minima.infinity import InfinityResult
 from engine.minima.pipeline import Figure3
-from engine.minima.verdicts import Verdict
+from engine.minima.verdicts import Definiteness, Verdict
 from engine.minima.workbench import admissible_neurons
 
 from ..views.plot_style import dips_below
@@ -128,11 +128,25 @@ def _note(result) -> str:
     return f"restart search: {len(c.restarts)} tried, {rejected} rejected"
 
 
+def _badge_kind(badge: Definiteness) -> str:
+    """How the neurons table colours B: definite, indefinite, or other (semidefinite, zero)."""
+    if badge.definite:
+        return "definite"
+    return "indefinite" if badge is Definiteness.INDEFINITE else "other"
+
+
 def _construction(c, result) -> dict:
     lams = c.split_lams
-    badge = {(n.layer, n.neuron): n.badge for n in c.neurons}
+    badge = {(n.layer, n.neuron): n.badge.value for n in c.neurons}
     neurons = [
-        {"layer": n.layer, "neuron": n.neuron, "B_eigs": np.asarray(n.B_eigs), "badge": n.badge, "D_norm": n.D_norm}
+        {
+            "layer": n.layer,
+            "neuron": n.neuron,
+            "B_eigs": np.asarray(n.B_eigs),
+            "badge": n.badge.value,
+            "badge_kind": _badge_kind(n.badge),
+            "D_norm": n.D_norm,
+        }
         for n in c.small_neurons
     ]
     out = {

@@ -17,17 +17,6 @@ def qapp():
     yield create_app()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_cyclic_garbage_collection():
-    """Python's cycle collector off for the GUI tests. Left on, it ran once inside Qt's
-    QObject::disconnect (PySide allocates there) and finalized a wrapper that disconnected again:
-    a deadlock on Qt's signal mutex that hung the suite; collecting explicitly between tests
-    instead segfaulted on dead Qt wrappers. Reference counting still frees everything else."""
-    gc.disable()
-    yield
-    gc.enable()
-
-
 @pytest.fixture
 def window(qtbot):
     """A shown main window. At the end every job it started (probes and previews included) has
@@ -42,8 +31,7 @@ def window(qtbot):
     win.show()
     qtbot.waitExposed(win)
     yield win
-    for runner in win.all_runners():
-        runner.discard()
+    win.controller.discard()
     qtbot.waitUntil(lambda: not win.computing, timeout=120000)
     win.close()
     win.deleteLater()

@@ -38,7 +38,7 @@ def story_window(qapp):
 
 def _renderer(window, clip=None):
     clip = clip or story_clip("fig3-free", SIZE, fps=10, seconds=1.0)
-    return ClipRenderer(clip, scene_for(window, clip.preset))
+    return ClipRenderer(clip, scene_for(window.controller.workspaces, clip.preset))
 
 
 def _with_caption(clip, caption):

@@ -44,7 +44,7 @@ def test_shallow_preset_draws_and_lambda_flips_verdict(window, qtbot):
     for lam, kind in ((1.5, "minim"), (0.5, "saddle")):
         box.set_value(lam)
         ws._on_lambda_moved(lam)
-        qtbot.waitUntil(lambda: not ws.probe_runner.busy and kind in box.verdict, timeout=60000)
+        qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy and kind in box.verdict, timeout=60000)
     ws.figures.setCurrentWidget(ws.plane)
     qtbot.wait(100)
     assert_not_blank(gl_pixels(ws.plane.surface_view))
@@ -213,7 +213,9 @@ def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot,
     assert ws.inspector.lam.slider.isEnabled() and "saddle" in ws.inspector.lam.verdict
     ws.inspector.lam.set_value(0.5)
     ws._on_lambda_moved(0.5)
-    qtbot.waitUntil(lambda: not ws.probe_runner.busy and "non-attracting" in ws.inspector.lam.verdict, timeout=60000)
+    qtbot.waitUntil(
+        lambda: not ws.controller.lane("probe").busy and "non-attracting" in ws.inspector.lam.verdict, timeout=60000
+    )
     save_screenshot(window, "minima-reloaded")
 
 
@@ -245,7 +247,7 @@ def test_split_a_loaded_network_by_hand_and_move_lambda(window, qtbot, tmp_path)
     assert box.slider.isEnabled() and ws.inspector.split.undo.isEnabled()
     for lam, kind in ((outside, "saddle"), (inside, "non-attracting")):
         box.set_value(lam, emit=True)  # as a click on the slider: live probe, then (c)/(d) re-sliced
-        qtbot.waitUntil(lambda: not ws.probe_runner.busy and kind in box.verdict, timeout=60000)
+        qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy and kind in box.verdict, timeout=60000)
         qtbot.waitUntil(lambda: abs(ws.figure.saddle.probe.lam - lam) < 0.01, timeout=120000)
         wait_until_idle(qtbot, window, timeout_ms=120000)
     save_screenshot(window, "minima-split-by-hand")
