@@ -221,6 +221,7 @@ class Verification:
     verdict: Verdict
     unmet: tuple[str, ...] = ()  # why Theorem 9 does not apply (empty when it does)
     pair_B: np.ndarray = field(repr=False, default=None)
+    hessian_eigs: np.ndarray = field(repr=False, default=None)  # the full spectrum at this λ
 
 
 def pair_B(arch: Arch, theta, X, Y, split: Split) -> tuple[np.ndarray, float]:
@@ -245,7 +246,9 @@ def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None 
     B_eigs = np.linalg.eigvalsh(B)
     interval = theorem9_interval(B_eigs)
     lam = split_lambda(arch, theta, split)
-    h = hessian_spectrum(arch, theta, X, Y)[1] if eigs is None else HessianSummary.of(eigs)
+    if eigs is None:
+        eigs = hessian_spectrum(arch, theta, X, Y)[0]
+    h = HessianSummary.of(eigs)
     unmet = tuple(
         msg
         for ok, msg in [
@@ -256,7 +259,7 @@ def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None 
         if not ok
     )
     verdict = Verdict.SADDLE if h.n_negative else (Verdict.CONDITIONS_NOT_MET if unmet else Verdict.NON_ATTRACTING)
-    return Verification(lam, interval, B_eigs, D_norm, deep.loss(arch, theta, X, Y), h, verdict, unmet, B)
+    return Verification(lam, interval, B_eigs, D_norm, deep.loss(arch, theta, X, Y), h, verdict, unmet, B, eigs)
 
 
 def split_lambda(arch: Arch, theta, split: Split) -> float:
@@ -398,7 +401,9 @@ def search_minimum_job(
 def step_of(description: str, arch: Arch, theta, X, Y, verdict: Verdict | None = None, eigs=None) -> Step:
     """One row of the steps table; ``eigs`` (the Hessian's eigenvalues) when already computed."""
     value, g = deep.loss_and_grad(arch, theta, X, Y)
-    h = hessian_spectrum(arch, theta, X, Y)[1] if eigs is None else HessianSummary.of(eigs)
+    if eigs is None:
+        eigs = hessian_spectrum(arch, theta, X, Y)[0]
+    h = HessianSummary.of(eigs)
     return Step(description, arch.widths, value, float(np.linalg.norm(g)), h, verdict or critical_point_kind(h))
 
 
@@ -494,6 +499,7 @@ class LambdaProbe:
     verdict: Verdict
     unmet: tuple[str, ...] = ()
     split: int = -1  # index into Construction.splits of the split whose λ moved
+    hessian_eigs: np.ndarray | None = None  # the full spectrum at θ(λ), what the spectrum view shows
 
 
 def _split_at(c: Construction, split: int) -> Split:
@@ -512,7 +518,7 @@ def move_lambda(c: Construction, lam: float, split: int = -1) -> LambdaProbe:
         raise EngineInputError(f"λ = {lam!r} is not a finite number")
     theta = set_split_lambda(c.arch, c.params, s, lam)
     v = verify_split(c.arch, theta, c.X, c.Y, s)
-    return LambdaProbe(float(lam), theta, v.loss, v.hessian.min, v.verdict, v.unmet, split)
+    return LambdaProbe(float(lam), theta, v.loss, v.hessian.min, v.verdict, v.unmet, split, v.hessian_eigs)
 
 
 def move_last_lambda(c: Construction, lam: float) -> LambdaProbe:

@@ -46,7 +46,7 @@ from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
 from ..views.spectrum_view import SpectrumView
 from ..workspace import Workspace
-from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, stages
+from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, probe_spectrum, stages
 
 LAMBDA_RANGE = (-1e3, 1e3)  # λ far outside [0, 1] only scales one pair's weights towards overflow
 
@@ -429,6 +429,8 @@ class MinimaWorkspace(Workspace):
 
     def _on_probe(self, probe):
         self._draw("probe", probe_data(probe))
+        if probe.hessian_eigs is not None and isinstance(self.figure, Figure3):
+            self._draw("spectrum", probe_spectrum(probe, self.figure))
 
     def _on_lambda_released(self, lam: float):
         if not self._movable():

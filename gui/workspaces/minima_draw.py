@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.core.errors import EngineInputError
+from engine.minima.construction import HessianSummary
 from engine.minima.descending_path import DescendingPath
 from engine.minima.infinity import InfinityResult
 from engine.minima.pipeline import Figure3
@@ -165,12 +166,25 @@ def _construction(c, result) -> dict:
 
 def _spectrum(eigs, fig) -> dict:
     c = fig.construction
+    where = f"at the built network (λ = {c.splits[-1].lam:.3g})" if c.splits else "at the network"
     return {
         "spectrum": {
             "eigs": np.asarray(eigs),
             "tol": fig.hessian.tol,
-            "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params",
+            "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params, {where}",
         }
+    }
+
+
+def probe_spectrum(probe, fig) -> dict:
+    """The spectrum at the λ slider's point: the probe's Hessian, not the built network's."""
+    c = fig.construction
+    eigs = np.asarray(probe.hessian_eigs)
+    return {
+        "eigs": eigs,
+        "tol": HessianSummary.of(eigs).tol,
+        "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params, at the slider's "
+        f"λ = {probe.lam:.3g} ({probe.verdict.value})",
     }
 
 

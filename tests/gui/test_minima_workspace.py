@@ -9,6 +9,8 @@ import pytest
 from PySide6.QtCore import QTimer
 
 from engine.core.progress import Progress
+from engine.minima import deep
+from engine.minima.construction import HessianSummary, set_split_lambda
 from engine.minima.verdicts import Verdict
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
@@ -45,6 +47,16 @@ def test_shallow_preset_draws_and_lambda_flips_verdict(window, qtbot):
         box.set_value(lam)
         ws._on_lambda_moved(lam)
         qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy and kind in box.verdict, timeout=60000)
+        # The spectrum beside the λ box is the probe's, at θ(λ): its negative count is that of the
+        # Hessian recomputed here from the slider's λ.
+        c = ws.figure.construction
+        theta = set_split_lambda(c.arch, c.params, c.splits[-1], box.value())
+        eigs = np.linalg.eigvalsh(deep.hessian(c.arch, theta, c.X, c.Y))
+        tol = HessianSummary.of(eigs).tol
+        shown = ws.shown["spectrum"]
+        assert f"λ = {box.value():.3g}" in shown["caption"]
+        assert int((np.asarray(shown["eigs"]) < -tol).sum()) == int((eigs < -tol).sum())
+        assert (int((eigs < -tol).sum()) > 0) == (kind == "saddle")
     ws.figures.setCurrentWidget(ws.plane)
     qtbot.wait(100)
     assert_not_blank(gl_pixels(ws.plane.surface_view))
