@@ -5,6 +5,7 @@ the state it was applied to unchanged. Runs in-process, without a window: the ch
 test are the same ones the window calls before it changes anything.
 """
 
+import io
 import json
 import math
 import zipfile
@@ -120,30 +121,101 @@ def mutated(path, value):
     return data
 
 
-def is_acceptable(path, value, tree):
-    """Whether the value would be a valid setting (hypothesis may draw a valid one by chance)."""
-    try:
-        apply_all(create_parameters(), mutated(path, value)["parameters"])
-        return True
-    except EngineInputError:
+# The oracle: what each field accepts, written down here from the panel's documented fields (not
+# read from the tree or from apply_all): whole numbers in a range, finite numbers in a range, or one
+# of a fixed set of strings. Booleans are never numbers, and no field here is a boolean.
+FIELD_SPECS = {
+    ("network", "d"): ("int", 1, 64),
+    ("network", "l"): ("int", 1, 9),
+    ("network", "activation"): ("choice", {"relu", "leaky_relu"}),
+    ("optimizer", "name"): ("choice", {"gd", "flow", "sgd", "adam", "momentum"}),
+    ("optimizer", "lr"): ("real", 1e-12, 1e3),
+    ("optimizer", "steps"): ("int", 1, 10**7),
+    ("init", "seed"): ("int", 0, 2**32 - 1),
+    ("mode",): ("choice", {"training", "fig4", "fig5"}),
+    ("data", "points"): ("int", 1, 10**6),
+    ("display", "layout"): ("choice", {"side by side", "one neuron enlarged"}),
+}
+assert set(FIELD_SPECS) == set(leaf_paths)
+
+
+def is_valid(path, value) -> bool:
+    kind, *spec = FIELD_SPECS[path]
+    if isinstance(value, bool):
         return False
+    if kind == "int":
+        return isinstance(value, int) and spec[0] <= value <= spec[1]
+    if kind == "real":
+        return isinstance(value, (int, float)) and math.isfinite(value) and spec[0] <= value <= spec[1]
+    return isinstance(value, str) and value in spec[0]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(path=st.sampled_from(leaf_paths), value=bad_leaf)
-def test_presets_with_bad_values_change_nothing(tmp_path, path, value):
+def near_the_edges(path):
+    """Values on, just inside and just outside each field's limits, and near-miss strings."""
+    kind, *spec = FIELD_SPECS[path]
+    if kind == "int":
+        lo, hi = spec
+        return st.one_of(st.sampled_from([lo, hi, lo - 1, hi + 1, lo + 1, hi - 1]), st.integers(lo - 3, hi + 3))
+    if kind == "real":
+        lo, hi = spec
+        edges = [lo, hi, lo / 2, hi * 2, 1, 0, -lo, math.nextafter(hi, math.inf), math.nextafter(lo, 0)]
+        return st.one_of(st.sampled_from(edges), st.floats(lo / 10, hi * 10), st.integers(-5, 5))
+    choices = sorted(spec[0])
+    return st.one_of(
+        st.sampled_from(choices), st.sampled_from(choices).map(str.upper), st.sampled_from(choices).map(" {}".format)
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), path=st.sampled_from(leaf_paths))
+def test_presets_are_refused_exactly_when_a_value_is_invalid(tmp_path, data, path):
+    """Each value is refused exactly when the oracle above says it is invalid, with the field's
+    path in the one-line message and the panel unchanged; accepted ones are set as given."""
+    value = data.draw(st.one_of(bad_leaf, near_the_edges(path)), label="value")
     tree = create_parameters()
     before = tree.saveState()
-    file = tmp_path / "bad.json"
+    file = tmp_path / "preset.json"
     file.write_text(json.dumps(mutated(path, value), allow_nan=True))
     try:
-        preset = presets.load_preset(file)
-        apply_all(tree, preset.values)
+        apply_all(tree, presets.load_preset(file).values)
     except EngineInputError as error:
-        assert "\n" not in str(error)
+        assert not is_valid(path, value), f"a valid {'/'.join(path)} = {value!r} was refused: {error}"
+        assert "/".join(path) in str(error) and "\n" not in str(error)
         assert tree.saveState() == before
-    else:  # hypothesis drew something valid (e.g. "relu" is not drawn, but True for bias is)
-        assert is_acceptable(path, value, tree)
+    else:
+        assert is_valid(path, value), f"an invalid {'/'.join(path)} = {value!r} was accepted"
+        assert tree.child(*path).value() == value
+
+
+@pytest.mark.parametrize("seed,ok", [(0, True), (2**32 - 1, True), (-1, False), (2**32, False)])
+def test_seed_edges_in_a_preset(seed, ok):
+    tree = create_parameters()
+    if ok:
+        apply_all(tree, {"init": {"seed": seed}})
+        assert tree.child("init", "seed").value() == seed
+    else:
+        with pytest.raises(EngineInputError, match="init/seed"):
+            apply_all(tree, {"init": {"seed": seed}})
+
+
+def test_seed_and_frame_rate_edges_on_the_command_line():
+    """The largest and smallest valid seed and frame rate parse; one beyond each does not."""
+    from landscape_lens.arguments import MAX_FPS
+    from landscape_lens.cli import build_parser
+
+    parser = build_parser()
+    for seed in (0, 2**32 - 1):
+        args = parser.parse_args(["reproduce", "topo-probability", "--out", "x", "--seed", str(seed)])
+        assert args.seed == seed
+    for fps in (1, MAX_FPS):
+        assert parser.parse_args(["record", "--preset", "fig3-free", "--out", "x.mp4", "--fps", str(fps)]).fps == fps
+    assert MAX_FPS >= 60  # a real maximum, not a cap that makes 60 fps video impossible
+    for argv in (["reproduce", "x", "--seed", "-1"], ["reproduce", "x", "--seed", str(2**32)]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+    for fps in (0, MAX_FPS + 1):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["record", "--preset", "fig3-free", "--out", "x.mp4", "--fps", str(fps)])
 
 
 @pytest.mark.parametrize(
@@ -360,3 +432,91 @@ def test_network_files_that_are_not_real_finite_networks(tmp_path):
         with pytest.raises(EngineInputError, match=words) as error:
             netio.load_network(path)
         assert "\n" not in str(error.value)
+
+
+def _npy(array=None, *, shape=None, dtype=None) -> bytes:
+    """One .npy member written by hand: a real array, or a header that declares ``shape`` of
+    ``dtype`` over 64 bytes of data (what a malicious file looks like)."""
+    buffer = io.BytesIO()
+    if array is not None:
+        np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=False)
+        return buffer.getvalue()
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": shape}
+    np.lib.format.write_array_header_2_0(buffer, header)  # the 2.0 header reader is checked too
+    return buffer.getvalue() + b"\0" * 64
+
+
+def _network_npz(path, **members):
+    rng = np.random.default_rng(1)
+    valid = {
+        "X": _npy(rng.normal(size=(6, 2))),
+        "Y": _npy(rng.normal(size=(6, 1))),
+        "activation": _npy(np.array("tanh")),
+        "W1": _npy(rng.normal(size=(2, 2))),
+        "W2": _npy(rng.normal(size=(1, 2))),
+    }
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in {**valid, **members}.items():
+            z.writestr(f"{name}.npy", data)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "members,words",
+    [
+        ({"W1": _npy(np.zeros((2, 2), dtype="m8[ms]"))}, "W1 has dtype timedelta64[ms]"),
+        ({"W1": _npy(shape=(1_000_000, 1_000_000), dtype="<f8")}, "limit is 2e+09 bytes per array"),
+        ({"X": _npy(shape=(2**40, 2), dtype="<f8")}, "X declares shape (1099511627776, 2)"),
+        ({"W1": _npy(np.ones((2, 2), dtype=np.complex128))}, "W1 has dtype complex128; expected real numbers"),
+        ({"Y": _npy(np.ones((6, 1), dtype=np.complex64))}, "Y has dtype complex64; expected real numbers"),
+    ],
+    ids=["timedelta", "8 TB W1", "2**40 rows of X", "complex W1", "complex Y"],
+)
+def test_inspect_refuses_crafted_npz_in_one_line(capsys, tmp_path, members, words):
+    status, err = run_cli(capsys, ["inspect", _network_npz(tmp_path / "bad.npz", **members)])
+    assert_one_line(status, err)
+    assert words in err and "internal error" not in err and "out of memory" not in err
+
+
+def test_inspect_of_a_state_dict_refuses_complex_data(capsys, tmp_path):
+    import torch
+
+    net = tmp_path / "net.pt"
+    torch.save(torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1)).state_dict(), net)
+    for name, X in (("complex", np.ones((5, 2)) * 1j), ("timedelta", np.ones((5, 2), dtype="m8[s]"))):
+        data = tmp_path / f"{name}.npz"
+        with zipfile.ZipFile(data, "w") as z:
+            z.writestr("X.npy", _npy(X))
+            z.writestr("Y.npy", _npy(np.ones(5)))
+        status, err = run_cli(capsys, ["inspect", str(net), "--activation", "tanh", "--data", str(data)])
+        assert_one_line(status, err)
+        assert name in err
+
+
+@pytest.mark.parametrize(
+    "sizes,words", [([10**6, 10**6], "limit is 2e+09 bytes per array"), ([4, 2], "has 96 bytes; shape (4, 2) needs 64")]
+)
+def test_inspect_of_a_pt2_whose_config_lies_about_a_weight(capsys, tmp_path, sizes, words):
+    """The weights config declares a shape the raw bytes do not hold: refused before reading them."""
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).double()
+    good = tmp_path / "good.pt2"
+    torch.export.save(torch.export.export(model, (torch.zeros(2, 3, dtype=torch.float64),)), good)
+    data = tmp_path / "data.npz"
+    np.savez(data, X=np.zeros((5, 3)), Y=np.zeros(5))
+    bad = tmp_path / "bad.pt2"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
+        for info in src.infolist():
+            content = src.read(info)
+            if info.filename.endswith("model_weights_config.json"):
+                config = json.loads(content)
+                meta = config["config"]["0.weight"]["tensor_meta"]
+                meta["sizes"] = [{"as_int": n} for n in sizes]
+                meta["strides"] = [{"as_int": sizes[1]}, {"as_int": 1}]
+                content = json.dumps(config).encode()
+            dst.writestr(info, content)
+    assert run_cli(capsys, ["inspect", str(good), "--data", str(data)])[0] == 0
+    status, err = run_cli(capsys, ["inspect", str(bad), "--data", str(data)])
+    assert_one_line(status, err)
+    assert words in err and "'0.weight'" in err

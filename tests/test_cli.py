@@ -67,6 +67,29 @@ def test_reproduce_nonattr_quick_writes_metrics_and_arrays(tmp_path):
     assert report["critical_point"] == "degenerate minimum candidate" and report["gamma_construction"]["possible"]
 
 
+def numpy_loss(arch, theta, X, Y) -> float:
+    """The summed squared loss of the MLP written out in numpy (no torch, no engine forward)."""
+    Ws, bs = deep.unpack(arch, np.asarray(theta, dtype=float))  # only the flat layout is shared
+    act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[arch.activation]
+    a = np.asarray(X, dtype=float)
+    for l, (W, b) in enumerate(zip(Ws, bs)):
+        z = a @ W.T + (0.0 if b is None else b)
+        a = z if l == len(Ws) - 1 else act(z)
+    return float(np.sum((a[:, 0] - np.ravel(Y)) ** 2))
+
+
+def finite_difference_hessian(f, theta, h=1e-4) -> np.ndarray:
+    """H_ij from four-point second differences of f alone (error ~1e-8 on these nets)."""
+    n, E = len(theta), np.eye(len(theta)) * h
+    H = np.empty((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            H[i, j] = H[j, i] = (
+                f(theta + E[i] + E[j]) - f(theta + E[i] - E[j]) - f(theta - E[i] + E[j]) + f(theta - E[i] - E[j])
+            ) / (4 * h * h)
+    return H
+
+
 def _torch_state_dict_of_a_strict_minimum(tmp_path):
     """The tests' 2—3—1 strict minimum as torch.save(state_dict) + data.csv."""
     import torch
@@ -118,12 +141,32 @@ def test_inspect_a_state_dict_splits_and_writes_a_construction(tmp_path):
     )
     assert split.returncode == 0, split.stderr
     written = json.loads(split.stdout)
-    assert written["widths"] == [2, 4, 1] and written["split"]["verdict"] in (
-        "non-attracting region of local minima",
-        "saddle",
-    )
+    assert written["widths"] == [2, 4, 1]
     history = netio.load_network(out).history
     assert history.base_widths == (2, 3, 1) and history.splits == ((layer, neuron, 0.5, 3),)
+    # The verdict, held to the written network's own Hessian, from second differences of a numpy
+    # loss: λ = 0.5 inside I = (0, 1) (B positive definite) must give a minimum (no negative
+    # eigenvalue), a non-attracting region; λ = 1.5 outside I a saddle (a clearly negative one).
+    assert report["neurons"][neuron]["B"] == "positive definite"
+    outside = tmp_path / "split_outside.npz"
+    done = run_main(
+        *("inspect", str(tmp_path / "net.pt"), "--activation", "sigmoid", "--data", str(tmp_path / "data.csv")),
+        *("--split", f"{layer},{neuron}", "--lambda", "1.5", "--out", str(outside)),
+    )
+    assert done.returncode == 0, done.stderr
+    for path, printed, verdict in (
+        (out, written, "non-attracting region of local minima"),
+        (outside, json.loads(done.stdout), "saddle"),
+    ):
+        saved = netio.load_network(path)
+        fd = np.linalg.eigvalsh(
+            finite_difference_hessian(lambda p: numpy_loss(saved.arch, p, saved.X, saved.Y), saved.params)
+        )
+        scale = np.abs(fd).max()
+        assert fd[0] > -1e-8 * scale or fd[0] < -1e-6 * scale  # far from the cut either way
+        assert (np.abs(fd) < 1e-7 * scale).sum() == 1  # the λ line: L is constant along it, at every λ
+        assert printed["split"]["verdict"] == verdict
+        assert (verdict == "saddle") == (fd[0] < -1e-6 * scale)
 
 
 def test_inspect_bad_files_and_flags_fail_in_one_line(tmp_path):

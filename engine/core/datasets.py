@@ -9,6 +9,7 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.validation import integer
+from engine.io.session_arrays import npz_names, read_npz
 
 
 def toy_dataset(n: int = 8000, seed: int = 0, d: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -58,19 +59,18 @@ def load_xy_file(path) -> tuple[np.ndarray, np.ndarray]:
         raise EngineInputError(f"data file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                missing = [k for k in ("X", "Y") if k not in data.files]
-                if missing:
-                    raise EngineInputError(
-                        f"data file {path.name!r} lacks array(s) {missing}; "
-                        f"it has {data.files}, expected keys 'X' and 'Y'"
-                    )
-                X, Y = data["X"], data["Y"]
+        try:  # headers (dtype, declared size) checked before any data is read
+            data = read_npz(path, keys=("X", "Y"))
         except EngineInputError:
             raise
         except Exception as exc:  # corrupt zip, pickled objects, ...
             raise EngineInputError(f"cannot read {path.name!r} as .npz: {exc}") from exc
+        missing = [k for k in ("X", "Y") if k not in data]
+        if missing:
+            raise EngineInputError(
+                f"data file {path.name!r} lacks array(s) {missing}; it has {npz_names(path)}, expected keys 'X' and 'Y'"
+            )
+        X, Y = data["X"], data["Y"]
     elif suffix == ".csv":
         try:
             table = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2, comments="#")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.errors import EngineInputError
+from engine.io.session_arrays import read_npz
 from engine.minima import deep
 from engine.minima.deep import Arch
 
@@ -138,17 +139,14 @@ def _check_history(where, arch: Arch, h: History) -> None:
 
 def load_network(path) -> NetFile:
     path = Path(path)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded as z:
-                arrays = {k: z[k] for k in z.files}
+    try:  # every .npy header is checked (dtype, declared size) before its data is read
+        arrays = read_npz(path)
     except FileNotFoundError:
         raise EngineInputError(f"{path}: no such file") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        if isinstance(e, EngineInputError):
+            raise
         raise EngineInputError(f"{path}: not a readable .npz archive (corrupt or truncated?): {e}") from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):  # a lone .npy array under a .npz name
-        raise EngineInputError(f"{path}: a single .npy array, not an .npz archive of named arrays")
     for key in ("X", "Y", "activation", "W1"):
         if key not in arrays:
             raise EngineInputError(f"{path}: missing key {key!r} (found: {', '.join(sorted(arrays)) or 'none'})")
@@ -192,7 +190,7 @@ def load_network(path) -> NetFile:
 
 def _integers(path, arrays, key, ndim) -> np.ndarray:
     a = arrays[key]
-    if not np.issubdtype(a.dtype, np.integer) or a.ndim != ndim:
+    if a.dtype.kind not in "iu" or a.ndim != ndim:  # np.integer would let timedelta64 through
         raise EngineInputError(
             f"{path}: {key} has dtype {a.dtype} and shape {a.shape}; expected a {ndim}-D integer array"
         )
@@ -203,7 +201,7 @@ def _numeric(path, arrays, key, ndim) -> np.ndarray:
     if key not in arrays:
         raise EngineInputError(f"{path}: missing key {key!r}")
     a = arrays[key]
-    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+    if a.dtype.kind not in "iuf":  # not complex (never silently cast), bool, timedelta, datetime or text
         raise EngineInputError(f"{path}: {key} has dtype {a.dtype}; expected real numbers")
     if ndim is not None and a.ndim != ndim:
         raise EngineInputError(f"{path}: {key} has shape {a.shape}; expected a {ndim}-D array")

@@ -13,6 +13,7 @@ archive is a zip of JSON and raw bytes, and only those are read here:
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.io.netfile import NetFile
+from engine.io.session_arrays import MAX_ARRAY_BYTES
 from engine.io.torch_state import network_from_layers
 
 # torch._export.serde.schema.ScalarType codes of the float dtypes a Linear layer may hold
@@ -76,9 +78,18 @@ def _weight(path, z: zipfile.ZipFile, name: str, meta: dict) -> np.ndarray:
     contiguous = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
     if int(tm["storage_offset"]["as_int"]) != 0 or (strides != contiguous and np.prod(shape) > 1):
         raise EngineInputError(f"{path}: parameter {name!r} is not stored contiguously")
-    raw = z.read(f"{meta['_dir']}/{meta['path_name']}")
-    count = int(np.prod(shape))
-    data = np.frombuffer(raw, dtype=FLOAT_DTYPES[tm["dtype"]], count=count)
+    member, dtype = f"{meta['_dir']}/{meta['path_name']}", np.dtype(FLOAT_DTYPES[tm["dtype"]])
+    count = math.prod(shape)
+    if min(shape, default=0) < 0 or count * dtype.itemsize > MAX_ARRAY_BYTES:
+        raise EngineInputError(
+            f"{path}: parameter {name!r} declares shape {shape}; the limit is {MAX_ARRAY_BYTES:.3g} bytes per array"
+        )
+    if z.getinfo(member).file_size != count * dtype.itemsize:  # checked before the bytes are read
+        raise EngineInputError(
+            f"{path}: parameter {name!r} has {z.getinfo(member).file_size} bytes; shape {shape} needs "
+            f"{count * dtype.itemsize}"
+        )
+    data = np.frombuffer(z.read(member), dtype=dtype, count=count)
     return data.astype(np.float64).reshape(shape)
 
 

@@ -26,6 +26,7 @@ import torch
 
 from engine.core.errors import EngineInputError
 from engine.io.netfile import NetFile
+from engine.io.session_arrays import read_npz
 from engine.minima import deep
 
 
@@ -75,9 +76,10 @@ def load_data(path) -> tuple[np.ndarray, np.ndarray]:
     if not path.is_file():
         raise EngineInputError(f"{path}: no such data file")
     if path.suffix.lower() == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files if k in ("X", "Y")}
+        try:  # headers (dtype, declared size) checked before any data is read
+            arrays = read_npz(path, keys=("X", "Y"))
+        except EngineInputError:
+            raise
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
             raise EngineInputError(f"{path}: not a readable .npz archive: {e}") from None
         if set(arrays) != {"X", "Y"}:
@@ -92,9 +94,11 @@ def load_data(path) -> tuple[np.ndarray, np.ndarray]:
         X, Y = table[:, :-1], table[:, -1]
     else:
         raise EngineInputError(f"{path}: data must be a .npz (X, Y) or a .csv (last column Y)")
-    if not (np.issubdtype(X.dtype, np.number) and np.issubdtype(Y.dtype, np.number)) or X.ndim != 2:
+    # real numbers only: complex is never silently cast, timedelta64 is not a number of the data
+    if X.dtype.kind not in "biuf" or Y.dtype.kind not in "biuf" or X.ndim != 2:
         raise EngineInputError(
-            f"{path}: X must be a 2-D numeric array and Y numeric, got {X.dtype} {X.shape} and {Y.dtype} {Y.shape}"
+            f"{path}: X must be a 2-D array of real numbers and Y real numbers, "
+            f"got {X.dtype} {X.shape} and {Y.dtype} {Y.shape}"
         )
     return X.astype(np.float64), deep.as_targets(Y)
 

@@ -161,11 +161,7 @@ def inspect_job(net, file: str = "") -> Job[NetworkReport]:
     verdict = C.critical_point_kind(h) if grad_norm < C.GRAD_TOL else Verdict.NOT_CRITICAL
     neurons = tuple((yield from wait_for(lambda stop: C.neuron_bd(arch, theta, X, Y), "B and D per neuron")))
     # Theorem 9: a definite B and D = 0 give a line of minima for λ in I (at a strict minimum)
-    admitting = tuple(
-        (n.layer, n.neuron)
-        for n in neurons
-        if n.badge in ("positive definite", "negative definite") and n.D_norm <= C.D_TOL
-    )
+    admitting = tuple((n.layer, n.neuron) for n in neurons if n.admits_split)
     return NetworkReport(
         file,
         arch,
@@ -186,31 +182,34 @@ def inspect_job(net, file: str = "") -> Job[NetworkReport]:
     )
 
 
-def inspect_network(net, file: str = "") -> NetworkReport:
-    return run_to_completion(inspect_job(net, file))
+def inspect_network(net, file: str = "", on_progress=None) -> NetworkReport:
+    """``on_progress``: called with every Progress of the job (engine.core.progress.run_to_completion)."""
+    return run_to_completion(inspect_job(net, file), on_progress)
 
 
-def inspect_network_file(path, activation: str | None = None, data=None) -> dict:
-    return inspect_network(read_network(path, activation, data), str(path)).as_json()
+def inspect_network_file(path, activation: str | None = None, data=None, on_progress=None) -> dict:
+    return inspect_network(read_network(path, activation, data), str(path), on_progress).as_json()
 
 
 def inspect_and_split(
-    path, activation=None, data=None, split: tuple | None = None, lam: float | None = None, out=None
+    path, activation=None, data=None, split: tuple | None = None, lam: float | None = None, out=None, on_progress=None
 ) -> dict:
     """``main.py inspect``: read, optionally split one neuron (γ, verified with the full Hessian)
-    and write the result with its construction history; the report is of the network written."""
+    and write the result with its construction history; the report is of the network written.
+    ``on_progress`` gets the Progress of the inspection (both inspections, in halves, with a split)."""
     from engine.minima.workbench import add_split, construction_of, history_of
 
     if (split is None) != (lam is None) or (split is not None and out is None):
         raise EngineInputError("--split LAYER,NEURON needs --lambda L and --out F.npz (and they need --split)")
     net = read_network(path, activation, data)
     if split is None:
-        return inspect_network(net, str(path)).as_json()
-    report = inspect_network(net, str(path))
+        return inspect_network(net, str(path), on_progress).as_json()
+    report = run_to_completion(subjob(inspect_job(net, str(path)), 0.0, 0.5, "loaded net: "), on_progress)
     step = C.Step("loaded", net.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
     c = add_split(construction_of(net, step, report.neurons), split[0], split[1], lam)
     save_network(out, c.arch, c.params, c.X, c.Y, history=history_of(c))
-    result = inspect_network_file(out)
+    result = run_to_completion(subjob(inspect_job(read_network(out), str(out)), 0.5, 1.0, "split net: "), on_progress)
+    result = result.as_json()
     v = c.verification
     result["split"] = {
         "layer": split[0],

@@ -3,12 +3,11 @@
 ``topo-toy`` (Fig. 3), ``topo-breast-cancer`` (Fig. 4) and ``topo-probability`` (Fig. 5) each
 write metrics.json and the arrays behind every number in it (docs/EXPORTS.md), then a figure.
 They run the same engine code as the GUI: ``toy_init`` is the init the Fig. 3 presets select,
-``breast_cancer_sweep`` and the Monte Carlo jobs are the ones the Fig. 4 / Fig. 5 views start.
+Fig. 4 and the Monte Carlo of Fig. 5 are thin calls of the sweeps of engine.sweeps (``main.py sweep``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
@@ -18,18 +17,16 @@ from engine.core import datasets
 from engine.core.exports import save_arrays, write_metrics
 from engine.core.progress import Job, Progress, subjob
 from engine.core.runtime import configure_torch_threads
-from engine.topology.figures import breast_cancer_figure, probability_figure, toy_figure
+from engine.topology.figures import probability_figure, toy_figure
 from engine.topology.initialization import initial_params
 from engine.topology.invariants import component_label
 from engine.topology.probability import (
     CLOSED_FORM_SCHEMES,
     obstruction_probability,
-    obstruction_probability_mc_job,
     probability_grid,
 )
 from engine.topology.training import TrainConfig, train
 from engine.topology.two_layer import ShallowNet, ShallowParams
-from engine.topology.width_sweep import SPLIT_SEED, SweepSettings, breast_cancer_sweep
 
 
 def _grid_to_json(a: np.ndarray) -> list:
@@ -134,43 +131,16 @@ def run_toy(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
 
 
 def run_breast_cancer(out_dir: Path, quick: bool = False, seed: int = 0, sign_policy: str = "positive") -> Job[dict]:
+    """The Fig. 4 sweep of engine.sweeps on breast cancer at the paper's grid (l = 2..9), cells kept
+    under out_dir/cells; sweep.npz, the figure and metrics.json are assembled from them."""
+    from engine.sweeps import fig4
+    from engine.sweeps.jobs import fig4_job
+
     out_dir = Path(out_dir)
-    size = dict(n_inits=4, steps=150) if quick else dict(n_inits=100, steps=1000)
-    settings = SweepSettings(seed=seed, sign_policy=sign_policy, **size)
-    res = yield from subjob(breast_cancer_sweep(settings), 0.0, 0.97)
-    split = datasets.breast_cancer(seed=SPLIT_SEED)
-    save_arrays(
-        out_dir,
-        "sweep.npz",
-        ls=res.ls,
-        l_plus=res.l_plus,
-        mean=res.mean,
-        std=res.std,
-        runs=res.runs,
-        test_bce=res.test_bce,
-        W1=res.W1,
-        W2=res.W2,
-        X_train=split.X_train,
-        Y_train=split.Y_train,
-        X_test=split.X_test,
-        Y_test=split.Y_test,
-    )
-    breast_cancer_figure(out_dir / "breast_cancer.png", res)
-    metrics = {
-        **dataclasses.asdict(settings),
-        "ls": list(settings.ls),
-        "l_plus": res.l_plus.tolist(),
-        "mean_test_bce": _grid_to_json(res.mean),
-        "std_test_bce": _grid_to_json(res.std),
-        "n_diverged": res.n_diverged,
-        "quick": quick,
-        "init": "kaiming_normal",
-        "loss": "BCE with logits",
-        "optimizer": "full-batch GD",
-        "split": "stratified 80/20, standardized on train",
-    }
+    plan = fig4.plan("breast-cancer", seed=seed, sign_policy=sign_policy, **(fig4.QUICK if quick else fig4.FULL))
+    metrics = yield from subjob(fig4_job(plan, out_dir, mode="replace"), 0.0, 1.0)
     yield Progress(1.0, "topo-breast-cancer done")
-    return write_metrics(out_dir, metrics)
+    return write_metrics(out_dir, {**metrics, "quick": quick})
 
 
 # --- topo-probability (Fig. 5) -----------------------------------------------------------------
@@ -181,19 +151,28 @@ TORCH_DS, TORCH_LS = [1, 2, 3, 5, 10, 20, 30, 50], [1, 2, 3, 5, 10, 20, 50]  # P
 
 
 def run_probability(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
+    """Closed forms on the 50 × 50 grid, then one Fig. 5 sweep (engine.sweeps.fig5) of Monte Carlo
+    cells: Xavier and Kaiming at CHECKS_AT (the checks against the closed forms) and PyTorch's
+    default init on TORCH_DS × TORCH_LS (its map)."""
+    from engine.sweeps import fig5
+    from engine.sweeps.runner import sweep_job
+
     out_dir = Path(out_dir)
     ds = ls = list(PROBABILITY_GRID)
     n_mc = 4000 if quick else 40000
     grids = {s: probability_grid(ds, ls, s) for s in CLOSED_FORM_SCHEMES}
     yield Progress(0.05, "closed forms done")
+    points = [(s, d, l) for d, l in CHECKS_AT for s in CLOSED_FORM_SCHEMES]
+    points += [("pytorch", d, l) for d in TORCH_DS for l in TORCH_LS]
+    schemes = (*CLOSED_FORM_SCHEMES, "pytorch")
+    settings = fig5.Fig5Settings(tuple(TORCH_DS), tuple(TORCH_LS), schemes, n_mc, seed, tuple(points))
+    run = yield from subjob(sweep_job(fig5.plan(settings), out_dir, mode="replace"), 0.05, 0.95)
+    mc = fig5.grids(settings, run.cells)
     checks = []
-    for i, (d, l) in enumerate(CHECKS_AT):
+    for d, l in CHECKS_AT:
+        a, b = TORCH_DS.index(d), TORCH_LS.index(l)
         for s in CLOSED_FORM_SCHEMES:
-            est, se = yield from subjob(
-                obstruction_probability_mc_job(d, l, s, n_mc, seed + i),
-                0.05 + 0.45 * i / len(CHECKS_AT),
-                0.05 + 0.45 * (i + 1) / len(CHECKS_AT),
-            )
+            est, se = float(mc[f"mc_{s}"][a, b]), float(mc[f"se_{s}"][a, b])
             exact = obstruction_probability(d, l, s)
             checks.append(
                 {
@@ -206,16 +185,7 @@ def run_probability(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[di
                     "z": (est - exact) / se,
                 }
             )
-        yield Progress(0.05 + 0.45 * (i + 1) / len(CHECKS_AT), f"Monte Carlo check d={d}, l={l}")
-    torch_p, torch_se = np.zeros((len(TORCH_DS), len(TORCH_LS))), np.zeros((len(TORCH_DS), len(TORCH_LS)))
-    for a, d in enumerate(TORCH_DS):
-        for b, l in enumerate(TORCH_LS):
-            torch_p[a, b], torch_se[a, b] = yield from subjob(
-                obstruction_probability_mc_job(d, l, "pytorch", n_mc, seed + 100 + a * 97 + b),
-                0.5 + 0.45 * a / len(TORCH_DS),
-                0.5 + 0.45 * (a + 1) / len(TORCH_DS),
-            )
-        yield Progress(0.5 + 0.45 * (a + 1) / len(TORCH_DS), f"PyTorch default init, d={d}")
+    torch_p, torch_se = mc["mc_pytorch"], mc["se_pytorch"]
     d1_exact = [1 - (1 - 1 / (2 * math.sqrt(l))) ** l for l in TORCH_LS]  # MATH A8, d = 1
     save_arrays(
         out_dir,

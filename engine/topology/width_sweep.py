@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -178,6 +178,47 @@ def _gd_batched(X, y, W1, W2, lr: float, steps: int):
         yield t
 
 
+# Runs of one (l, l₊) cell trained together: about 64 runs of l = 9 (MATH A8's cache-sized chunk).
+CELL_CHUNK_NEURONS = 576
+
+
+def train_cell(
+    X: np.ndarray,
+    y: np.ndarray,
+    X_test: np.ndarray,
+    y_test: np.ndarray,
+    s: SweepSettings,
+    l: int,
+    l_plus: int,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One (l, l₊) cell of a sweep on its own: its ``s.n_inits`` runs, batched in chunks whose size
+    depends only on l, so the numbers are a function of (data, settings, l, l₊) alone, bit for bit,
+    whichever process, task or order computes them (engine.sweeps). y, y_test: (N,) labels.
+
+    Returns (test BCE (n_inits,), final W1 (n_inits, l, d), final W2 (n_inits, l)), or None as soon
+    as ``stop()`` is true (checked every step: a cancelled sweep does not wait for its cells).
+    """
+    configure_torch_threads()
+    Xt, yt, Xe, ye = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float64)) for a in (X, y, X_test, y_test))
+    d, n = X.shape[1], s.n_inits
+    W1 = torch.zeros(n, l, d, dtype=torch.float64)
+    W2 = torch.zeros(n, l, dtype=torch.float64)
+    for i in range(n):
+        p = sweep_init(d, l, l_plus, i, s.seed, s.c0, s.sign_policy)
+        W1[i], W2[i] = torch.from_numpy(p.W1), torch.from_numpy(p.W2[0])
+    per_chunk = max(1, CELL_CHUNK_NEURONS // l)
+    bce = np.empty(n)
+    for a in range(0, n, per_chunk):
+        w1, w2 = W1[a : a + per_chunk], W2[a : a + per_chunk]  # views: trained in place
+        for _ in _gd_batched(Xt, yt, w1, w2, s.lr, s.steps):
+            if stop is not None and stop():
+                return None
+        F = torch.matmul(Xe, w1.transpose(1, 2)).clamp_min(0.0) @ w2.unsqueeze(2)
+        bce[a : a + len(w1)] = _bce(F.squeeze(2), ye).numpy()
+    return bce, W1.numpy(), W2.numpy()
+
+
 # Two chunks at once on two cores. Each trains for SLICE_S between the job's yields (a step of a
 # full chunk takes ~1 ms), so pause and cancel act quickly even on a loaded machine, where a slice
 # of CPU work can take several times as long in wall time; the numbers do not depend on the slicing.
@@ -271,7 +312,9 @@ def breast_cancer_sweep(settings: SweepSettings, chunk: int = 64, threads: int =
         width = c.W1.shape[1]
         W1_final[rows, :width], W2_final[rows, :width] = c.W1.numpy(), c.W2.numpy()
 
-    with ThreadPoolExecutor(threads) as pool:
+    # OpenMP keeps its thread count per thread: without the initializer each pool thread would run
+    # torch on every core (30-50x slower on a busy 2-core machine; engine.sweeps.executors).
+    with ThreadPoolExecutor(threads, initializer=torch.set_num_threads, initargs=(1,)) as pool:
         while pending or active:
             if len(active) < threads and pending:
                 active.append((yield from start_chunk(pending.pop(0))))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ..arguments import split_arg
 
@@ -26,6 +27,11 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from engine.minima.report import inspect_and_split
 
-    report = inspect_and_split(args.network, args.activation, args.data, args.split, args.lam, args.out)
+    from ..progress_bar import progress_bar
+
+    with progress_bar(f"inspect {Path(args.network).name}") as on_progress:  # on a terminal's stderr only
+        report = inspect_and_split(
+            args.network, args.activation, args.data, args.split, args.lam, args.out, on_progress=on_progress
+        )
     print(json.dumps(report, indent=2))
     return 0

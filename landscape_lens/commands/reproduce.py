@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from ..arguments import MAX_SEED, UsageError, int_in
 
@@ -24,6 +23,8 @@ def run(args) -> int:
     from engine.core.progress import run_to_completion
     from engine.experiments import experiments, run_experiment
 
+    from ..progress_bar import progress_bar
+
     if args.list or not args.name:
         for name, experiment in experiments().items():
             print(f"{name:24s} {experiment.description}")
@@ -31,10 +32,7 @@ def run(args) -> int:
     if not args.out:
         raise UsageError("reproduce needs --out DIR")
 
-    def report(update):
-        print(f"\r[{update.fraction:6.1%}] {update.message[:70]:70s}", end="", file=sys.stderr)
-
-    metrics = run_to_completion(run_experiment(args.name, args.out, args.quick, args.seed), report)
-    print(file=sys.stderr)
+    with progress_bar(args.name) as on_progress:  # a tqdm bar on a terminal's stderr, else nothing
+        metrics = run_to_completion(run_experiment(args.name, args.out, args.quick, args.seed), on_progress)
     print(json.dumps(metrics, indent=2, default=json_default))  # the same JSON as metrics.json
     return 0

@@ -154,11 +154,51 @@ def test_any_split_can_be_moved_and_the_path_carries_verdicts(built):
         C.move_lambda(c, 0.5, split=len(c.splits))
 
 
-def test_hessian_spectrum_and_step_of_agree(built):
+def numpy_loss(arch, theta, X, Y) -> float:
+    """The summed squared loss of the MLP written out in numpy (no torch, no engine forward)."""
+    Ws, bs = deep.unpack(arch, np.asarray(theta, dtype=float))  # only the flat layout is shared
+    act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[arch.activation]
+    a = np.asarray(X, dtype=float)
+    for l, (W, b) in enumerate(zip(Ws, bs)):
+        z = a @ W.T + (0.0 if b is None else b)
+        a = z if l == len(Ws) - 1 else act(z)
+    return float(np.sum((a[:, 0] - np.ravel(Y)) ** 2))
+
+
+def finite_difference_hessian(f, theta, h=1e-4) -> np.ndarray:
+    """H_ij from four-point second differences of f alone: error ~h²·f⁗ + ε·f/h² (~1e-8 here)."""
+    n, E = len(theta), np.eye(len(theta)) * h
+    H = np.empty((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            H[i, j] = H[j, i] = (
+                f(theta + E[i] + E[j]) - f(theta + E[i] - E[j]) - f(theta - E[i] + E[j]) + f(theta - E[i] - E[j])
+            ) / (4 * h * h)
+    return H
+
+
+def test_hessian_spectrum_and_step_of_agree_with_finite_differences(built):
+    """The spectrum against the eigenvalues of a Hessian from second differences of a numpy loss
+    (no torch.func, no deep.hessian); the summary's counts against counts on that spectrum, whose
+    zero block (the splits' flat directions, ≲ 1e-9) and next eigenvalue (~1e-5) lie far either side
+    of the zero tolerance; step_of's loss and gradient against the same numpy loss."""
     c, _ = built
+    f = lambda p: numpy_loss(c.arch, p, c.X, c.Y)
     eigs, h = C.hessian_spectrum(c.arch, c.params, c.X, c.Y)
-    assert np.all(np.diff(eigs) >= 0) and h == C.HessianSummary.of(eigs)
-    assert C.step_of("final", c.arch, c.params, c.X, c.Y).hessian == h
+    fd = np.linalg.eigvalsh(finite_difference_hessian(f, c.params))
+    scale = max(1.0, np.abs(fd).max())
+    assert np.all(np.diff(eigs) >= 0)
+    assert np.abs(eigs - fd).max() < 1e-6 * scale  # FD error ~6e-9 here; a 1e-4 relative bug is 1e-2
+    tol = 1e-9 * scale  # construction.EIG_TOL_REL, the documented meaning of "zero"
+    assert not np.any((np.abs(fd) > 1e-2 * tol) & (np.abs(fd) < 10 * tol))  # no eigenvalue near the cut
+    assert (h.n_zero, h.n_negative) == (int(np.sum(np.abs(fd) <= tol)), int(np.sum(fd < -tol)))
+    assert h.n_zero >= len(c.splits) > 0  # each split adds a flat direction: the counts are not 0 = 0
+    assert h.min == pytest.approx(fd[0], abs=1e-6 * scale) and h.max == pytest.approx(fd[-1], rel=1e-6)
+    step = C.step_of("final", c.arch, c.params, c.X, c.Y)
+    assert step.hessian == h and step.widths == c.arch.widths
+    assert step.loss == pytest.approx(f(c.params), rel=1e-12)
+    g = np.array([(f(c.params + e) - f(c.params - e)) / 2e-6 for e in np.eye(len(c.params)) * 1e-6])
+    assert step.grad_norm == pytest.approx(np.linalg.norm(g), abs=1e-8) and step.grad_norm < C.GRAD_TOL
 
 
 def test_shallow_split_outside_0_1_with_negative_B_is_a_minimum():

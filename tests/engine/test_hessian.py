@@ -1,5 +1,8 @@
 """hessian: HVPs against the formed Hessian, Lanczos against the full spectrum, Hutchinson's error bar."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -75,11 +78,39 @@ def test_hutchinson_trace_within_four_standard_errors(net, lift_top):
     assert abs(trace - np.trace(H)) < 4 * stderr
 
 
-def test_report_job_can_be_cancelled_during_lanczos(net):
+def test_report_job_can_be_cancelled_during_lanczos(net, monkeypatch):
+    """Closing the job mid-Lanczos stops its helper thread within one product. Each Hessian-vector
+    product is slowed to 20 ms, so an uncancelled run (hundreds of products) would go on for
+    seconds: the thread is joined and the products are counted, not assumed."""
     arch, theta, X, Y, *_ = net
+    products = []
+    real = hessian.hvp_function
+
+    def slow_hvp_function(*args, **kwargs):
+        hvp = real(*args, **kwargs)
+
+        def slow(v):
+            products.append(threading.current_thread())
+            time.sleep(0.02)
+            return hvp(v)
+
+        return slow
+
+    monkeypatch.setattr(hessian, "hvp_function", slow_hvp_function)
     job = hessian.hessian_report_job(arch, theta, X, Y, max_full=0)
     assert isinstance(next(job), Progress)
-    job.close()  # sets wait_for's stop Event; the matvec then abandons ARPACK
+    while len(products) < 5:  # Lanczos is under way on the helper thread
+        update = next(job)
+    assert "Lanczos" in update.message
+    worker = products[-1]
+    assert worker is not threading.current_thread() and worker.is_alive()
+    job.close()  # sets wait_for's stop Event; the next matvec raises and ARPACK is abandoned
+    at_close = len(products)
+    worker.join(timeout=1.0)
+    assert not worker.is_alive(), "the Lanczos thread kept running after the job was closed"
+    assert len(products) <= at_close + 1  # at most the product that was in flight
+    time.sleep(0.1)
+    assert len(products) <= at_close + 1
 
 
 def test_bad_k():

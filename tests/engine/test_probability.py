@@ -82,11 +82,35 @@ def test_probability_maps_job_without_monte_carlo_and_bad_input():
             MapSettings(**args)  # refused before any job exists
 
 
+def pytorch_default_obstruction_l1(d: int) -> float:
+    """P[c < 0] for one neuron (l = e = 1, no bias) under nn.Linear's default init, by quadrature.
+
+    w ~ U(−a, a)^d with a = 1/√d and v ~ U(−1, 1); c = ‖w‖² − v² < 0 iff |v| > √S, S = ‖w‖² ≤ 1,
+    so P = 1 − E[√S]. With √s = (2√π)⁻¹ ∫₀^∞ (1 − e^{−λs}) λ^{−3/2} dλ and the Laplace transform
+    E[e^{−λS}] = (√π erf(a√λ) / (2a√λ))^d, E[√S] is one smooth integral over λ."""
+    from scipy import integrate, special
+
+    a = 1 / math.sqrt(d)
+
+    def integrand(lam):
+        x = a * math.sqrt(lam)
+        laplace = (math.sqrt(math.pi) * special.erf(x) / (2 * x)) ** d if x > 0 else 1.0
+        return (1 - laplace) * lam**-1.5
+
+    mean_sqrt = sum(integrate.quad(integrand, lo, hi, limit=200)[0] for lo, hi in ((0, 1), (1, np.inf)))
+    return 1 - mean_sqrt / (2 * math.sqrt(math.pi))
+
+
 def test_pytorch_default_init_monte_carlo():
     for l in (1, 4):
         est, se = obstruction_probability_mc(1, l, "pytorch", 20000, seed=l)
         assert abs(est - (1 - (1 - 1 / (2 * math.sqrt(l))) ** l)) < 4 * se
-    est, se = obstruction_probability_mc(30, 1, "pytorch", 20000, seed=3)
-    assert est == pytest.approx(0.42, abs=0.02)  # MATH A8: more obstructed than Kaiming's 0.33
+    for d in (5, 30):
+        exact = pytorch_default_obstruction_l1(d)
+        est, se = obstruction_probability_mc(d, 1, "pytorch", 100_000, seed=d)
+        assert abs(est - exact) < 4 * se  # se ≈ 0.0016
+    # MATH A8: at d = 30 more obstructed (0.4246) than Kaiming's closed form (0.33)
+    assert pytorch_default_obstruction_l1(30) > obstruction_probability(30, 1, "kaiming_normal") + 0.05
+    assert pytorch_default_obstruction_l1(1) == pytest.approx(0.5, abs=1e-9)  # 1 − E|U(−1, 1)|
     with pytest.raises(EngineInputError, match="d = 0"):
         obstruction_probability_mc(0, 1, "pytorch")

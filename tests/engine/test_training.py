@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
@@ -36,12 +37,22 @@ def test_gd_drift_identity(bias):
 
 
 def test_flow_conserves_c_and_matches_gd_for_small_steps():
+    """GD → flow as h → 0, measured against how far the weights travel: over t = 2 the weights
+    move ~0.8, GD with h = 0.001 ends within 5e-4 of the flow (1/1000 of the way), and its gap
+    shrinks like h (Euler's global error is first order): h = 0.004 leaves ~4x the gap."""
     net, p, X, Y = _problem()
     flow = run_to_completion(train(net, p, X, Y, TrainConfig("flow", lr=0.01, steps=200, stride=10)))
     assert flow.diverged_at is None and flow.W1.shape == (21, 3, 2)
     np.testing.assert_allclose(flow.c, np.broadcast_to(flow.c[0], flow.c.shape), rtol=1e-6)
-    gd = run_to_completion(train(net, p, X, Y, TrainConfig("gd", lr=0.001, steps=2000, stride=100)))
-    np.testing.assert_allclose(gd.W1[-1], flow.W1[-1], atol=5e-3)  # GD → flow as h → 0
+    moved = np.abs(flow.W1[-1] - flow.W1[0]).max()
+    assert moved > 0.5  # 100x the old 5e-3 tolerance: matching GD is not matching a standstill
+    gaps = {}
+    for h in (0.004, 0.001):
+        gd = run_to_completion(train(net, p, X, Y, TrainConfig("gd", lr=h, steps=round(2 / h), stride=round(0.1 / h))))
+        np.testing.assert_allclose(gd.step * h, flow.step * 0.01, rtol=0, atol=1e-12)  # rows at the same times
+        gaps[h] = np.abs(gd.W1 - flow.W1).max()
+    assert gaps[0.001] < 5e-4 < 1e-3 * moved
+    assert 3.0 < gaps[0.004] / gaps[0.001] < 6.0  # first order in h (4.6 here)
     np.testing.assert_allclose(flow.time, flow.step * 0.01)
     assert flow.loss[-1] < flow.loss[0]
 
@@ -73,9 +84,39 @@ def test_sign_flips_detected():
     assert tr.W2[s - 1, 0, 1] > 0 > tr.W2[s, 0, 1]
 
 
+def _torch_reference_steps(opt, p, X, Y, lr, steps, batch=None, seed=0, weight_decay=0.0):
+    """The first ``steps`` iterates of torch.optim's optimizer on the ReLU net's mean squared loss,
+    written here with autograd (not engine.topology.two_layer's hand-written gradients); "sgd"
+    draws its first minibatch as documented: a torch.randperm with the config's seed."""
+    W1, W2 = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (p.W1, p.W2))
+    Xt, Yt = torch.from_numpy(X), torch.from_numpy(Y)
+    if opt == "adam":
+        optimizer = torch.optim.Adam([W1, W2], lr=lr, betas=(0.9, 0.999), weight_decay=weight_decay)
+    else:
+        optimizer = torch.optim.SGD([W1, W2], lr=lr, momentum=0.9 if opt == "momentum" else 0.0)
+    rows = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed))[:batch] if batch else slice(None)
+    out = [(W1.detach().numpy().copy(), W2.detach().numpy().copy())]
+    for _ in range(steps):
+        optimizer.zero_grad()
+        F = torch.relu(Xt[rows] @ W1.T) @ W2.T
+        ((F - Yt[rows]) ** 2).mean().backward()
+        optimizer.step()
+        out.append((W1.detach().numpy().copy(), W2.detach().numpy().copy()))
+    return out
+
+
 @pytest.mark.parametrize("opt", ["adam", "momentum", "sgd"])
 def test_other_optimizers_run_and_adam_breaks_conservation(opt):
+    """First the update rule: three steps (one for sgd: its first minibatch) against torch.optim
+    driven by autograd, to 1e-12 (the rule, its state and the gradients it is fed); then a run."""
     net, p, X, Y = _problem()
+    steps = 1 if opt == "sgd" else 3
+    first = run_to_completion(train(net, p, X, Y, TrainConfig(opt, lr=0.05, steps=steps, stride=1, batch_size=8)))
+    ref = _torch_reference_steps(opt, p, X, Y, 0.05, steps, batch=8 if opt == "sgd" else None)
+    for t, (W1, W2) in enumerate(ref):
+        np.testing.assert_allclose(first.W1[t], W1, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(first.W2[t], W2, rtol=0, atol=1e-12)
+    assert np.abs(first.W1[-1] - first.W1[0]).max() > 1e-3  # the steps moved: the comparison is not 0 = 0
     cfg = TrainConfig(opt, lr=0.05, steps=100, stride=10, batch_size=8, weight_decay=0.0)
     tr = run_to_completion(train(net, p, X, Y, cfg))
     assert tr.W1.shape == (11, 3, 2) and tr.loss[-1] < tr.loss[0]

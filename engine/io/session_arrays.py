@@ -1,0 +1,274 @@
+"""Arrays read from files, checked before anything uses them.
+
+Two checks, both Qt-free so every front end (and the tests) can call them:
+
+- ``read_npz``: the arrays of an ``.npz`` (a zip of ``.npy`` members), each member's ``.npy``
+  header read and checked (format version, dtype, declared size) *before* its data is read: a
+  header may claim an 8 TB array, which must be refused by reading a few bytes, not by running out
+  of memory. ``check_npy_header`` is that check for one member, for other zip formats (sessions).
+- ``check_arrays``: a dict of named arrays against a declared ``Schema`` (dtype kinds, axes, and
+  which axes share a length, e.g. "loss has the same length as step"), raising EngineInputError
+  naming the first problem. The schemas below are exactly the arrays a session saves
+  (``gui.session`` writes each workspace's ``session_state()``); ``check_workspace_results`` picks
+  the schemas for one workspace's saved results.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.core.errors import EngineInputError
+
+# One array's declared size, and all of one archive's arrays together: a header may claim terabytes.
+MAX_ARRAY_BYTES = 2_000_000_000
+MAX_ARCHIVE_BYTES = 4_000_000_000
+# dtype kinds an archive may hold: booleans, integers, floats, complex (refused later where a
+# network or data is read), text. Not objects, datetimes, timedeltas or structured records.
+PLAIN_KINDS = "biufcUS"
+_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+# ------------------------------------------------------------------------ .npy headers in zips
+def check_npy_header(stream, name: str, where: str = "", limit: int = MAX_ARRAY_BYTES):
+    """(shape, fortran_order, dtype) from the ``.npy`` header at the start of ``stream``, or
+    EngineInputError when the version is unknown, the dtype is not plain numbers or text, or the
+    declared size passes ``limit`` bytes. Reads the header only."""
+    at = f"{where}: " if where else ""
+    try:
+        version = np.lib.format.read_magic(stream)
+    except ValueError:
+        raise EngineInputError(f"{at}{name} is not an .npy array") from None
+    read_header = _HEADER_READERS.get(version)
+    if read_header is None:
+        raise EngineInputError(
+            f"{at}{name} is .npy format version {version[0]}.{version[1]}; this app reads 1.0 and 2.0"
+        )
+    shape, fortran, dtype = read_header(stream)
+    if dtype.hasobject or dtype.kind not in PLAIN_KINDS or dtype.fields is not None:
+        raise EngineInputError(f"{at}{name} has dtype {dtype}, which is not plain numbers or text")
+    size = math.prod(shape) * dtype.itemsize
+    if size > limit:
+        raise EngineInputError(
+            f"{at}{name} declares shape {shape} of {dtype} ({size:.3g} bytes); the limit is {limit:.3g} bytes per array"
+        )
+    return shape, fortran, dtype
+
+
+def npz_names(path) -> list[str]:
+    """The array names of an ``.npz``, as ``np.load`` shows them (no data read)."""
+    with zipfile.ZipFile(path) as z:
+        return [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
+
+
+def read_npz(path, keys=None) -> dict[str, np.ndarray]:
+    """{name: array} of the ``.npz`` at ``path`` (only ``keys`` when given), every member's header
+    checked before any data is read. Limits and dtypes raise EngineInputError naming the array and
+    the limit; a damaged zip raises what zipfile / numpy raise (BadZipFile, OSError, ValueError,
+    EOFError), for the caller to word; a missing file raises FileNotFoundError."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        if f.read(6) == b"\x93NUMPY":
+            raise EngineInputError(f"{path}: a single .npy array, not an .npz archive of named arrays")
+    with zipfile.ZipFile(path) as z:
+        members = {(n[:-4] if n.endswith(".npy") else n): n for n in z.namelist()}
+        wanted = [k for k in members if keys is None or k in keys]
+        total = 0
+        for key in wanted:
+            with z.open(members[key]) as raw:
+                shape, _, dtype = check_npy_header(raw, key, str(path))
+            total += math.prod(shape) * dtype.itemsize
+            if total > MAX_ARCHIVE_BYTES:
+                raise EngineInputError(
+                    f"{path}: the arrays declare {total:.3g} bytes together; the limit is {MAX_ARCHIVE_BYTES:.3g} bytes"
+                )
+        arrays = {}
+        for key in wanted:
+            with z.open(members[key]) as raw:
+                arrays[key] = np.lib.format.read_array(raw, allow_pickle=False)
+        return arrays
+
+
+# ------------------------------------------------------------------------------- array schemas
+KIND_NAMES = {"f": "floating-point", "iu": "integer", "b": "boolean", "biuf": "real numeric"}
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One named array: its dtype kinds (numpy's ``dtype.kind`` letters, "f" floats, "iu"
+    integers) and its axes, one entry each: a name (every axis with that name, in any array of the
+    schema, has one length), an int (that exact length) or None (any length)."""
+
+    kinds: str
+    axes: tuple
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Schema:
+    what: str  # how messages name the whole, e.g. "saved trajectory"
+    arrays: Mapping[str, ArraySpec]
+    together: tuple = ()  # groups of names present together or absent together
+    at_least: Mapping[str, int] = field(default_factory=dict)  # smallest length of a named axis
+
+
+def _lookup(values: Mapping, name: str):
+    """values["a"]["b"] for "a/b"; a KeyError when any level is missing."""
+    node = values
+    for part in name.split("/"):
+        if not isinstance(node, Mapping):
+            raise KeyError(name)
+        node = node[part]
+    return node
+
+
+def _present(values: Mapping, name: str) -> bool:
+    try:
+        return _lookup(values, name) is not None
+    except KeyError:
+        return False
+
+
+def check_arrays(values, schema: Schema) -> dict[str, int]:
+    """Check ``values`` (a dict of named arrays; "a/b" names look into nested dicts) against
+    ``schema``; return the length of every named axis, or raise EngineInputError naming the first
+    problem. Entries the schema does not name are not looked at."""
+    what = schema.what
+    if not isinstance(values, Mapping):
+        raise EngineInputError(f"{what}: expected named arrays, got {type(values).__name__}")
+    for group in schema.together:
+        have = [n for n in group if _present(values, n)]
+        if have and len(have) != len(group):
+            lacking = [n for n in group if n not in have]
+            raise EngineInputError(f"{what}: {', '.join(have)} saved without {', '.join(lacking)}; they come together")
+    lengths: dict[str, tuple[int, str, int]] = {}  # axis name -> (length, array, axis index)
+    for name, spec in schema.arrays.items():
+        if not _present(values, name):
+            if spec.optional:
+                continue
+            raise EngineInputError(f"{what}: missing array {name!r}")
+        a = _lookup(values, name)
+        if not isinstance(a, np.ndarray):
+            raise EngineInputError(f"{what}: {name} is a {type(a).__name__}, not an array")
+        if a.dtype.kind not in spec.kinds:
+            expected = KIND_NAMES.get(spec.kinds, f"dtype kind {spec.kinds!r}")
+            raise EngineInputError(f"{what}: {name} has dtype {a.dtype}; expected {expected} numbers")
+        axes = "(" + ", ".join("·" if ax is None else str(ax) for ax in spec.axes) + ")"
+        if a.ndim != len(spec.axes):
+            raise EngineInputError(f"{what}: {name} has shape {a.shape}; expected {len(spec.axes)}-D {axes}")
+        for i, (n, ax) in enumerate(zip(a.shape, spec.axes)):
+            if isinstance(ax, int) and n != ax:
+                raise EngineInputError(f"{what}: {name} has shape {a.shape}; expected {axes}")
+            if not isinstance(ax, str):
+                continue
+            if ax in lengths and lengths[ax][0] != n:
+                m, other, j = lengths[ax]
+                same = "length" if a.ndim == 1 and len(schema.arrays[other].axes) == 1 else f"size along {ax}"
+                raise EngineInputError(
+                    f"{what}: {name} has shape {a.shape} but {other} has shape "
+                    f"{_lookup(values, other).shape}; {name} must have the same {same} as {other} "
+                    f"({ax}: axis {i} of {name}, axis {j} of {other})"
+                )
+            lengths.setdefault(ax, (n, name, i))
+            if n < schema.at_least.get(ax, 0):
+                raise EngineInputError(
+                    f"{what}: {name} has shape {a.shape}; needs at least {schema.at_least[ax]} along {ax}"
+                )
+    return {ax: n for ax, (n, _, _) in lengths.items()}
+
+
+F, INT = "f", "iu"
+
+# engine.topology.training.Trajectory as gui.workspaces.topology saves it ("trajectory"): None
+# fields (b1, b2 without biases, time) are left out, sign_flips is an (F, 2) integer array.
+TRAJECTORY = Schema(
+    "saved trajectory",
+    {
+        "step": ArraySpec(INT, ("T",)),
+        "W1": ArraySpec(F, ("T", "l", "d")),
+        "W2": ArraySpec(F, ("T", "e", "l")),
+        "b1": ArraySpec(F, ("T", "l"), optional=True),
+        "b2": ArraySpec(F, ("T", "e"), optional=True),
+        "loss": ArraySpec(F, ("T",)),
+        "c": ArraySpec(F, ("T", "l")),
+        "sign_flips": ArraySpec(INT, (None, 2), optional=True),
+        "time": ArraySpec(F, ("T",), optional=True),
+    },
+    together=(("b1", "b2"),),
+    at_least={"T": 1, "l": 1, "d": 1, "e": 1},
+)
+
+# engine.topology.width_sweep.SweepResult (the Fig. 4 page's "result"; settings and n_diverged
+# are not arrays). l_plus runs over 0..max l, so its length is one more than W1's axis L.
+SWEEP = Schema(
+    "saved Fig. 4 sweep",
+    {
+        "ls": ArraySpec(INT, ("nL",)),
+        "l_plus": ArraySpec(INT, ("P",)),
+        "mean": ArraySpec(F, ("nL", "P")),
+        "std": ArraySpec(F, ("nL", "P")),
+        "runs": ArraySpec(INT, ("R", 3)),
+        "test_bce": ArraySpec(F, ("R",)),
+        "W1": ArraySpec(F, ("R", "L", "d")),
+        "W2": ArraySpec(F, ("R", "L")),
+    },
+)
+
+# engine.topology.probability.ProbabilityMaps (the Fig. 5 page's "result"), per scheme of
+# engine.topology.probability.CLOSED_FORM_SCHEMES; mc rows are (d, l, estimate, standard error).
+_SCHEMES = ("xavier_normal", "kaiming_normal")
+PROBABILITY_MAPS = Schema(
+    "saved Fig. 5 maps",
+    {
+        "d": ArraySpec(INT, ("nd",)),
+        "l": ArraySpec(INT, ("nl",)),
+        **{f"closed/{s}": ArraySpec(F, ("nd", "nl")) for s in _SCHEMES},
+        **{f"mc/{s}": ArraySpec(F, (None, 4)) for s in _SCHEMES},
+    },
+)
+
+# The minima workspace's drawn stages (gui.workspaces.minima_draw) that hold arrays; the others
+# (steps, construction, probe, descent, infinity_*, descending_path) are lists and numbers.
+_SLICES = {
+    "t": ArraySpec(F, ("P",)),
+    "losses": ArraySpec(F, ("K", "P")),
+    "envelope": ArraySpec(F, ("P",)),
+}
+MINIMA_STAGES = {
+    "spectrum": Schema("saved Hessian spectrum", {"eigs": ArraySpec(F, ("n",))}, at_least={"n": 1}),
+    "path": Schema(
+        "saved degenerate path",
+        {"lam": ArraySpec(F, ("P",)), "loss": ArraySpec(F, ("P",)), "hessian_min": ArraySpec(F, ("P",))},
+        at_least={"P": 1},
+    ),
+    "slices_min": Schema("saved slices at the minimum", _SLICES, at_least={"P": 1}),
+    "slices_saddle": Schema("saved slices at the saddle", _SLICES, at_least={"P": 1}),
+    # the heatmap's rows run along b: loss is (len(b), len(a))
+    "plane": Schema(
+        "saved loss plane",
+        {"a": ArraySpec(F, ("A",)), "b": ArraySpec(F, ("B",)), "loss": ArraySpec(F, ("B", "A"))},
+        at_least={"A": 1, "B": 1},
+    ),
+}
+TOPOLOGY_RESULTS = {"training": TRAJECTORY, "fig4": SWEEP, "fig5": PROBABILITY_MAPS}
+
+
+def check_workspace_results(key: str, results) -> None:
+    """Check one workspace's saved ``results`` (what its ``session_state()`` returned) against the
+    schemas above; EngineInputError names the first problem. Unknown workspaces and stages are
+    left to the workspace's own restore, which refuses them."""
+    if not isinstance(results, Mapping) or not results:
+        return
+    if key == "topology":
+        schema = TOPOLOGY_RESULTS.get(results.get("mode"))
+        if schema is not None:
+            check_arrays(results.get("trajectory" if results.get("mode") == "training" else "result"), schema)
+    elif key == "minima":
+        for stage, schema in MINIMA_STAGES.items():
+            if stage in results:
+                check_arrays(results[stage], schema)

@@ -1,0 +1,224 @@
+"""The sweep runner (engine.sweeps): cells against independent per-run computations, local against
+Ray to the last bit, and a sweep stopped part-way then resumed against an uninterrupted one.
+
+Ray runs as a local 2-CPU cluster started once for the module; every test that needs it takes
+the ``ray_cluster`` fixture, which shuts it down at the end.
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from engine.core import datasets
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.sweeps import fig4, fig5, jobs
+from engine.sweeps.grid import MAX_CELLS, int_range
+from engine.sweeps.runner import MAX_TASK_S, MIN_TASK_S, SweepPartial, SweepPlan, pack, sweep_job, task_seconds
+from engine.sweeps.store import CellStore
+from engine.topology.probability import obstruction_probability
+from engine.topology.width_sweep import held_out_bce, sweep_init, train_run_bce
+
+FIG4 = dict(ls=(2, 3), n_inits=3, steps=40, sign_policy="independent")
+FIG5 = fig5.Fig5Settings(ds=(1, 4), ls=(1, 3), schemes=("kaiming_normal", "pytorch"), samples=3000, seed=5)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # This module's own cell functions travel by value: Ray's workers cannot import tests/.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.shutdown()
+
+
+def _files(out_dir) -> dict:
+    """Every output: the JSON files' bytes and each .npz array's bytes (a zip stamps its write time)."""
+    out = {}
+    for p in sorted(out_dir.iterdir()):
+        if p.suffix == ".json":
+            out[p.name] = p.read_bytes()
+        elif p.suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                out.update({f"{p.name}:{k}": (z[k].dtype.str, z[k].shape, z[k].tobytes()) for k in z.files})
+    return out
+
+
+def _same_cells(a, b) -> None:
+    assert list(a) == list(b)
+    for cell in a:
+        assert a[cell].keys() == b[cell].keys()
+        for k in a[cell]:
+            assert a[cell][k].dtype == b[cell][k].dtype and a[cell][k].tobytes() == b[cell][k].tobytes(), (cell, k)
+
+
+def test_fig4_cells_equal_the_unbatched_per_run_training(tmp_path):
+    plan = fig4.plan(**FIG4)
+    partials = []
+    run = run_to_completion(
+        sweep_job(plan, tmp_path), lambda u: isinstance(u.partial, SweepPartial) and partials.append(u.partial)
+    )
+    split = datasets.breast_cancer(seed=0)
+    assert run.computed == len(plan.cells) == 3 + 4 and run.reused == 0
+    for (l, lp), cell in run.cells.items():
+        assert cell["W1"].shape == (3, l, 30) and cell["test_bce"].shape == (3,)
+        for i in range(3):
+            p = sweep_init(30, l, lp, i, 0, sign_policy="independent")
+            q = train_run_bce(split.X_train, split.Y_train, p, 0.1, 40)
+            assert cell["test_bce"][i] == pytest.approx(held_out_bce(q), abs=1e-12)
+            np.testing.assert_allclose(cell["W1"][i], q.W1, rtol=0, atol=1e-12)
+    # Partials grow to the whole grid, each a fresh dict of plain arrays.
+    assert [p.done for p in partials] == sorted(p.done for p in partials) and partials[-1].done == 7
+    assert partials[0].cells is not partials[-1].cells and set(partials[-1].cells) == set(plan.cells)
+    res = fig4.assemble(run)
+    for a, l in enumerate(res.ls):
+        for lp in range(l + 1):
+            assert res.mean[a, lp] == np.mean(res.test_bce[(res.runs[:, 0] == l) & (res.runs[:, 1] == lp)])
+
+
+def test_fig5_cells_against_the_closed_forms(tmp_path):
+    run = run_to_completion(sweep_job(fig5.plan(FIG5), tmp_path))
+    g = fig5.grids(FIG5, run.cells)
+    for a, d in enumerate(FIG5.ds):
+        for b, l in enumerate(FIG5.ls):
+            exact = obstruction_probability(d, l, "kaiming_normal")
+            assert g["closed_kaiming_normal"][a, b] == exact
+            assert abs(g["mc_kaiming_normal"][a, b] - exact) < 5 * g["se_kaiming_normal"][a, b]
+    assert np.isnan(g["closed_pytorch"]).all() and np.isfinite(g["mc_pytorch"]).all()
+    # d = 1, PyTorch's default init: 1 − (1 − 1/(2√l))^l exactly (MATH A8).
+    exact = 1 - (1 - 1 / (2 * np.sqrt(np.array(FIG5.ls)))) ** np.array(FIG5.ls)
+    assert np.all(np.abs(g["mc_pytorch"][0] - exact) < 5 * g["se_pytorch"][0])
+    assert len({float(c["estimate"]) for c in run.cells.values()}) > 4  # a stream per cell, not one shared
+
+
+def test_local_and_ray_give_identical_fig4_and_fig5_results(tmp_path, ray_cluster):
+    kinds = (("fig4", lambda: fig4.plan(**FIG4), jobs.fig4_job), ("fig5", lambda: fig5.plan(FIG5), None))
+    for name, make, job in kinds:
+        out = {}
+        for executor, per_task in (("local", None), ("ray", None), ("ray", 3)):
+            d = tmp_path / f"{name}-{executor}-{per_task}"
+            options = dict(executor=executor, cells_per_task=per_task)
+            if job is not None:
+                run_to_completion(job(make(), d, figure=False, **options))
+            else:
+                run_to_completion(jobs.fig5_job(make(), d, **options))
+            out[(executor, per_task)] = _files(d)
+        assert "metrics.json" in out[("local", None)]
+        assert out[("ray", None)] == out[("local", None)] == out[("ray", 3)], name
+
+
+def _stop_after(job, cells: int) -> float:
+    """Drive ``job`` until ``cells`` cells are finished, then close it, as a GUI cancel or Ctrl-C does;
+    the seconds the close took."""
+    for update in job:
+        if isinstance(update.partial, SweepPartial) and update.partial.done >= cells:
+            break
+    began = time.perf_counter()
+    job.close()
+    return time.perf_counter() - began
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_a_stopped_sweep_resumed_equals_an_uninterrupted_one(tmp_path, executor, request):
+    if executor == "ray":
+        request.getfixturevalue("ray_cluster")
+    plan = fig4.plan(ls=(2, 3, 4, 5, 6), n_inits=2, steps=300)  # 25 cells of ~50 ms
+    whole = run_to_completion(sweep_job(plan, tmp_path / "whole"))
+    part = tmp_path / "part"
+    closing = _stop_after(jobs.fig4_job(plan, part, figure=False, executor=executor, cells_per_task=1), 3)
+    assert closing < 2.0  # a cancel stops the cells in flight within a GD step (local) or kills them (Ray)
+    store = CellStore(part)
+    kept = store.finished()
+    assert 3 <= len(kept) < len(plan.cells)
+    stamps = {n: os.stat(store.cells_dir / f"{n}.npz").st_mtime_ns for n in kept}
+    resumed = run_to_completion(sweep_job(plan, part, executor=executor, mode="resume"))
+    assert resumed.reused == len(kept) and resumed.computed == len(plan.cells) - len(kept)
+    assert {n: os.stat(store.cells_dir / f"{n}.npz").st_mtime_ns for n in kept} == stamps  # not recomputed
+    _same_cells(resumed.cells, whole.cells)
+    assert fig4.metrics(resumed, fig4.assemble(resumed)) == fig4.metrics(whole, fig4.assemble(whole))
+    # Resuming a finished sweep computes nothing.
+    assert run_to_completion(sweep_job(plan, part, mode="resume")).computed == 0
+
+
+def test_resume_with_changed_settings_is_refused(tmp_path):
+    run_to_completion(sweep_job(fig4.plan(ls=(2,), n_inits=1, steps=5), tmp_path))
+    with pytest.raises(EngineInputError, match=r"--resume refused.*steps 5 -> 6"):
+        next(sweep_job(fig4.plan(ls=(2,), n_inits=1, steps=6), tmp_path, mode="resume"))
+    with pytest.raises(EngineInputError, match="already holds a fig4 sweep"):
+        next(sweep_job(fig4.plan(ls=(2,), n_inits=1, steps=5), tmp_path))
+    with pytest.raises(EngineInputError, match="it is a fig4 sweep"):
+        next(sweep_job(fig5.plan(FIG5), tmp_path, mode="resume"))
+
+
+def test_a_half_written_cell_is_not_a_cell(tmp_path):
+    plan = fig4.plan(ls=(2,), n_inits=1, steps=5)
+    run_to_completion(sweep_job(plan, tmp_path))
+    store = CellStore(tmp_path)
+    (store.cells_dir / "l2-lp0.npz").unlink()
+    (store.cells_dir / ".l2-lp0.npz.123.tmp").write_bytes(b"PK\x03")  # a write cut off before its rename
+    assert store.finished() == {"l2-lp1", "l2-lp2"}
+    assert run_to_completion(sweep_job(plan, tmp_path, mode="resume")).computed == 1
+
+
+def _crash_once(marker_dir, cell):
+    """Kills its Ray worker process the first time it meets cell (1,): a lost worker."""
+    marker = os.path.join(marker_dir, "crashed")
+    if cell == (1,) and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return {"square": np.float64(cell[0] ** 2)}
+
+
+def test_a_lost_ray_workers_cells_are_retried(tmp_path, ray_cluster):
+    plan = SweepPlan("crash", {"n": 4}, ("i",), tuple((i,) for i in range(4)), _crash_once, str(tmp_path))
+    run = run_to_completion(sweep_job(plan, tmp_path / "out", executor="ray", cells_per_task=1))
+    assert (tmp_path / "crashed").exists()  # the worker did die once
+    assert [float(c["square"]) for c in run.cells.values()] == [0.0, 1.0, 4.0, 9.0]
+
+
+def test_packing_amortises_and_balances():
+    plan = fig4.plan(**fig4.QUICK)
+    tasks = pack(plan, list(plan.cells), workers=2)
+    assert [c for t in tasks for c in t] == list(plan.cells)  # every cell once, in order
+    assert len(tasks) >= 8 and max(map(len, tasks)) > 1
+    # t minimises W/n (1 + o/t) + t/2, checked against a scan; clamped to [MIN, MAX].
+    ts = np.linspace(0.001, 1.0, 100_000)
+    W, n, o = 30.0, 2, 0.002
+    assert task_seconds(W, n, o) == pytest.approx(ts[np.argmin(W / n * (1 + o / ts) + ts / 2)], abs=1e-4)
+    assert task_seconds(1e-6, 4) == MIN_TASK_S and task_seconds(1e9, 1) == MAX_TASK_S
+
+
+def test_bad_grids_and_data(tmp_path, monkeypatch):
+    with pytest.raises(EngineInputError, match="empty range"):
+        int_range("5..2", "--l", 1, 30)
+    with pytest.raises(EngineInputError, match="outside"):
+        int_range("2..31", "--l", 1, 30)
+    with pytest.raises(EngineInputError, match=f"limit is {MAX_CELLS}"):
+        fig5.plan(fig5.Fig5Settings(ds=tuple(range(1, 400)), ls=tuple(range(1, 400)), schemes=("pytorch",)))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2,0\n3,x,1\n")
+    with pytest.raises(EngineInputError, match="numeric"):
+        fig4.load_dataset(str(bad))
+    one = tmp_path / "one.csv"
+    one.write_text("".join(f"{i},{i * i},1\n" for i in range(10)))
+    with pytest.raises(EngineInputError, match="one class only"):
+        fig4.load_dataset(str(one))
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(EngineInputError, match=r'pip install "\.\[ray\]"'):
+        run_to_completion(sweep_job(fig4.plan(ls=(2,), n_inits=1, steps=5), tmp_path / "r", executor="ray"))
+
+
+def test_other_data_sets_and_csv_files(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    (tmp_path / "xy.csv").write_text("\n".join(",".join(map(str, [*x, 7.0 if x[0] > 0 else -2.0])) for x in X))
+    for name in ("wine", "digits-binary", str(tmp_path / "xy.csv")):
+        split = fig4.load_dataset(name)
+        assert set(np.unique(split.Y_train)) == {0.0, 1.0} and np.allclose(split.X_train.mean(0), 0, atol=1e-12)
+    split = fig4.load_dataset(str(tmp_path / "xy.csv"))
+    assert split.X_train.shape == (32, 3)
+    assert split.Y_train.sum() + split.Y_test.sum() == np.sum(X[:, 0] > 0)  # 7, the larger label, is class 1
