@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from PySide6.QtCore import QSettings
 
 from engine.core.errors import EngineInputError
+from engine.io.session_arrays import check_workspace_results
 
 from .parameter_values import apply_all, values_of_state
 from .presets import one_line
@@ -215,9 +216,10 @@ def capture_state(window) -> dict:
 
 def apply_state(window, state: dict) -> None:
     checked = checked_state(state)
-    for key in checked.workspaces:
+    for key, saved in checked.workspaces.items():  # every array's dtype, shape and length first
         if key not in window.workspaces:
             raise EngineInputError(f"the session has a workspace {key!r} this app does not know")
+        check_workspace_results(key, saved.results)
     for key, saved in checked.workspaces.items():
         ws = window.workspaces[key]
         apply_all(ws.parameters, values_of_state(saved.parameters, f"{key}/parameters"))

@@ -88,3 +88,30 @@ def test_damaged_sessions_are_refused_and_change_nothing(qtbot, window, saved):
     assert str(bad.resolve()) not in session.recent_files()
     window.run(steps=3)  # the app still works
     wait_until_idle(qtbot, window)
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda t: t.pop("W1"), "W1"),
+        (lambda t: t.update(W1=np.ones(t["W1"].shape, dtype=np.int64)), "W1"),
+        (lambda t: t.update(loss=t["loss"][:-1]), "loss"),
+        (lambda t: t.update(W1=t["W1"] + 1j), "W1"),
+    ],
+    ids=["missing W1", "integer W1", "loss shorter than step", "complex W1"],
+)
+def test_sessions_with_bad_trajectories_are_refused_whole(qtbot, window, saved, damage, words):
+    # The trajectory is checked (names, dtypes, lengths) before anything is applied: the camera
+    # the session would move stays where it was, and the message names the array.
+    state = session.read_session(saved)
+    damage(state["workspaces"]["topology"]["results"]["trajectory"])
+    bad = saved.with_name("bad.lens")
+    session.write_session(bad, state)
+    view = window.workspaces["topology"].gl_views()[0]
+    view.setCameraPosition(distance=11.0)
+    before = session.capture_state(window)
+    window.message_bar.clear()
+    assert window.open_session(str(bad)) is None
+    assert "bad.lens" in window.message_bar.text and words in window.message_bar.text, window.message_bar.text
+    assert view.opts["distance"] == pytest.approx(11.0)
+    assert_same(before, session.capture_state(window))

@@ -1,0 +1,38 @@
+"""Modules imported on first use, so the window can open before torch and scipy have loaded.
+
+``from engine.core.lazy import torch`` binds a stand-in that imports torch the first time one of
+its attributes is read (``torch.zeros``, ``torch.float64``), then is torch for every later read.
+torch takes 1.7–2.7 s to import and scipy.optimize about 1 s; the engine's modules use them only
+inside functions, so the window (which imports those modules for their types and jobs) no longer
+waits for either: the application imports them on a background thread once it is shown
+(gui.app.preload_numerics).
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+
+class LazyModule(types.ModuleType):
+    """A module object that becomes ``name`` at first attribute access."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.__dict__["_lazy_name"] = name
+
+    def _load(self) -> types.ModuleType:
+        module = importlib.import_module(self.__dict__["_lazy_name"])
+        self.__dict__.update(module.__dict__)  # later reads find the attributes here directly
+        return module
+
+    def __getattr__(self, attr: str):
+        return getattr(self._load(), attr)
+
+    def __dir__(self):
+        return dir(self._load())
+
+
+torch = LazyModule("torch")
+scipy_optimize = LazyModule("scipy.optimize")
+scipy_linalg = LazyModule("scipy.linalg")

@@ -1,0 +1,3 @@
+"""For every test: torch runs one OpenMP thread in every thread, as the app does (landscape_lens)."""
+
+import landscape_lens  # noqa: F401  (sets OMP_NUM_THREADS before anything imports torch)
