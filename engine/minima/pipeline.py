@@ -208,12 +208,14 @@ def _stage(fig: Figure3, job, start: float, stop: float, field: str, message: st
     return fig
 
 
-def _after_construction(fig: Figure3, s: Figure3Settings, start: float) -> Job[Figure3]:
-    """The stages after the construction: spectrum, slices, path, saddle, plane (those ``s`` asks for)."""
+def _after_construction(fig: Figure3, s: Figure3Settings, start: float, spectrum: bool = True) -> Job[Figure3]:
+    """The stages after the construction: spectrum (unless an inspection computed it), slices,
+    path, saddle, plane (those ``s`` asks for)."""
     c = fig.construction
-    eigs, h = yield from C.spectrum_job(c.arch, c.params, c.X, c.Y, "Hessian spectrum")
-    fig = replace(fig, eigs=eigs, hessian=h)
-    yield Progress(start, "Hessian spectrum", fig)
+    if spectrum:
+        eigs, h = yield from C.spectrum_job(c.arch, c.params, c.X, c.Y, "Hessian spectrum")
+        fig = replace(fig, eigs=eigs, hessian=h)
+        yield Progress(start, "Hessian spectrum", fig)
     span = 1.0 - start
     if s.slices is not None:
         fig = yield from _stage(
@@ -472,7 +474,7 @@ def _inspected_job(net, label: str, s: Figure3Settings, moved: tuple = ()) -> Jo
     c = yield from wait_for(lambda stop: construction_of(net, step, report.neurons), "construction history")
     fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=label, moved=moved)
     yield Progress(0.3, "loaded", fig)
-    return (yield from _after_loading(fig, s))
+    return (yield from _after_construction(fig, replace(s, plane=None), 0.3, spectrum=False))
 
 
 def critical_point_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
@@ -490,21 +492,6 @@ def critical_point_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
     moved = (float(np.linalg.norm(theta - c.params)), grad_norm)
     net = NetFile(c.arch, theta, c.X, np.asarray(c.Y).reshape(-1, 1))
     return (yield from _inspected_job(net, fig.loaded_from or "the built network", s, moved))
-
-
-def _after_loading(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
-    """_after_construction without the spectrum (the inspection computed it)."""
-    c = fig.construction
-    if s.slices is not None:
-        fig = yield from _stage(
-            fig, slices_job(c.arch, c.params, c.X, c.Y, s.slices, _pair(c)), 0.3, 0.6, "slices_min", "slices: "
-        )
-    if not c.splits:
-        return fig
-    if s.path is not None:
-        fig = yield from _stage(fig, path_job(c, s.path), 0.6, 0.8, "path", "degenerate path: ")
-    fig = yield from _stage(fig, saddle_job(c, s.saddle_lam, s.slices, s.descent), 0.8, 1.0, "saddle", "saddle: ")
-    return fig
 
 
 def split_figure_job(fig: Figure3, layer: int, neuron: int, lam: float, s: Figure3Settings) -> Job[Figure3]:
