@@ -115,7 +115,8 @@ def lambda_preview_latency(window, moves=(2.5, 3.0, 3.5, 4.0, 1.5, 5.0)) -> list
         while f"preview at λ = {lam:.3g}" not in title():
             spin(2)
         out.append(time.perf_counter() - began)
-        while ws.controller.lane("probe").busy or ws.controller.lane("preview").busy:  # let the probe finish: moves are spaced
+        # let the probe finish: moves are spaced
+        while ws.controller.lane("probe").busy or ws.controller.lane("preview").busy:
             spin(20)
     return out
 
@@ -127,10 +128,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000, help="steps of a training preset's run")
     parser.add_argument("--lambda-preview", action="store_true", help="also time λ-drag previews (builds nonattr-fig3)")
     args = parser.parse_args()
-    from gui.app import create_app
+    from gui.app import create_app, preload_numerics
     from gui.main_window import MainWindow
 
     create_app()
+    preload_numerics().join()
     window = MainWindow()
     window.resize(1600, 960)
     window.show()

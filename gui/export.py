@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import imageio.v3 as iio
 import pyqtgraph.exporters as exporters
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
@@ -57,6 +56,8 @@ def export_gl(view, path, size: tuple[int, int]) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise EngineInputError(f"{path.name}: export a 3D view as .png")
+    import imageio.v3 as iio  # on first export: the window opens without it
+
     iio.imwrite(path, render_gl(view, size))
     return path
 

@@ -12,10 +12,11 @@ from engine.core.errors import EngineInputError
 
 
 def open_window(size: tuple[int, int]):
-    from .app import create_app
+    from .app import create_app, preload_numerics
     from .main_window import MainWindow
 
     app = create_app()
+    preload_numerics().join()  # nothing to look at meanwhile: load now, not during the run
     window = MainWindow()
     window.resize(*size)
     window.show()

@@ -34,5 +34,8 @@ class LazyModule(types.ModuleType):
 
 
 torch = LazyModule("torch")
+scipy_integrate = LazyModule("scipy.integrate")
 scipy_optimize = LazyModule("scipy.optimize")
-scipy_linalg = LazyModule("scipy.linalg")
+scipy_sparse_linalg = LazyModule("scipy.sparse.linalg")
+scipy_special = LazyModule("scipy.special")
+scipy_stats = LazyModule("scipy.stats")

@@ -1,7 +1,6 @@
 """Process-wide numeric settings chosen deliberately for tiny networks on small machines."""
 
-import threadpoolctl
-import torch
+from engine.core.lazy import torch
 
 _configured = False
 
@@ -16,6 +15,8 @@ def configure_torch_threads(threads: int = 1) -> None:
     """
     global _configured
     if not _configured:
+        import threadpoolctl
+
         torch.set_num_threads(threads)
         threadpoolctl.threadpool_limits(threads)
         _configured = True

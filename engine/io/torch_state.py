@@ -22,9 +22,9 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import torch
 from engine.io.netfile import NetFile
 from engine.io.session_arrays import read_npz
 from engine.minima import deep

@@ -12,16 +12,16 @@ HVPs are reverse-over-reverse on a retained gradient graph, in float64 (see ``hv
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse.linalg
-import torch
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import scipy_sparse_linalg, torch
 from engine.core.progress import Job, Progress, run_to_completion, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.minima import deep
@@ -79,8 +79,19 @@ class _Cancelled(Exception):
     """Raised inside ARPACK's matvec when the job is closed, to abandon the eigensolve."""
 
 
-class _HessianOperator(scipy.sparse.linalg.LinearOperator):
-    """H as a LinearOperator counting its products and stopping when ``stop`` is set."""
+@functools.cache
+def _operator_class():
+    """The LinearOperator class, made on first use: scipy loads only when a Hessian is wanted."""
+    return type("_HessianOperator", (_HessianProducts, scipy_sparse_linalg.LinearOperator), {})
+
+
+def _hessian_operator(hvp, n: int, stop: threading.Event, lift: tuple | None = None):
+    return _operator_class()(hvp, n, stop, lift)
+
+
+class _HessianProducts:
+    """H as a LinearOperator (``_hessian_operator``) counting its products and stopping when
+    ``stop`` is set."""
 
     def __init__(self, hvp, n: int, stop: threading.Event, lift: tuple | None = None):
         super().__init__(np.float64, (n, n))
@@ -105,7 +116,7 @@ class _HessianOperator(scipy.sparse.linalg.LinearOperator):
 
 
 def _lanczos_end(
-    operator: Callable[[threading.Event], scipy.sparse.linalg.LinearOperator],
+    operator: Callable[[threading.Event], scipy_sparse_linalg.LinearOperator],
     n: int,
     k: int,
     which: str,
@@ -121,7 +132,7 @@ def _lanczos_end(
 
     def solve(stop):
         op = operator(stop)
-        out = scipy.sparse.linalg.eigsh(
+        out = scipy_sparse_linalg.eigsh(
             op,
             k=k,
             which=which,
@@ -140,7 +151,7 @@ def _lanczos_end(
     return vals[order], (vecs[:, order] if vectors else None), count
 
 
-def _lowest_operator(hvp, n, stop, top, top_v) -> _HessianOperator:
+def _lowest_operator(hvp, n, stop, top, top_v):
     """H with its top eigenvalues moved down to the smallest of them, top[0].
 
     Lanczos converges at a rate set by an eigenvalue's gap relative to the spectrum's width; a
@@ -148,7 +159,7 @@ def _lowest_operator(hvp, n, stop, top, top_v) -> _HessianOperator:
     crawl (10k HVPs and 121 s on 2—200—200—1, against 56 HVPs lifted). Moving them to top[0],
     not to 0, keeps them above every eigenvalue not found, so none can pass for a lowest one.
     """
-    return _HessianOperator(hvp, n, stop, lift=(top_v, top[0] - top))
+    return _hessian_operator(hvp, n, stop, lift=(top_v, top[0] - top))
 
 
 def hutchinson_trace_job(
@@ -234,7 +245,7 @@ def hessian_report_job(
         raise EngineInputError(f"k = {k} eigenvalues from each end needs more than {2 * k} parameters")
     hvp = hvp_function(arch, theta, X, Y)
     top, top_v, n_high = yield from _lanczos_end(
-        lambda stop: _HessianOperator(hvp, n, stop), n, m, "LA", True, tol, seed + 1, maxiter, ncv
+        lambda stop: _hessian_operator(hvp, n, stop), n, m, "LA", True, tol, seed + 1, maxiter, ncv
     )
     low, low_v, n_low = yield from _lanczos_end(
         lambda stop: _lowest_operator(hvp, n, stop, top, top_v), n, k, "SA", vectors, tol, seed, maxiter, ncv

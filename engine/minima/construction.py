@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.optimize
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import scipy_optimize
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.minima import deep
@@ -124,7 +124,7 @@ def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_s
         if stop is not None and stop.is_set():
             raise StopIteration  # scipy ends the run and returns the current point
 
-    res = scipy.optimize.minimize(
+    res = scipy_optimize.minimize(
         fun,
         np.asarray(theta0, float),
         jac=True,

@@ -1,4 +1,4 @@
-"""B11: a non-increasing path from a constructed minimum to a global one (MATH.md B11).
+"""B11: a non-increasing path from a constructed minimum to a global one (docs/MATH.md B11).
 
 ``descending_path_job`` is the one pipeline (``reproduce nonattr-path`` and the GUI preset): the
 Fig. 3 construction (engine.minima.pipeline), then the path. The result keeps the parameter vector at
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import expit
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import scipy_special
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.minima import deep
@@ -74,7 +74,7 @@ def nonincreasing_path(arch: Arch, theta, X, Y, n: int = 41) -> NonincreasingPat
     Ws[L - 3][1], Ws[L - 3][2] = 0.0, s * omega
     if arch.bias:
         bs[L - 3][1:3] = 0.0
-    g = np.sort(expit(s * p) if arch.activation == "sigmoid" else np.tanh(s * p))
+    g = np.sort(scipy_special.expit(s * p) if arch.activation == "sigmoid" else np.tanh(s * p))
     m, gap = (g[1:] + g[:-1]) / 2, np.diff(g)
     if gap.min() <= 0:
         raise EngineInputError("two samples coincide on every direction tried; the path needs distinct samples")

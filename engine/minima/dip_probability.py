@@ -19,10 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.integrate
-import torch
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import scipy_integrate, torch
 from engine.core.progress import Job, Progress, run_to_completion
 from engine.core.runtime import configure_torch_threads
 from engine.landscape import hessian
@@ -86,7 +85,7 @@ def _imhof_integral(lam: np.ndarray) -> float:
     edges = np.arange(np.log(u0), np.log(U) + np.log(4), np.log(4))
     total = 0.5 * lam.sum() * u0
     for a, b in zip(edges[:-1], edges[1:]):
-        total += scipy.integrate.quad(integrand, a, b, epsabs=1e-16, epsrel=1e-12, limit=100)[0]
+        total += scipy_integrate.quad(integrand, a, b, epsabs=1e-16, epsrel=1e-12, limit=100)[0]
     return total
 
 

@@ -10,10 +10,9 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.optimize
-from scipy.special import expit
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import scipy_optimize, scipy_special
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.minima import deep
@@ -62,7 +61,7 @@ def shallow_theta(W, b, v, b_out=0.0):
 
 def shallow_loss(W, b, v, b_out, X, y) -> float:
     """L = Σ (σ(X Wᵀ + b) v + b_out − y)², in plain numpy (what the exports let anyone recompute)."""
-    res = expit(X @ W.T + b) @ v + b_out - y
+    res = scipy_special.expit(X @ W.T + b) @ v + b_out - y
     return float(res @ res)
 
 
@@ -70,7 +69,7 @@ def _excess(W, b, v, b_out, X, y):
     """L − L∞ as 2 r·d + d·d, with d = f − mean(y) written via σ(z) − 1 = −σ(−z): keeps every digit."""
     c = y.mean()
     z = X @ W.T + b
-    d = (v.sum() + b_out - c) - expit(-z) @ v
+    d = (v.sum() + b_out - c) - scipy_special.expit(-z) @ v
     return 2 * (c - y) @ d + d @ d
 
 
@@ -127,7 +126,7 @@ def gd_from_infinity(
     last = time.perf_counter()
     for k in range(steps + 1):
         z = X @ W.T + b
-        a = expit(z)
+        a = scipy_special.expit(z)
         res = a @ v + b_out - y
         if k % every == 0 or k == steps:
             for key, value in zip(
@@ -174,7 +173,7 @@ def lbfgs_from_job(X, Y, W, b, v) -> Job[LowerPoint]:
             if stop.is_set():
                 raise StopIteration
 
-        return scipy.optimize.minimize(
+        return scipy_optimize.minimize(
             fun, shallow_theta(W, b, v), jac=True, method="L-BFGS-B", callback=callback, options=dict(maxiter=5000)
         )
 

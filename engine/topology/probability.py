@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import scipy_stats
 from engine.core.progress import Job, Progress, subjob
 from engine.core.validation import integer
 from engine.topology.invariants import balances
@@ -45,7 +45,7 @@ def obstruction_probability(d: int, l: int, scheme: str) -> float:
 def probability_grid(ds: Sequence[int], ls: Sequence[int], scheme: str) -> np.ndarray:
     """Closed-form P[obstruction] on the grid, shape (len(ds), len(ls)), in one vectorized call."""
     d, l = np.meshgrid(np.asarray(ds, dtype=np.float64), np.asarray(ls, dtype=np.float64), indexing="ij")
-    return -np.expm1(l * stats.f.logcdf(_ratio(d, l, scheme), 1, d))  # 1 − F^l without cancellation
+    return -np.expm1(l * scipy_stats.f.logcdf(_ratio(d, l, scheme), 1, d))  # 1 − F^l without cancellation
 
 
 def obstruction_probability_mc(

@@ -12,10 +12,9 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
-from scipy.integrate import RK45
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import scipy_integrate, torch
 from engine.core.progress import Job, Progress, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.core.validation import integer, real
@@ -237,7 +236,7 @@ def _train_flow(net, params, X, Y, config) -> Job[Trajectory]:
     horizon, i, last = config.steps * config.lr, 1, time.perf_counter()
     if config.steps == 0:
         return rec.snapshot(None, "flow: no steps")
-    solver = RK45(field_, 0.0, y0, horizon, rtol=config.rtol, atol=config.atol)
+    solver = scipy_integrate.RK45(field_, 0.0, y0, horizon, rtol=config.rtol, atol=config.atol)
     while i < len(steps):
         message = solver.step()
         if solver.status == "failed" or not np.all(np.isfinite(solver.y)):

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import torch
 from engine.core.validation import integer
 
 ACTIVATIONS = ("relu", "leaky_relu")

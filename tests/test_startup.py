@@ -1,0 +1,27 @@
+"""The window opens before torch and scipy load: importing it and building it imports neither."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "scipy.optimize", "scipy.linalg", "scipy.stats", "sklearn", "imageio", "matplotlib")
+
+PROBE = f"""
+import sys
+import gui.main_window
+print(sorted(m for m in {HEAVY!r} if m in sys.modules))
+"""
+
+
+def test_importing_the_window_imports_no_numerics_library():
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"the window module imported {out.stdout.strip()}"
+
+
+def test_the_probe_sees_an_import():
+    # Guards the guard: the same probe must report torch once something imports it.
+    code = PROBE.replace("import gui.main_window", "import gui.main_window, torch")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "'torch'" in out.stdout, out.stdout + out.stderr
