@@ -13,8 +13,9 @@ Ratios are peer (or helper) time over engine time, for wall and CPU time (proces
 threads). "% peak" is the engine's useful GFLOP/s (the multiply-adds of one network forward per
 point) over a 1500² torch matmul of the same dtype timed here on as many threads.
 Also printed: the sigmoid floor (the workload's sigmoids alone on one thread, which bounds the
-"% peak" any torch.sigmoid kernel can reach), the λ-drag preview (K = 5000, P = 21, float32)
-and a 41 × 41 plane.
+"% peak" any torch.sigmoid kernel can reach), the 1-thread kernel's time as a multiple of that
+floor plus the batched products alone (gemm_seconds: what the kernel cannot avoid), the λ-drag
+preview (K = 5000, P = 21, float32) and a 41 × 41 plane.
 
 Needs the bench extra: pip install -e .[bench]   (loss-landscapes declares only numpy and
 imports torch; it runs unchanged on numpy 2, so no workaround is needed.)
@@ -70,6 +71,22 @@ def sigmoid_seconds(dtype, chunk=8 * P * 21 * N):
         return timed(lambda: [torch.sigmoid(x, out=out) for _ in range(ACTIVATIONS // chunk)])[0]
     finally:
         torch.set_num_threads(1)
+
+
+def gemm_seconds(dtype, chunk=landscape.DEFAULT_CHUNK["float64"]):
+    """One thread's time for the workload's batched products alone, at the kernel's shapes: per
+    chunk of ``chunk`` points, layer 2's (chunk, 21, 21) @ (chunk, 21, 20) and the output layer's
+    (chunk, 1, 21) @ (chunk, 21, 20). With ``sigmoid_seconds`` this is the kernel's floor: what
+    remains (forming W + t D, the additions, the loss) is overhead the kernel could still lose."""
+    torch.set_num_threads(1)
+    a = torch.rand(chunk, ARCH.widths[1], N, dtype=dtype)
+    W2 = torch.rand(chunk, ARCH.widths[2], ARCH.widths[1], dtype=dtype)
+    W3 = torch.rand(chunk, 1, ARCH.widths[2], dtype=dtype)
+    out2, out3 = torch.empty(chunk, ARCH.widths[2], N, dtype=dtype), torch.empty(chunk, 1, N, dtype=dtype)
+    torch.bmm(W2, a, out=out2)  # layer 3 reads layer 2's output, as in the kernel
+    return timed(lambda: [(torch.bmm(W2, a, out=out2), torch.bmm(W3, out2, out=out3)) for _ in range(K * P // chunk)])[
+        0
+    ]
 
 
 def peer_curves(theta, dirs, t, X, y, dtype):
@@ -136,13 +153,14 @@ def main():
         if row not in best or wall * scale < best[row][0]:
             best[row] = (wall * scale, cpu * scale, threads)
 
-    peaks, agree, floors = {}, {}, {}
+    peaks, agree, floors, gemms = {}, {}, {}, {}
     for _ in range(args.repeats):
         for name, dtype in DTYPES.items():
             for threads in (1, 2):
                 peak = matmul_peak(dtype, threads)
                 peaks[name, threads] = max(peaks.get((name, threads), 0), peak)
             floors[name] = min(floors.get(name, np.inf), sigmoid_seconds(dtype))
+            gemms[name] = min(gemms.get(name, np.inf), gemm_seconds(dtype))
             sub = d[: args.peer_dirs]
             wall, cpu, peer = timed(lambda: peer_curves(theta, sub, t, X, y, dtype))
             record((name, "peer"), wall, cpu, 1, points / peer.size)
@@ -200,6 +218,16 @@ def main():
         + ", ".join(
             f"{name} {floors[name]:.2f} s, so at most "
             f"{100 * FLOPS_PER_POINT * points / floors[name] / 1e9 / peaks[name, 1]:.0f}% of 1-thread peak"
+            for name in DTYPES
+        )
+    )
+    one = {name: best[name, "1 thread"][0] for name in DTYPES}
+    print(
+        "1-thread kernel against its floor (the sigmoids alone + the batched products alone, each timed "
+        "alone on 1 thread): "
+        + ", ".join(
+            f"{name} {one[name]:.2f} s = {one[name] / (floors[name] + gemms[name]):.2f} × "
+            f"({floors[name]:.2f} + {gemms[name]:.2f} s)"
             for name in DTYPES
         )
     )

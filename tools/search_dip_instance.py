@@ -1,4 +1,4 @@
-"""Search a Fig. 3 construction (2—1—1—1 → 2—21—21—1, MATH.md B7) whose saddle shows dips over
+"""Search a Fig. 3 construction (2—1—1—1 → 2—21—21—1, docs/MATH.md B7) whose saddle shows dips over
 ALL parameters (issue 12, "A Fig. 3 instance where the dip is visible").
 
 For each candidate (data seed, N, teacher scale, input scale, split λ of the construction) this

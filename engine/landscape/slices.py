@@ -1,4 +1,4 @@
-"""Loss-landscape slices and planes (MATH.md B8), evaluated in batches.
+"""Loss-landscape slices and planes (docs/MATH.md B8), evaluated in batches.
 
 Both go through ``slice_kernel``, which uses the θ + t d structure: layer 1 costs two small GEMMs
 for every t, and deeper layers one batched GEMM over each point's own weights W + t D. Chunks of a
@@ -11,20 +11,36 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from engine.core.errors import EngineInputError
+from engine.core.lazy import torch
 from engine.core.progress import Job, Progress, run_to_completion
 from engine.core.runtime import configure_torch_threads
 from engine.minima import deep
 from engine.minima.deep import Arch
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+class _Dtypes(Mapping):
+    """ "float64" / "float32" -> the torch dtype, looked up when used (torch loads on first use)."""
+
+    def __getitem__(self, name: str):
+        if name not in ("float64", "float32"):
+            raise KeyError(name)
+        return getattr(torch, name)
+
+    def __iter__(self):
+        return iter(("float64", "float32"))
+
+    def __len__(self) -> int:
+        return 2
+
+
+DTYPES = _Dtypes()
 # Points per chunk: whole directions of P points. On 2—21—21—1 with 20 samples, 8 directions of
 # 101 points were fastest in both dtypes (1–8 swept, interleaved): smaller chunks stay in the
 # 512 KiB L2 but pay ~120 µs of torch call overhead each (float32: 2.56 µs a point at 1
@@ -41,7 +57,9 @@ WORKER_THREADS = min(2, os.cpu_count() or 1)
 
 def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: str = "unit") -> np.ndarray:
     """K Gaussian directions ``(K, P)``: unit norm, or per neuron (Li et al. 2018) each neuron's
-    incoming block scaled to the norm of the same block of θ."""
+    incoming block scaled to the norm of the same block of θ. Li et al.'s filter and layer
+    normalisations: engine.landscape.directions.directions (the same Gaussian draws), passed in
+    as ``directions=``."""
     if K < 1:
         raise EngineInputError(f"number of directions K = {K} must be at least 1")
     d = np.random.default_rng(seed).standard_normal((K, arch.n_params))

@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from engine.core import datasets
 from engine.core.errors import EngineInputError
+from engine.core.lazy import torch
 from engine.core.progress import Job, Progress, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.core.validation import integer, real

@@ -2,7 +2,8 @@
 
 
 def all_workspaces():
+    from .landscape import LandscapeWorkspace
     from .minima import MinimaWorkspace
     from .topology import TopologyWorkspace
 
-    return [TopologyWorkspace(), MinimaWorkspace()]
+    return [TopologyWorkspace(), MinimaWorkspace(), LandscapeWorkspace()]

@@ -87,7 +87,7 @@ def _critical_point(arch, X, Y, theta):
 
 
 def _split_first_neuron(arch, theta, lam):
-    """γ^0_λ on a one-hidden-layer net (MATH.md B2), written out here to stay independent of construction."""
+    """γ^0_λ on a one-hidden-layer net (docs/MATH.md B2), written out here to stay independent of construction."""
     (W1, W2), _ = deep.unpack(arch, theta)
     W1 = np.vstack([W1, W1[0]])
     W2 = np.hstack([W2, lam * W2[:, :1]])

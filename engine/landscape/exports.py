@@ -1,0 +1,107 @@
+"""The toolkit's files: plane.npz, plane.vts, interp.npz, density.npz (docs/EXPORTS.md, "Landscape
+toolkit"). Plain arrays only, so a numpy script recomputes every loss, norm and projection.
+
+The command line (``main.py landscape``) and a GUI view write through these functions; each
+returns the path it wrote.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from engine.landscape import directions as D
+from engine.landscape.density import Density
+from engine.landscape.interpolation import Interpolation
+from engine.landscape.plane import PlaneResult
+from engine.landscape.trajectory_pca import PCAPlane
+from engine.landscape.vtk import write_vts
+from engine.minima.deep import Arch
+
+
+def _save(path, **arrays) -> Path:
+    path = Path(path)
+    np.savez_compressed(path, **{k: np.asarray(v) for k, v in arrays.items()})
+    return path
+
+
+def _plane_arrays(p: PlaneResult) -> dict:
+    return dict(
+        alpha=p.alpha,
+        beta=p.beta,
+        loss=p.loss,
+        theta=p.theta,
+        d1=p.d1,
+        d2=p.d2,
+        L_star=p.L_star,
+        loss_kind=np.array(p.kind),
+        normalization=np.array(p.normalization),
+        ignore=np.array(p.ignore),
+        seed=np.int64(p.seed),
+    )
+
+
+def write_plane(out_dir, p: PlaneResult, arch: Arch, vts: bool = True) -> list[Path]:
+    """plane.npz (and plane.vts). Filter norms ride along: ``theta_filter_norms``, ``d1_filter_norms``,
+    ``d2_filter_norms``, every layer's row norms concatenated (layer 1's rows first)."""
+    norms = {
+        f"{k}_filter_norms": np.concatenate(D.filter_norms(arch, v))
+        for k, v in (("theta", p.theta), ("d1", p.d1), ("d2", p.d2))
+    }
+    out = [_save(Path(out_dir) / "plane.npz", **_plane_arrays(p), **norms)]
+    if vts:
+        out.append(write_vts(Path(out_dir) / "plane.vts", p.alpha, p.beta, p.loss))
+    return out
+
+
+def write_pca_plane(out_dir, r: PCAPlane, vts: bool = True) -> list[Path]:
+    """plane.npz in --train mode: the plane's arrays plus the first run's trajectory and every run's."""
+    first = r.runs[0]
+    arrays = dict(
+        _plane_arrays(r.plane),
+        trajectory=first.params,
+        trajectory_loss=first.loss,
+        center=r.center,
+        pca_components=r.components,
+        pca_explained=r.explained,
+        path_xy=r.paths[0],
+        optimizers=np.array([run.optimizer for run in r.runs]),
+        lrs=np.array([run.lr for run in r.runs]),
+        paths_xy=r.paths,
+        trajectory_losses=np.stack([run.loss for run in r.runs]),
+    )
+    if len(r.runs) > 1:
+        arrays["trajectories"] = np.stack([run.params for run in r.runs])
+    out = [_save(Path(out_dir) / "plane.npz", **arrays)]
+    if vts:
+        out.append(write_vts(Path(out_dir) / "plane.vts", r.plane.alpha, r.plane.beta, r.plane.loss))
+    return out
+
+
+def write_interpolation(out_dir, r: Interpolation) -> Path:
+    return _save(
+        Path(out_dir) / "interp.npz",
+        alpha=r.alpha,
+        loss=r.loss,
+        theta_a=r.theta_a,
+        theta_b=r.theta_b,
+        loss_a=r.loss_a,
+        loss_b=r.loss_b,
+        loss_kind=np.array(r.kind),
+    )
+
+
+def write_density(out_dir, r: Density) -> Path:
+    return _save(
+        Path(out_dir) / "density.npz",
+        nodes=r.nodes,
+        weights=r.weights,
+        grid=r.grid,
+        density=r.density,
+        sigma=r.sigma,
+        n_params=np.int64(r.n_params),
+        steps_done=r.steps_done,
+        alphas=r.alphas,
+        betas=r.betas,
+    )

@@ -1,0 +1,70 @@
+"""The loss on the straight line between two networks, L((1 − α) θ_a + α θ_b) (docs/MATH.md B12.4).
+
+Goodfellow et al.'s linear interpolation: past the segment too (α over at least [−0.5, 1.5]) so
+each end shows whether it sits in a basin. Paper B's use: the constructed minimum against the
+global minimum that ``nonattr-path`` reaches, whose straight segment rises where the path does
+not. Both networks must have the same architecture; the data are network A's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job
+from engine.landscape.plane import MAX_POINTS, affine_losses_job
+from engine.minima import deep
+from engine.minima.deep import Arch
+
+
+@dataclass(frozen=True, eq=False)
+class Interpolation:
+    alpha: np.ndarray  # (M,)
+    loss: np.ndarray  # (M,): L(θ_a + α (θ_b − θ_a))
+    theta_a: np.ndarray  # (P,)
+    theta_b: np.ndarray  # (P,)
+    loss_a: float  # L(θ_a), float64
+    loss_b: float
+    kind: str = "sum"
+
+    @property
+    def barrier(self) -> float:
+        """max over α ∈ [0, 1] of L − the chord between the ends' losses: 0 when the curve stays below it."""
+        inside = (self.alpha >= 0) & (self.alpha <= 1)
+        line = (1 - self.alpha) * self.loss_a + self.alpha * self.loss_b
+        return float((self.loss - line)[inside].max()) if inside.any() else float("nan")
+
+
+def interpolation_job(
+    arch: Arch,
+    theta_a,
+    theta_b,
+    X,
+    Y,
+    points: int = 201,
+    lo: float = -0.5,
+    hi: float = 1.5,
+    kind: str = "sum",
+    dtype: str = "float64",
+    device: str = "cpu",
+    threads: int = 1,
+) -> Job[Interpolation]:
+    """Job: ``points`` values of α evenly over [lo, hi] (lo ≤ −0.5 and hi ≥ 1.5 by default)."""
+    theta_a, theta_b = np.asarray(theta_a, float), np.asarray(theta_b, float)
+    if theta_a.shape != (arch.n_params,) or theta_b.shape != theta_a.shape:
+        raise EngineInputError(
+            f"the two networks have {theta_a.size} and {theta_b.size} parameters; both need {arch.n_params}"
+        )
+    if not 2 <= points <= MAX_POINTS:
+        raise EngineInputError(f"interpolation points {points} must be within 2 .. {MAX_POINTS}")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise EngineInputError(f"interpolation range [{lo}, {hi}] must be finite with lo < hi")
+    alpha = np.linspace(lo, hi, points)
+    loss = yield from affine_losses_job(
+        arch, theta_a, (theta_b - theta_a)[None], alpha[:, None], X, Y, kind, dtype, device, threads
+    )
+    return Interpolation(
+        alpha, loss, theta_a, theta_b, deep.loss(arch, theta_a, X, Y, kind), deep.loss(arch, theta_b, X, Y, kind), kind
+    )

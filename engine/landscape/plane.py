@@ -1,0 +1,233 @@
+"""2-D planes L(θ + α d1 + β d2) on an N×N grid, and the kernel every toolkit mode shares
+(docs/MATH.md B8, B12.2).
+
+Every point a toolkit mode evaluates lies in a low-dimensional affine subspace: θ0 + Σ_m c_m D_m
+with m = 2 for a plane (random or PCA directions) and m = 1 for an interpolation. The forward
+pass is linear in the parameters up to the first nonlinearity, so layer 1's pre-activation at
+every point is Z_0 + Σ_m c_m Z_m with Z_0 = W1 Xᵀ and Z_m = D1_m Xᵀ formed ONCE for the whole
+grid: for a 784—128—128—10 MLP on 1,000 samples that product is 85% of a forward pass. Deeper
+layers build each point's own weights W_l + Σ_m c_m D_{l,m} (one small GEMM over a chunk of
+points) and run one batched GEMM of the network's true size. Chunks hold ~2^20 activations.
+
+Evaluation is torch, batched, on one thread by default (engine.core.runtime); ``device="cuda"``
+runs the same kernel on a GPU.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.core.errors import EngineInputError
+from engine.core.lazy import torch
+from engine.core.progress import Job
+from engine.landscape import directions as D
+from engine.landscape.slices import DTYPES, check_device, evaluate_job
+from engine.minima import deep
+from engine.minima.deep import Arch
+
+# Activations per chunk (points × widest hidden layer × samples): 12 MB in float64. On 784—128—128—10
+# with 1,000 samples (12 points a chunk) a point took 0.60 ms of CPU, against 0.65–0.74 at 4–8 and
+# 0.68 at 24 points: below, torch's ~25 calls a chunk (the loss's among them) cost ~0.3 ms each
+# time; above, activations leave the cache. 2—21—21—1 on 20 samples hardly cares.
+CHUNK_ACTIVATIONS = 1_536_000
+CUDA_CHUNK_ACTIVATIONS = 1 << 27
+MAX_GRID = 1001  # points per plane axis: 10^6 evaluations
+MAX_POINTS = 100_000  # points of an interpolation curve
+
+
+# A pre-activation whose activation is exactly 1.0 in float64 and float32 (σ(40) and tanh(40) round
+# to 1; relu(1) = 1): the constant row that carries the next layer's bias through its product.
+ONE_PREIMAGE = {"relu": 1.0, "sigmoid": 40.0, "tanh": 40.0}
+
+
+def affine_kernel(
+    arch: Arch, base: torch.Tensor, dirs: torch.Tensor, X: torch.Tensor, y: torch.Tensor, kind: str = "sum"
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``losses(C)``: the loss at θ0 + C @ D for coefficient rows ``C (Q, m)`` -> (Q,).
+
+    ``base`` (P,) is θ0, ``dirs`` (m, P) the directions D, ``y`` the ``deep.target_tensor``
+    targets; all tensors of one dtype and device.
+
+    With biases, every hidden layer's activations get a last row of ones and the next layer's
+    weights a last column b_l, so each bias rides inside its product instead of costing a pass
+    over z: on 784—128—128—10 that pass was ~15% of a point. The row of ones is made by the
+    layer before, from a constant pre-activation ``ONE_PREIMAGE`` (layer 1: a constant block of
+    its precomputed products; deeper: an extra output row [0 … 0, v]).
+    """
+    stack = torch.cat([base[None], dirs.reshape(-1, base.shape[-1])])  # (m + 1, P): θ0, then D
+    M, L = len(stack), arch.n_layers
+    v = ONE_PREIMAGE[arch.activation]
+    layers = []
+    for l in range(1, L + 1):
+        blk = arch.block(f"W{l}")
+        W = stack[:, blk.slice].unflatten(-1, blk.shape)  # (M, n_l, n_{l-1})
+        b = stack[:, arch.block(f"b{l}").slice] if arch.bias else None
+        ones_out = arch.bias and l < L  # this layer also outputs the row of ones
+        if l == 1:  # layer 1's products and biases, once for every point: (M, n1 [+1], N)
+            W = W @ X.T + (0 if b is None else b[..., None])
+            if ones_out:
+                W = torch.cat([W, torch.zeros_like(W[:, :1])], 1)
+                W[0, -1] = v
+        elif arch.bias:
+            W = torch.cat([W, b[..., None]], 2)  # the bias column, against the row of ones
+            if ones_out:
+                W = torch.cat([W, torch.zeros_like(W[:, :1])], 1)
+                W[0, -1, -1] = v
+        layers.append((W.reshape(M, -1).contiguous(), W.shape[1:]))
+
+    N = X.shape[0]
+    local = threading.local()  # each thread its own buffers (evaluate_job may run two)
+
+    def buffers(Q: int) -> list:
+        """Per layer: the points' weights (Q, ·) and outputs (Q, rows, N), kept between chunks.
+        Fresh multi-MB tensors every chunk cost page faults: a 784—128—128—10 point took
+        1.33 ms of CPU that way against 0.67 ms with these buffers."""
+        bufs = getattr(local, "bufs", None)
+        if bufs is None or bufs[0][1].shape[0] < Q:
+            new = lambda *shape: torch.empty(*shape, dtype=stack.dtype, device=stack.device)
+            bufs = [(new(Q if l else 0, W.shape[1]), new(Q, shape[0], N)) for l, (W, shape) in enumerate(layers)]
+            local.bufs = bufs
+        return bufs
+
+    @torch.no_grad()
+    def losses(C: torch.Tensor) -> torch.Tensor:
+        Q = C.shape[0]
+        C1 = torch.cat([torch.ones_like(C[:, :1]), C], 1)  # (Q, m + 1)
+        a = None
+        for l, ((W, shape), (w, z)) in enumerate(zip(layers, buffers(Q)), 1):
+            w, z = w[:Q], z[:Q]
+            if l == 1:  # the products are the pre-activations themselves
+                torch.mm(C1, W, out=z.view(Q, -1))
+            else:
+                torch.mm(C1, W, out=w)
+                torch.bmm(w.view(Q, *shape), a, out=z)
+            if l < L:
+                a = deep.sigma_(arch.activation, z)
+        f = z[:, 0, :] if arch.n_outputs == 1 else z
+        return deep.loss_of_outputs(f, y, kind)
+
+    return losses
+
+
+def chunk_points(arch: Arch, n_samples: int, device: torch.device) -> int:
+    per_point = max(arch.widths[1:]) * n_samples
+    budget = CUDA_CHUNK_ACTIVATIONS if device.type == "cuda" else CHUNK_ACTIVATIONS
+    return max(1, budget // per_point)
+
+
+def affine_losses_job(
+    arch: Arch,
+    base,
+    dirs,
+    coeffs,
+    X,
+    Y,
+    kind: str = "sum",
+    dtype: str = "float64",
+    device: str = "cpu",
+    threads: int = 1,
+) -> Job[np.ndarray]:
+    """Job: float64 numpy losses (Q,) at θ0 + coeffs @ dirs, chunk by chunk."""
+    if dtype not in DTYPES:
+        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+    dev = check_device(device)
+    X, _ = deep.check_data(arch, X, Y, kind)
+    as_t = lambda a: torch.as_tensor(np.asarray(a, float), dtype=DTYPES[dtype], device=dev)
+    y = deep.target_tensor(arch, Y, kind, DTYPES[dtype], dev)
+    coeffs = np.atleast_2d(np.asarray(coeffs, float))
+    kernel = affine_kernel(arch, as_t(base), as_t(np.atleast_2d(dirs)), as_t(X), y, kind)
+    C = as_t(coeffs)
+    compute = lambda i0, i1: kernel(C[i0:i1]).double().cpu().numpy()
+    threads = 1 if dev.type == "cuda" else threads
+    return (yield from evaluate_job(len(coeffs), compute, chunk_points(arch, len(X), dev), threads))
+
+
+@dataclass(frozen=True, eq=False)
+class PlaneResult:
+    """``loss[i, j]`` = L(θ + α_i d1 + β_j d2): what plane.npz holds and a contour/surface view draws."""
+
+    alpha: np.ndarray  # (n,)
+    beta: np.ndarray  # (n,)
+    loss: np.ndarray  # (n, n), float64
+    theta: np.ndarray  # (P,) the centre
+    d1: np.ndarray  # (P,)
+    d2: np.ndarray  # (P,)
+    L_star: float  # L(θ) in float64
+    kind: str = "sum"  # the loss
+    normalization: str = ""  # how d1, d2 were made ("" when given)
+    ignore: str = "none"
+    seed: int = 0
+
+    def arrays(self) -> dict:
+        return {"alpha": self.alpha, "beta": self.beta, "loss": self.loss, "theta": self.theta}
+
+
+def check_grid(n: int, extent: float) -> None:
+    if not 2 <= n <= MAX_GRID:
+        raise EngineInputError(f"plane size {n} must be within 2 .. {MAX_GRID} points a side")
+    if not (np.isfinite(extent) and extent > 0):
+        raise EngineInputError(f"plane extent {extent} must be a positive number")
+
+
+def grid_losses_job(
+    arch: Arch, theta, d1, d2, alpha, beta, X, Y, kind="sum", dtype="float64", device="cpu", threads=1
+) -> Job[np.ndarray]:
+    """Job: the (len(alpha), len(beta)) grid of L(θ + α_i d1 + β_j d2)."""
+    a, b = np.meshgrid(np.asarray(alpha, float), np.asarray(beta, float), indexing="ij")
+    coeffs = np.stack([a.ravel(), b.ravel()], 1)
+    out = yield from affine_losses_job(arch, theta, np.stack([d1, d2]), coeffs, X, Y, kind, dtype, device, threads)
+    return out.reshape(a.shape)
+
+
+def plane_job(
+    arch: Arch,
+    theta,
+    X,
+    Y,
+    n: int = 51,
+    extent: float = 1.0,
+    normalization: str = "filter",
+    ignore: str = "none",
+    seed: int = 0,
+    kind: str = "sum",
+    dtype: str = "float64",
+    device: str = "cpu",
+    threads: int = 1,
+    d1=None,
+    d2=None,
+) -> Job[PlaneResult]:
+    """Job: the n×n plane α, β ∈ [−extent, extent] through θ along two seeded, normalised random
+    directions (engine.landscape.directions), or along ``d1``, ``d2`` when given."""
+    check_grid(n, extent)
+    deep.check_loss(kind)
+    theta = np.asarray(theta, float)
+    if (d1 is None) != (d2 is None):
+        raise EngineInputError("give both plane directions d1 and d2, or neither")
+    if d1 is None:
+        d1, d2 = D.directions(arch, theta, 2, seed, normalization, ignore)
+    else:
+        normalization = ""
+        for name, d in (("d1", d1), ("d2", d2)):
+            if np.shape(d) != theta.shape:
+                raise EngineInputError(f"direction {name} has shape {np.shape(d)}; expected ({arch.n_params},)")
+    alpha = np.linspace(-extent, extent, n)
+    beta = alpha.copy()
+    loss = yield from grid_losses_job(arch, theta, d1, d2, alpha, beta, X, Y, kind, dtype, device, threads)
+    L_star = deep.loss(arch, theta, X, Y, kind)
+    return PlaneResult(
+        alpha,
+        beta,
+        loss,
+        theta,
+        np.asarray(d1, float),
+        np.asarray(d2, float),
+        L_star,
+        kind,
+        normalization,
+        ignore,
+        seed,
+    )

@@ -1,0 +1,78 @@
+"""A loss plane as researchers know it from Li et al.: contour lines over a heatmap, optimizer
+paths drawn on it, and the 3-D surface beside it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from ..style import NEURON_COLORS
+from .plane_view import PlaneView
+from .plot_style import add_legend, follow_theme
+
+CONTOURS = 14  # levels between the lowest loss and the colour bar's top (98th percentile)
+
+
+def contour_levels(loss: np.ndarray, count: int = CONTOURS) -> np.ndarray:
+    """Evenly spaced levels over the part of the loss the colour bar shows; on a log scale when
+    the loss spans more than two decades, so the basin's rings are not all squeezed at its floor."""
+    low, high = float(np.nanmin(loss)), float(np.nanpercentile(loss, 98))
+    if not high > low:
+        return np.array([])
+    if low > 0 and high / low > 100:
+        return np.geomspace(low, high, count + 2)[1:-1]
+    return np.linspace(low, high, count + 2)[1:-1]
+
+
+class ContourPlaneView(PlaneView):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.isocurves: list[pg.IsocurveItem] = []
+        self.paths: list[pg.PlotDataItem] = []
+        self.legend = add_legend(self.heatmap, offset=(-10, 10))
+        self._ink = "#111111"
+        follow_theme(self.heatmap, self._set_ink)
+
+    def _set_ink(self, color):
+        self._ink = color
+        for item in self.isocurves:
+            item.setPen(pg.mkPen(color, width=1))
+
+    def show_plane(self, a, b, loss, labels=("d1", "d2"), center=(0.0, 0.0), paths=()):
+        """``loss[i, j]`` at (a[j], b[i]), with contour lines; ``paths``: (name, (T, 2) points in
+        (a, b)) of optimizer runs, drawn over it with their start and end."""
+        super().show_plane(a, b, loss, labels, center)
+        self._clear_overlays()
+        loss = np.asarray(loss, float)
+        for level in contour_levels(loss):
+            item = pg.IsocurveItem(
+                data=loss, level=float(level), pen=pg.mkPen(self._ink, width=1), axisOrder="row-major"
+            )
+            item.setParentItem(self.image)  # in the image's coordinates: it follows its rect
+            self.isocurves.append(item)
+        for k, (name, xy) in enumerate(paths):
+            xy = np.asarray(xy, float)
+            color = NEURON_COLORS[(k + 1) % len(NEURON_COLORS)]
+            item = pg.PlotDataItem(
+                xy[:, 0], xy[:, 1], pen=pg.mkPen(color, width=3), name=name, symbol=None, antialias=True
+            )
+            ends = pg.ScatterPlotItem(
+                xy[[0, -1], 0], xy[[0, -1], 1], symbol=["o", "s"], size=11, brush=pg.mkBrush(color), pen=pg.mkPen("w")
+            )
+            for it in (item, ends):
+                self.heatmap.addItem(it)
+                self.paths.append(it)
+
+    def _clear_overlays(self):
+        for item in self.isocurves:
+            item.setParentItem(None)
+            if item.scene() is not None:
+                item.scene().removeItem(item)
+        for item in self.paths:
+            self.heatmap.removeItem(item)
+        self.isocurves, self.paths = [], []
+        self.legend.clear()
+
+    def clear_plane(self):
+        super().clear_plane()
+        self._clear_overlays()

@@ -1,0 +1,59 @@
+"""The Hessian's spectral density from stochastic Lanczos quadrature (PyHessian's ESD): for
+networks whose full Hessian would not fit, what the spectrum view shows for small ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from .plot_style import set_title
+
+DENSITY_COLOR = "#0072B2"
+EDGE_COLOR = "#D55E00"
+FLOOR = 1e-8  # the log axis' floor: a Gaussian's tails reach 1e-300 and would flatten the rest
+
+
+class SpectralDensityView(pg.PlotWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._title = "Hessian spectral density (stochastic Lanczos quadrature)"
+        set_title(self, self._title)
+        self.setLabel("bottom", "eigenvalue λ")
+        self.setLabel("left", "density (log)")
+        self.showGrid(x=True, y=True, alpha=0.2)
+        self.setLogMode(y=True)
+        self.curve = self.plot([], [], pen=pg.mkPen(DENSITY_COLOR, width=2.5))
+        self.edges = [pg.InfiniteLine(angle=90, pen=pg.mkPen(EDGE_COLOR, width=2, style=Qt.PenStyle.DashLine))]
+        self.edges.append(pg.InfiniteLine(angle=90, pen=pg.mkPen(EDGE_COLOR, width=2, style=Qt.PenStyle.DashLine)))
+        self.zero = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888888", width=1))
+        for line in (*self.edges, self.zero):
+            line.hide()
+            self.addItem(line)
+
+    def show_density(self, grid, density, extremes, trace: float, sum_squares: float, probes: int, steps: int):
+        """The smoothed density on ``grid``, the extreme Ritz values as dashed lines, and the
+        SLQ estimates of tr H and Σλ² under the title."""
+        grid, density = np.asarray(grid, float), np.asarray(density, float)
+        self.curve.setData(grid, np.maximum(density, FLOOR))
+        for line, value in zip(self.edges, extremes):
+            line.setValue(float(value))
+            line.show()
+        self.zero.setValue(0.0)
+        self.zero.show()
+        lo, hi = extremes
+        set_title(
+            self,
+            self._title,
+            [
+                f"{probes} probes × {steps} Lanczos steps · λ from {lo:.3g} to {hi:.3g} (dashed)",
+                f"tr H ≈ {trace:.4g} · Σλ² ≈ {sum_squares:.4g}",
+            ],
+        )
+        self.autoRange()
+
+    def clear_density(self):
+        self.curve.setData([], [])
+        for line in (*self.edges, self.zero):
+            line.hide()
+        set_title(self, self._title)

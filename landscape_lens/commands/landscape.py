@@ -1,0 +1,149 @@
+"""``landscape NET --out DIR``: loss planes, an optimizer's path on its PCA plane, the line to a
+second network and the Hessian's spectral density, written as documented .npz files.
+
+Modes (any together; with none, a 51 × 51 random plane): ``--plane N`` a random plane (``--train``
+turns it into the PCA plane of the trajectories), ``--interpolate NET2``, ``--density``. The
+network is written beside the files as network.npz, in the flat order of their vectors. Prints a
+JSON summary (also summary.json). See docs/EXPORTS.md, "Landscape toolkit".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..arguments import MAX_SEED, float_in, int_in
+
+NAME = "landscape"
+HELP = "loss planes, PCA trajectory plane, interpolation and Hessian density of a network, as .npz"
+
+OPTIMIZERS = ("gd", "adam", "sgd")
+
+
+def optimizer_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",")]
+    bad = [n for n in names if n not in OPTIMIZERS]
+    if bad or len(set(names)) != len(names) or not names:
+        raise argparse.ArgumentTypeError(f"expected distinct names from {', '.join(OPTIMIZERS)}, not {text[:60]!r}")
+    return names
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("network", help="a .npz written by the app, a state_dict .pt/.pth or a .pt2 archive")
+    parser.add_argument("--out", required=True, help="directory for the .npz files (created if missing)")
+    parser.add_argument("--activation", help="the state_dict's activation (sigmoid, tanh, relu)")
+    parser.add_argument("--data", help="data for a PyTorch network: .npz with X, Y or .csv (last column y)")
+    parser.add_argument("--loss", default="sum", choices=("sum", "mean", "cross-entropy"), help="default: sum")
+    parser.add_argument("--directions", default="filter", choices=("random", "filter", "layer"), help="default: filter")
+    parser.add_argument("--ignore", default="none", choices=("none", "biases"), help="biases: zero their components")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
+    parser.add_argument("--plane", type=int_in(2, 1001), metavar="N", help="N × N grid (default 51)")
+    parser.add_argument("--extent", type=float_in(1e-12, 1e6), metavar="T", help="α, β ∈ [−T, T] (default 1)")
+    parser.add_argument("--train", type=int_in(2, 100_000), metavar="STEPS", help="train and draw the PCA plane")
+    parser.add_argument("--optimizer", default="gd", choices=OPTIMIZERS)
+    parser.add_argument("--lr", type=float_in(1e-300, 1e6), help="step size (default: per optimizer)")
+    parser.add_argument("--compare", type=optimizer_list, metavar="OPT,OPT", help="several optimizers on one plane")
+    parser.add_argument("--interpolate", metavar="NET2", help="the line from NET to NET2 (same architecture)")
+    parser.add_argument("--points", type=int_in(2, 100_000), default=201, metavar="M")
+    parser.add_argument("--density", action="store_true", help="Hessian spectral density (stochastic Lanczos)")
+    parser.add_argument("--probes", type=int_in(1, 1000), default=10)
+    parser.add_argument("--steps", type=int_in(1, 1000), default=80, help="Lanczos steps per probe")
+    parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--no-vts", action="store_true", help="skip plane.vts")
+
+
+def run(args) -> int:
+    from engine.core.exports import json_default
+
+    summary = landscape(args)
+    print(json.dumps(summary, indent=2, default=json_default))
+    return 0
+
+
+def landscape(args) -> dict:
+    from engine.core.errors import EngineInputError
+    from engine.core.exports import json_default
+    from engine.core.progress import run_to_completion
+    from engine.landscape import density, exports, interpolation, plane, trajectory_pca
+    from engine.landscape.losses import paper_b_hypotheses
+    from engine.landscape.networks import read_network, write_network
+
+    if args.compare and args.train is None:
+        raise EngineInputError("--compare needs --train STEPS")
+    net = read_network(args.network, args.activation, args.data)
+    arch, kind = net.arch, args.loss
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    hyp = paper_b_hypotheses(kind, arch)
+    summary = {
+        "network": str(args.network),
+        "widths": list(arch.widths),
+        "activation": arch.activation,
+        "bias": arch.bias,
+        "n_params": arch.n_params,
+        "n_samples": len(net.X),
+        "loss_kind": kind,
+        "paper_b_hypotheses_met": hyp.met,
+        "paper_b_note": hyp.note,
+        "files": [str(write_network(out / "network.npz", net))],
+    }
+    common = dict(kind=kind, dtype=args.dtype, device=args.device)
+    n = args.plane or 51
+    wants_plane = args.plane is not None or args.train is not None or not (args.interpolate or args.density)
+    if wants_plane and args.train is not None:
+        optimizers = args.compare or [args.optimizer]
+        r = run_to_completion(
+            trajectory_pca.pca_plane_job(
+                arch, net.params, net.X, net.Y, args.train, optimizers, args.lr, n=n, extent=args.extent,
+                seed=args.seed, **common,
+            )
+        )  # fmt: skip
+        summary["files"] += [str(p) for p in exports.write_pca_plane(out, r, not args.no_vts)]
+        summary["pca"] = {
+            "explained": r.explained,
+            "optimizers": [run.optimizer for run in r.runs],
+            "lr": [run.lr for run in r.runs],
+            "loss_start": float(r.runs[0].loss[0]),
+            "loss_end": [float(run.loss[-1]) for run in r.runs],
+        }
+        summary["plane"] = _plane_summary(r.plane)
+    elif wants_plane:
+        p = run_to_completion(
+            plane.plane_job(
+                arch, net.params, net.X, net.Y, n, args.extent or 1.0, args.directions, args.ignore, args.seed, **common
+            )
+        )
+        summary["files"] += [str(path) for path in exports.write_plane(out, p, arch, not args.no_vts)]
+        summary["plane"] = _plane_summary(p)
+    if args.interpolate:
+        other = read_network(args.interpolate, args.activation, args.data)
+        if other.arch != arch:
+            raise EngineInputError(f"{args.interpolate}: architecture {other.arch.widths} differs from {arch.widths}")
+        r = run_to_completion(
+            interpolation.interpolation_job(arch, net.params, other.params, net.X, net.Y, args.points, **common)
+        )
+        summary["files"].append(str(exports.write_interpolation(out, r)))
+        summary["interpolation"] = {"loss_a": r.loss_a, "loss_b": r.loss_b, "barrier": r.barrier}
+    if args.density:
+        r = run_to_completion(
+            density.density_job(
+                arch, net.params, net.X, net.Y, args.probes, args.steps, args.seed, kind, None, args.dtype, args.device
+            )
+        )
+        summary["files"].append(str(exports.write_density(out, r)))
+        lo, hi = r.extremes
+        summary["density"] = {"trace": r.trace, "sum_squares": r.sum_squares, "lowest": lo, "highest": hi}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default))
+    return summary
+
+
+def _plane_summary(p) -> dict:
+    return {
+        "n": len(p.alpha),
+        "L_star": p.L_star,
+        "loss_min": float(p.loss.min()),
+        "loss_max": float(p.loss.max()),
+        "directions": p.normalization,
+    }

@@ -1,0 +1,123 @@
+"""2-D planes, the toolkit's loss kinds and the .vts writer, against numpy-only recomputation."""
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
+from engine.landscape import plane, slices, vtk
+from engine.landscape.losses import paper_b_hypotheses
+from engine.minima import deep
+from tests.engine import toolkit_numpy as ref
+
+CASES = [
+    ((3, 5, 4, 1), "sigmoid", False, "sum"),
+    ((3, 5, 4, 3), "relu", True, "cross-entropy"),
+    ((3, 6, 2), "tanh", True, "mean"),
+    ((3, 4, 4, 2), "tanh", False, "sum"),
+]
+
+
+def data(arch, kind, n=9, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, arch.widths[0]))
+    if kind == "cross-entropy":
+        return X, rng.integers(0, arch.n_outputs, n)
+    return X, rng.normal(size=(n, arch.n_outputs))
+
+
+@pytest.mark.parametrize("widths, act, bias, kind", CASES)
+def test_plane_losses_match_numpy_at_every_grid_point(widths, act, bias, kind):
+    arch = deep.landscape_arch(widths, act, bias)
+    theta = deep.init_params(arch, np.random.default_rng(1), 1.5)
+    X, Y = data(arch, kind)
+    r = run_to_completion(plane.plane_job(arch, theta, X, Y, n=7, extent=0.8, kind=kind, seed=4))
+    expect = np.array(
+        [[ref.loss(r.theta + a * r.d1 + b * r.d2, widths, bias, act, X, Y, kind) for b in r.beta] for a in r.alpha]
+    )
+    np.testing.assert_allclose(r.loss, expect, rtol=1e-12, atol=1e-13)
+    assert r.L_star == pytest.approx(ref.loss(theta, widths, bias, act, X, Y, kind), rel=1e-12)
+    assert r.loss[3, 3] == pytest.approx(r.L_star, rel=1e-12)  # the grid's centre is θ
+    np.testing.assert_allclose(r.alpha, np.linspace(-0.8, 0.8, 7))
+
+
+def test_float32_plane_is_close_and_matches_the_paper_b_plane():
+    arch = deep.Arch((2, 4, 3, 1), "sigmoid", True)
+    theta = deep.init_params(arch, np.random.default_rng(2), 2.0)
+    X, Y = data(arch, "sum", 12)
+    r64 = run_to_completion(plane.plane_job(arch, theta, X, Y, n=9, normalization="random", seed=1))
+    old = run_to_completion(slices.plane_job(arch, theta, X, Y[:, 0], r64.d1, r64.d2, n=9))
+    np.testing.assert_allclose(r64.loss, old.losses, rtol=1e-12)
+    r32 = run_to_completion(plane.plane_job(arch, theta, X, Y, n=9, normalization="random", seed=1, dtype="float32"))
+    np.testing.assert_allclose(r32.loss, r64.loss, rtol=1e-4)
+
+
+@pytest.mark.parametrize("widths, act, bias, kind", CASES)
+def test_loss_kinds_and_gradients(widths, act, bias, kind):
+    arch = deep.landscape_arch(widths, act, bias)
+    theta = deep.init_params(arch, np.random.default_rng(3), 1.0)
+    X, Y = data(arch, kind)
+    value, g = deep.loss_and_grad(arch, theta, X, Y, kind)
+    assert value == pytest.approx(ref.loss(theta, widths, bias, act, X, Y, kind), rel=1e-12)
+    h = 1e-6
+    for i in np.random.default_rng(0).choice(arch.n_params, 6, replace=False):
+        e = np.zeros(arch.n_params)
+        e[i] = h
+        fd = (
+            ref.loss(theta + e, widths, bias, act, X, Y, kind) - ref.loss(theta - e, widths, bias, act, X, Y, kind)
+        ) / (2 * h)
+        assert g[i] == pytest.approx(fd, rel=1e-5, abs=1e-8)
+
+
+def test_mean_is_sum_over_n_and_sum_is_unchanged_for_one_output():
+    arch = deep.Arch((2, 3, 1), "tanh", False)
+    theta = deep.init_params(arch, np.random.default_rng(4), 1.0)
+    X, Y = data(arch, "sum", 10)
+    s = deep.loss(arch, theta, X, Y)
+    assert deep.loss(arch, theta, X, Y, "mean") == pytest.approx(s / 10, rel=1e-14)
+    F = ref.outputs(theta, arch.widths, False, "tanh", X)
+    assert s == pytest.approx(((F - Y) ** 2).sum(), rel=1e-13)
+
+
+def test_bad_losses_and_grids():
+    arch = deep.Arch((2, 3, 1), "tanh", False)
+    theta = np.zeros(arch.n_params)
+    X, Y = data(arch, "sum")
+    with pytest.raises(EngineInputError, match="e ≥ 2"):
+        deep.loss(arch, theta, X, Y, "cross-entropy")
+    wide = deep.landscape_arch((2, 3, 3), "tanh", False)
+    with pytest.raises(EngineInputError, match="integer class labels"):
+        deep.loss(wide, np.zeros(wide.n_params), X, np.full(len(X), 0.5), "cross-entropy")
+    with pytest.raises(EngineInputError, match="plane size"):
+        run_to_completion(plane.plane_job(arch, theta, X, Y, n=1))
+    with pytest.raises(EngineInputError, match="unknown loss"):
+        run_to_completion(plane.plane_job(arch, theta, X, Y, n=3, kind="hinge"))
+
+
+def test_paper_b_verdicts_say_when_their_hypotheses_are_unmet():
+    assert paper_b_hypotheses("sum").met and paper_b_hypotheses("mean").met
+    ce = paper_b_hypotheses("cross-entropy")
+    assert not ce.met and "unmet" in ce.note
+    assert not paper_b_hypotheses("sum", deep.landscape_arch((2, 3, 4), "relu")).met
+
+
+def test_vts_parses_back_to_the_plane(tmp_path):
+    alpha, beta = np.linspace(-1, 1, 4), np.linspace(-2, 2, 3)
+    loss = np.random.default_rng(0).random((4, 3)) * 10 ** np.arange(3)
+    path = vtk.write_vts(tmp_path / "p.vts", alpha, beta, loss)
+    root = ET.parse(path).getroot()
+    assert root.get("type") == "StructuredGrid"
+    grid = root.find("StructuredGrid")
+    assert grid.get("WholeExtent") == "0 3 0 2 0 0"
+    piece = grid.find("Piece")
+    pts = np.array(piece.find("Points/DataArray").text.split(), float).reshape(-1, 3)
+    values = {a.get("Name"): np.array(a.text.split(), float) for a in piece.find("PointData")}
+    assert pts.shape == (12, 3)
+    for j in range(3):  # VTK order: the first index fastest
+        for i in range(4):
+            x, y, z = pts[i + 4 * j]
+            assert (x, y, z) == (alpha[i], beta[j], loss[i, j])  # 17 digits: exact
+            assert values["loss"][i + 4 * j] == loss[i, j]
+    np.testing.assert_allclose(values["log_loss"], np.log10(loss.T.ravel()))

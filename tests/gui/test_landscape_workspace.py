@@ -1,0 +1,86 @@
+"""The landscape toolkit tab in the real window, on the minima tab's network: what it draws is the
+loss recomputed here from the network, the directions and the paths."""
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+
+from engine.minima import deep
+
+from .conftest import save_screenshot, wait_until_idle
+from .test_minima_workspace import open_quick
+
+
+@pytest.fixture
+def toolkit(window, qtbot):
+    open_quick(window, qtbot, "nonattr-shallow")
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    return ws
+
+
+def run_mode(window, qtbot, ws, mode, **groups):
+    from gui.presets import apply_values
+
+    apply_values(ws.parameters, {"mode": mode, **groups})
+    window.run()
+    wait_until_idle(qtbot, window, timeout_ms=240000)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    return ws.result
+
+
+def test_plane_draws_the_loss_at_its_grid_points(window, qtbot, toolkit):
+    ws = toolkit
+    result = run_mode(window, qtbot, ws, "plane", plane={"points": 11, "directions": "filter"})
+    plane, net = result.plane, result.network
+    drawn = ws.plane.image.image  # rows: d2 (β), columns: d1 (α)
+    assert drawn.shape == (11, 11)
+    for i, j in ((0, 0), (3, 7), (10, 5)):
+        theta = net.params + plane.alpha[i] * plane.d1 + plane.beta[j] * plane.d2
+        assert drawn[j, i] == pytest.approx(deep.loss(net.arch, theta, net.X, net.Y), rel=1e-10)
+    # filter normalisation: each neuron's row of d1 has the norm of the same row of θ
+    Ws, _ = deep.unpack(net.arch, net.params)
+    D1, _ = deep.unpack(net.arch, plane.d1)
+    for W, D in zip(Ws, D1):
+        np.testing.assert_allclose(np.linalg.norm(D, axis=1), np.linalg.norm(W, axis=1), rtol=1e-10)
+    assert len(ws.plane.isocurves) > 0
+    save_screenshot(window, "landscape-plane")
+
+
+def test_pca_paths_are_the_trajectories_projected(window, qtbot, toolkit):
+    ws = toolkit
+    result = run_mode(window, qtbot, ws, "pca", plane={"points": 9}, training={"steps": 30, "optimizers": "gd, adam"})
+    pca = result.pca
+    lines = [item for item in ws.plane.paths if isinstance(item, pg.PlotDataItem)]
+    assert [line.name() for line in lines] == ["gd", "adam"]
+    for run, line in zip(pca.runs, lines):
+        x, y = line.getData()
+        want = (run.params - pca.center) @ pca.components.T
+        np.testing.assert_allclose(np.column_stack([x, y]), want, atol=1e-12)
+    assert np.allclose(pca.components @ pca.components.T, np.eye(2), atol=1e-12)
+    label = ws.plane.heatmap.getPlotItem().getAxis("bottom").labelText
+    assert f"{100 * pca.explained[0]:.1f} %" in label
+    save_screenshot(window, "landscape-pca")
+
+
+def test_density_and_interpolation_on_the_same_network(window, qtbot, toolkit, tmp_path):
+    ws = toolkit
+    result = run_mode(window, qtbot, ws, "density", density={"probes": 6, "steps": 60})
+    net, d = result.network, result.density
+    eigs = np.linalg.eigvalsh(deep.hessian(net.arch, net.params, net.X, net.Y))
+    # Lanczos with as many steps as parameters is exact: the extreme Ritz values are the spectrum's
+    lo, hi = d.extremes
+    assert hi == pytest.approx(eigs.max(), rel=1e-6)
+    assert lo == pytest.approx(eigs.min(), abs=1e-6 * abs(eigs).max())
+    assert ws.density.curve.getData()[0] is not None
+    # interpolation to a second network written here: the drawn curve is L along the segment
+    from engine.io.netfile import save_network
+
+    other = net.params + 0.3 * np.random.default_rng(0).normal(size=net.params.shape)
+    path = save_network(tmp_path / "b.npz", net.arch, other, net.X, net.Y)
+    result = run_mode(window, qtbot, ws, "interpolation", interpolation={"second": str(path), "points": 21})
+    x, y = ws.interpolation.getPlotItem().listDataItems()[0].getData()
+    for k in (0, 7, 20):
+        theta = net.params + x[k] * (other - net.params)
+        assert y[k] == pytest.approx(deep.loss(net.arch, theta, net.X, net.Y), rel=1e-10)
+    assert x[0] == pytest.approx(-0.5) and x[-1] == pytest.approx(1.5)
