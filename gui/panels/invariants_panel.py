@@ -35,6 +35,7 @@ def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dic
     """The panel's numbers, straight from the engine (also what tests compare against)."""
     lp, lm, l0 = inv.counts(c)
     eff = inv.effective_components(d, e, c)
+    locked = [k + 1 for k in range(len(c)) if e == 1 and c[k] < 0]  # MATH A5: sphere factor S⁰
     index = None if eff is None else inv.effective_component_index(label)
     return {
         "c": [float(x) for x in c],
@@ -46,7 +47,19 @@ def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dic
         "label": [int(s) for s in label],
         "effective_components": eff,
         "effective_index": index,
+        "locked": locked,
+        "e": e,
     }
+
+
+def locked_text(values: dict) -> str:
+    """Which neurons can never change their output sign, and why (MATH A5)."""
+    locked, e = values.get("locked", []), values.get("e")
+    if not locked:
+        why = "S^{e−1} is connected" if e is not None and e > 1 else "no c < 0"
+        return f"locked: <b>none</b> ({why})"
+    names = ", ".join(str(k) for k in locked)
+    return f"locked: neuron{'s' if len(locked) > 1 else ''} <b>{names}</b> (c &lt; 0: v² ≥ −c, output sign fixed)"
 
 
 def _chip(k: int, s: int) -> str:
@@ -111,17 +124,21 @@ class InvariantsPanel(QScrollArea):
         self.shown = None
         self._set_text(f"<b>Invariants</b><br><i>{note}</i>")
 
-    def show_values(self, values: dict, c_start: np.ndarray | None = None, step: int = 0, note: str = ""):
-        """note: one more line under the table (e.g. why c drifted)."""
+    def show_values(
+        self, values: dict, c_start: np.ndarray | None = None, step: int = 0, note: str = "", extra: str = ""
+    ):
+        """note: one more line under the table (e.g. why c drifted); extra: lines of rich text
+        above it (a loaded network's file and fit)."""
         self.shown = values
         rows = []
         for k, ck in enumerate(values["c"]):
             color = neuron_color(k).name()
             start = "" if c_start is None else f"<td align=right>{c_start[k]:+.5f}</td>"
+            lock = " <b>locked</b>" if k + 1 in values.get("locked", []) else ""
             rows.append(
                 f"<tr><td><span style='color:{color}'>■</span> c{sub(k + 1)}</td>{start}"
                 f"<td align=right><b>{ck:+.5f}</b></td>"
-                f"<td>&nbsp;{_chip(k, values['label'][k])}</td></tr>"
+                f"<td>&nbsp;{_chip(k, values['label'][k])}{lock}</td></tr>"
             )
         head = (
             "<tr><th></th>"
@@ -139,6 +156,8 @@ class InvariantsPanel(QScrollArea):
             f"l₊ = <b>{values['l_plus']}</b>, &nbsp;l₋ = <b>{values['l_minus']}</b>, "
             f"&nbsp;l₀ = <b>{values['l_zero']}</b><br>"
             f"Poincaré polynomial P(x) = <b>{polynomial_text(values['poincare'])}</b><br>"
-            f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}"
+            f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}<br>"
+            + locked_text(values)
+            + (f"<br>{extra}" if extra else "")
             + (f"<br><i>{note}</i>" if note else "")
         )

@@ -37,6 +37,21 @@ PARAMETERS = [
         "title": "Network",
         "type": "group",
         "children": [
+            {
+                "name": "source",
+                "title": "weights",
+                "type": "list",
+                "value": "fresh",
+                "limits": {"new: d, l, e and init below": "fresh", "from a network file": "file"},
+                "tip": "a file: the app's .npz, a PyTorch state_dict (.pt/.pth) or a .pt2 archive",
+            },
+            {
+                "name": "file",
+                "title": "network file",
+                "type": "str",
+                "value": "",
+                "tip": ".npz, .pt, .pth or .pt2 of Linear → ReLU | LeakyReLU → Linear",
+            },
             {"name": "d", "title": "d (inputs)", "type": "int", "value": 2, "limits": (1, 64)},
             {"name": "l", "title": "l (hidden neurons)", "type": "int", "value": 2, "limits": (1, 9)},
             {"name": "e", "title": "e (outputs)", "type": "int", "value": 1, "limits": (1, 8)},
@@ -275,6 +290,76 @@ def _data(p: Parameter, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
     return X, Y, f"file {path.name!r}"
 
 
+def train_config(p: Parameter, steps: int | None = None, seed: int | None = None) -> TrainConfig:
+    o = p.child("optimizer")
+    return TrainConfig(
+        optimizer=o["name"],
+        lr=o["lr"],
+        steps=steps or o["steps"],
+        stride=o["stride"],
+        batch_size=o["batch"] if o["name"] == "sgd" else None,
+        weight_decay=o["weight_decay"],
+        seed=p["init", "seed"] if seed is None else seed,
+        rtol=o["rtol"],
+        atol=o["rtol"] * 1e-2,
+    )  # atol: weights are O(1)
+
+
+def resolve(name: str, what: str) -> Path:
+    """A path as typed, or one shipped in resources/ (presets name those relative to it)."""
+    name = name.strip()
+    if not name:
+        raise EngineInputError(f"{what}: no file path is given")
+    path = Path(name).expanduser()
+    if not path.is_absolute() and not path.exists():
+        path = resources.path(name)
+    if not path.is_file():
+        raise EngineInputError(f"{what}: {name!r} does not exist")
+    return path
+
+
+@dataclass(frozen=True)
+class NetworkRequest:
+    """What a run from a network file needs; the file itself is read in the engine job."""
+
+    path: Path
+    activation: str | None  # a state_dict's activation; None where the file names its own
+    slope: float | None
+    data: Path | None  # a data file, else None (data_source then supplies it, or the .npz does)
+    data_source: object  # callable (d, e) -> (X, Y), or None
+    config: TrainConfig
+
+    @property
+    def key(self) -> tuple:
+        return (str(self.path), self.activation, self.slope, None if self.data is None else str(self.data))
+
+
+def network_request(p: Parameter, steps: int | None = None) -> NetworkRequest:
+    """The network-file run's inputs, checked cheaply here (paths, suffixes, numbers)."""
+    from engine.io.two_layer_file import NETWORK_SUFFIXES
+
+    path = resolve(p["network", "file"], "network file")
+    if path.suffix.lower() not in NETWORK_SUFFIXES:
+        raise EngineInputError(f"network file {path.name!r}: expected one of {', '.join(NETWORK_SUFFIXES)}")
+    state_dict = path.suffix.lower() in (".pt", ".pth")
+    activation = p["network", "activation"] if state_dict else None
+    slope = p["network", "slope"] if state_dict and activation == "leaky_relu" else None
+    source, seed, data, data_source = p["data", "source"], p["init", "seed"], None, None
+    if source == "file":
+        if p["data", "file"].strip() or path.suffix.lower() != ".npz":  # an .npz may carry its data
+            data = resolve(p["data", "file"], "data file")
+    elif source == "toy":
+        points = p["data", "points"]
+        data_source = lambda d, e: toy_dataset(n=points, seed=seed, d=d)  # noqa: E731
+    else:
+
+        def data_source(d, e):
+            split = breast_cancer(seed=seed)
+            return split.X_train, split.Y_train
+
+    return NetworkRequest(path, activation, slope, data, data_source, train_config(p, steps))
+
+
 def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
     d, e = p["network", "d"], p["network", "e"]
     seed = p["init", "seed"]
@@ -302,19 +387,7 @@ def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
     params = initial_params(
         net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs, positive_inputs=p["init", "positive_inputs"]
     )
-    o = p.child("optimizer")
-    config = TrainConfig(
-        optimizer=o["name"],
-        lr=o["lr"],
-        steps=steps or o["steps"],
-        stride=o["stride"],
-        batch_size=o["batch"] if o["name"] == "sgd" else None,
-        weight_decay=o["weight_decay"],
-        seed=seed,
-        rtol=o["rtol"],
-        atol=o["rtol"] * 1e-2,
-    )  # atol: weights are O(1)
-    return TrainingSetup(net, params, X, Y, config)
+    return TrainingSetup(net, params, X, Y, train_config(p, steps, seed))
 
 
 def fig4_settings(p: Parameter, steps: int | None = None) -> SweepSettings:

@@ -40,6 +40,18 @@ def shape_name(c: float) -> str:
     return "one sheet" if c > 0 else ("two sheets" if c < 0 else "cone")
 
 
+def lock_text(k: int, sign: int) -> str:
+    """The caption's lock chip: a locked neuron's output sign, fixed for ever (MATH A5)."""
+    if not sign:
+        return ""
+    color = neuron_color(k).name()
+    above = "&gt;" if sign > 0 else "&lt;"
+    return (
+        f" &nbsp;<span style='background-color:{color}; color:white; font-weight:700;'>"
+        f"&nbsp;LOCKED v{sub(k + 1)} {above} 0&nbsp;</span>"
+    )
+
+
 def _event_text(k: int, events: list[tuple[int, int, bool]]) -> str:
     """Caption words for the latest sign change, matching the marker's colour."""
     if not events:
@@ -176,14 +188,17 @@ class NeuronQuadrics(QWidget):
         c_start: np.ndarray,
         barrier: np.ndarray,
         events: list[list[tuple[int, int, bool]]],
+        locked: list[int] | None = None,
     ):
         """coords (T, l, 3) in the views' coordinates; events[k]: (row, step, jumped) of each sign
-        change of neuron k's output weight, jumped when it was pathological (a finite step)."""
+        change of neuron k's output weight, jumped when it was pathological (a finite step).
+        locked[k]: ±1, the output sign neuron k is locked to (shown on its sheet), 0 if free."""
+        locked = list(locked) if locked is not None else [0] * len(c_now)
         for k in range(getattr(self, "_l", 0)):
             cell = self.cells[k]
             view = cell.view
             if self.exact:
-                view.set_quadric(float(c_now[k]), float(c_start[k]), bool(barrier[k]))
+                view.set_quadric(float(c_now[k]), float(c_start[k]), bool(barrier[k]), locked[k])
             else:
                 view.set_quadric(None)
                 self._fit_projection(view, coords[:, k])
@@ -196,7 +211,7 @@ class NeuronQuadrics(QWidget):
                 what += ": still here (the run moves the other coordinates)"
             drift = drift_text(float(c_now[k]), float(c_start[k]))
             cell.set_caption(
-                f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
+                f"<b>neuron {k + 1}</b>{lock_text(k, locked[k])} &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}{drift}"
                 f" &nbsp;·&nbsp; {what}{_event_text(k, events[k])}"
             )
 
@@ -207,20 +222,31 @@ class NeuronQuadrics(QWidget):
         if reach > 0 and not 0.5 * view.extent <= 1.1 * reach <= view.extent:
             view.set_frame(nice_extent(1.1 * reach), self.labels)
 
-    def preview(self, c: np.ndarray):
-        """Before a run: the surfaces for the chosen c, with no trajectory."""
+    def preview(self, c: np.ndarray, points: np.ndarray | None = None, locked: list[int] | None = None):
+        """Before a run: the surfaces for the chosen c. ``points`` (l, 3): each neuron's current θ_k
+        in the views' coordinates (a loaded network's weights), drawn as its marker; ``locked``:
+        as in show_neurons."""
+        locked = list(locked) if locked is not None else [0] * len(c)
         for k in range(getattr(self, "_l", 0)):
-            view = self.cells[k].view
+            cell = self.cells[k]
+            view = cell.view
             view.clear_trajectory()
-            self.cells[k].jump_markers.set_positions(np.zeros((0, 3)))
+            cell.jump_markers.set_positions(np.zeros((0, 3)))
+            if points is not None:
+                view.set_trajectory(points[None, k], np.zeros(1))
+            chip = lock_text(k, locked[k]) if k < len(locked) else ""
             if self.exact and k < len(c):
-                view.set_quadric(float(c[k]), None, bool(c[k] < 0))
-                self.cells[k].caption.setText(
-                    f"<b>neuron {k + 1}</b> &nbsp; c{sub(k + 1)} = {c[k]:+.4g} &nbsp;·&nbsp; {shape_name(c[k])}"
+                view.set_quadric(float(c[k]), None, bool(c[k] < 0), locked[k])
+                cell.set_caption(
+                    f"<b>neuron {k + 1}</b>{chip} &nbsp; c{sub(k + 1)} = {c[k]:+.4g} &nbsp;·&nbsp; {shape_name(c[k])}"
                 )
             else:
                 view.set_quadric(None)
-                self.cells[k].caption.setText(f"<b>neuron {k + 1}</b>")
+                if points is not None:
+                    self._fit_projection(view, points[None, k])
+                cell.set_caption(
+                    f"<b>neuron {k + 1}</b>{chip}" + (f" &nbsp; c{sub(k + 1)} = {c[k]:+.4g}" if k < len(c) else "")
+                )
 
     def set_presentation(self, on: bool):
         self._presentation = on

@@ -44,6 +44,7 @@ TIME_COLORMAP = pg.colormap.get("viridis")
 # viridis ends in a pale yellow that vanishes on a light surface (the path seemed to stop short of
 # its end marker) and starts in a near-black purple that vanishes on a dark one: use its middle.
 TIME_RANGE = (0.12, 0.82)
+FORBIDDEN_ALPHA = 0.07  # the sheet a locked neuron can never reach
 
 
 def time_colors(fraction: np.ndarray, mode: str = "float"):
@@ -127,6 +128,7 @@ class QuadricView(OffscreenGLView):
         self.mesh_quantum: float | None = None
         self._meshed_c: float | None = None
         self._ghost_c: float | None = None
+        self.locked_sign = 0  # ±1 when the neuron is locked on the sheet of that output sign
         self._surface: list[gl.GLMeshItem] = []
         self._ghost: list[gl.GLMeshItem] = []
         self._frame: list = []
@@ -150,6 +152,13 @@ class QuadricView(OffscreenGLView):
         for item in (self.trajectory, self.flip_markers, self.start_marker, self.head_marker):
             item.setDepthValue(10)
             self.addItem(item)
+        lock_font = QFont()
+        lock_font.setPointSize(13)
+        lock_font.setBold(True)
+        self.lock_label = gl.GLTextItem(pos=(0, 0, 0), text="", font=lock_font)
+        self.lock_label.setDepthValue(12)
+        self.lock_label.setVisible(False)
+        self.addItem(self.lock_label)
         self.set_frame(2.0, ("w₁", "w₂", "v"))
 
     # ---------------------------------------------------------------- scene frame
@@ -166,8 +175,10 @@ class QuadricView(OffscreenGLView):
         """Recolour axes, grid and labels for the theme (dark ink vanishes on a dark view)."""
         self._ink = pg.mkColor(color)
         self._alphas = self._surface_alphas()
-        for item in self._surface:
-            item.setColor(_rgba(self.neuron, self._alphas[0]))
+        for sheet, item in enumerate(self._surface):
+            c = 0.0 if self._meshed_c is None else self._meshed_c
+            item.setColor(_rgba(self.neuron, self._sheet_alpha(c, sheet, self._alphas[0])))
+        self.lock_label.setData(color=self._ink_rgba(255))
         for item in self._ghost:
             item.opts["edgeColor"] = self._ghost_rgba(self._alphas[1])
             item.meshDataChanged()
@@ -218,13 +229,23 @@ class QuadricView(OffscreenGLView):
         grey = 0.85 if self._ink.lightnessF() > 0.5 else 0.2
         return (grey, grey, grey, alpha)
 
+    def _sheet_alpha(self, c: float, sheet: int, alpha: float) -> float:
+        """A locked neuron's other sheet (c < 0: sheet 0 is v > 0, sheet 1 is v < 0) is the one it
+        can never reach: drawn faint, so the sheet it lives on stands out."""
+        if self.locked_sign == 0 or c >= 0:
+            return alpha
+        allowed = 0 if self.locked_sign > 0 else 1
+        return alpha if sheet == allowed else FORBIDDEN_ALPHA
+
     def _replace(self, old: list, c: float | None, alpha: float, depth: float, ghost: bool = False) -> list:
         for item in old:
             self.removeItem(item)
         if c is None:
             return []
         items = []
-        for vertices, faces in quadric_sheets(c, extent=self.extent, resolution=20 if ghost else 56):
+        for sheet, (vertices, faces) in enumerate(
+            quadric_sheets(c, extent=self.extent, resolution=20 if ghost else 56)
+        ):
             if ghost:  # a wireframe: reads apart from the translucent surface it is left behind by
                 item = gl.GLMeshItem(
                     meshdata=gl.MeshData(vertexes=vertices, faces=faces),
@@ -238,7 +259,7 @@ class QuadricView(OffscreenGLView):
                     meshdata=smooth_mesh(vertices, faces),
                     smooth=True,
                     shader="shaded",
-                    color=_rgba(self.neuron, alpha),
+                    color=_rgba(self.neuron, self._sheet_alpha(c, sheet, alpha)),
                     glOptions=_SURFACE_GL,
                 )
             item.setDepthValue(depth)
@@ -246,13 +267,22 @@ class QuadricView(OffscreenGLView):
             items.append(item)
         return items
 
-    def set_quadric(self, c_now: float | None, c_start: float | None = None, barrier: bool = False):
+    def set_quadric(
+        self, c_now: float | None, c_start: float | None = None, barrier: bool = False, locked_sign: int = 0
+    ):
         """Draw Q(c_now); a faint ghost of Q(c_start) once the two visibly differ.
 
-        ``None`` draws no surface (projection views). Re-meshing is skipped unless c moved by
+        ``locked_sign`` ±1: the neuron is locked (e = 1, c < 0) on the sheet of that output sign,
+        which is labelled and drawn full, its other sheet faint. ``None`` draws no surface
+        (projection views). Re-meshing is skipped unless c moved by
         more than 0.2 % of the scene, so a live run does not rebuild meshes every frame.
         """
         tol = 2e-3 * self.extent**2
+        locked_sign = int(np.sign(locked_sign)) if c_now is not None and c_now < 0 else 0
+        if locked_sign != self.locked_sign:
+            self.locked_sign = locked_sign
+            self._meshed_c = None  # re-mesh: the sheets' opacities changed
+        self._place_lock_label(c_now)
         if self.mesh_quantum:
             # Clips: the mesh of c rounded to the quantum (× extent²), a function of the shown c
             # alone, so a frame does not depend on the frames before it, yet c moving by less
@@ -274,6 +304,19 @@ class QuadricView(OffscreenGLView):
             self._ghost_c = ghost
         self.barrier.setVisible(barrier)
         self.barrier_edge.setVisible(barrier)
+
+    def _place_lock_label(self, c_now: float | None):
+        """'locked: v > 0' beside the vertex of the sheet a locked neuron lives on."""
+        if not self.locked_sign or c_now is None:
+            self.lock_label.setVisible(False)
+            return
+        E = self.extent
+        height = min(math.sqrt(-c_now) + 0.3 * E, 0.9 * E)
+        above = ">" if self.locked_sign > 0 else "<"
+        self.lock_label.setData(
+            pos=(0.08 * E, 0.08 * E, self.locked_sign * height), text=f"locked: v {above} 0", color=self._ink_rgba(255)
+        )
+        self.lock_label.setVisible(True)
 
     # ---------------------------------------------------------------- trajectory
     def set_trajectory(self, points: np.ndarray, time_fraction: np.ndarray, flips: np.ndarray | None = None):
@@ -310,6 +353,8 @@ class QuadricView(OffscreenGLView):
         for item in self._frame:
             if isinstance(item, gl.GLTextItem):
                 item.setData(font=font)
+        font.setBold(True)
+        self.lock_label.setData(font=font)
 
     # ---------------------------------------------------------------- linked cameras
     def camera_state(self) -> dict:

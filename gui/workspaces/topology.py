@@ -8,6 +8,7 @@ the views; every number shown comes from the engine.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt
@@ -15,15 +16,25 @@ from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.core.errors import EngineInputError
 from engine.topology.invariants import barrier_jumps, c_of, component_label
+from engine.topology.obstruction import LoadedNetwork, NetworkRun, continue_training_job, load_job
 from engine.topology.probability import probability_maps_job
 from engine.topology.quadrics import reduced_coordinates
 from engine.topology.training import Trajectory, train
-from engine.topology.two_layer import ShallowNet
+from engine.topology.two_layer import ShallowNet, ShallowParams
 from engine.topology.width_sweep import breast_cancer_sweep
 
 from ..pacing import Pacer
 from ..panels.invariants_panel import InvariantsPanel, summary
-from ..panels.topology_parameters import TrainingSetup, create_parameters, fig4_settings, fig5_settings, training_setup
+from ..panels.topology_parameters import (
+    TrainingSetup,
+    create_parameters,
+    fig4_settings,
+    fig5_settings,
+    network_request,
+    train_config,
+    training_setup,
+)
+from ..parameter_values import apply_all
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
@@ -35,6 +46,7 @@ from ..workspace import Workspace
 
 # Seconds between live redraws of each part (gui.pacing): the 3D views as often as the event
 # loop allows; plots, whose repaint costs 4–18 ms each under llvmpipe, a few times a second.
+MAX_LOADED_NEURONS = 16  # a loaded network gets one 3D view per neuron: beyond this, use the command line
 LIVE_INTERVALS = {"loss": 0.2, "drift": 0.2, "invariants": 0.2, "reduced": 0.1, "heatmaps": 0.5}
 
 
@@ -100,6 +112,30 @@ def drift_note(c_start: np.ndarray, c_now: np.ndarray, config) -> str:
     return f"{moved}: {name} steps are not gradient steps, so c is not conserved."
 
 
+def locked_signs(net: ShallowNet, c: np.ndarray, W2: np.ndarray) -> list[int]:
+    """Per neuron: the output sign it is locked to (e = 1, c_k < 0; MATH A5), else 0."""
+    if net.e != 1:
+        return [0] * len(c)
+    return [int(np.sign(W2[0, k])) if c[k] < 0 else 0 for k in range(len(c))]
+
+
+def loaded_text(loaded: LoadedNetwork) -> str:
+    """The invariants panel's lines about a loaded file: what it is, and whether its fit is obstructed."""
+    r, name = loaded.report, Path(loaded.network.path).name
+    act = "ReLU" if r["activation"] == "relu" else f"leaky ReLU γ = {r['slope']:g}"
+    lines = [f"<b>{name}</b>: {r['d']}—{r['l']}—{r['e']} {act}" + (f", loss {r['loss']:.3g}" if "loss" in r else "")]
+    fit = r.get("fit")
+    if fit is not None:
+        verdict = "<b>yes</b>" if fit["better_fit_needs_flip"] else "<b>no</b>"
+        lines.append(
+            f"better fit needs a locked flip: {verdict} "
+            f"(signs kept {fit['kept_loss']:.2g}, free {fit['free_loss']:.2g})"
+        )
+    if loaded.net is None:
+        lines.append("<i>a bias on one layer only: training needs both or neither</i>")
+    return "<br>".join(lines)
+
+
 class TopologyWorkspace(Workspace):
     key = "topology"
     title = "Invariant sets (topological obstruction)"
@@ -138,8 +174,12 @@ class TopologyWorkspace(Workspace):
         self._pending: TrainingSetup | None = None  # built by make_job, shown at reset
         self._result = None  # the latest partial or final result
         self._total_steps = 1
+        self._loaded: LoadedNetwork | None = None  # the network file last read by a job
+        self._loaded_key: tuple | None = None  # ... and the request it answered
+        self._extra = ""  # the invariants panel's lines about a loaded network
         self.pacer = Pacer(LIVE_INTERVALS, self)
         self.parameters.child("mode").sigValueChanged.connect(self._on_mode)
+        self.parameters.child("network", "source").sigValueChanged.connect(self._on_mode)
         self.parameters.child("display").sigTreeStateChanged.connect(self._on_display)
         self._on_mode()
         self.reset()
@@ -148,15 +188,68 @@ class TopologyWorkspace(Workspace):
     def mode(self) -> str:
         return self.parameters["mode"]
 
+    @property
+    def from_file(self) -> bool:
+        return self.mode == "training" and self.parameters["network", "source"] == "file"
+
     # ------------------------------------------------------------------ jobs
     def make_job(self, steps: int | None = None):
         if self.mode == "fig4":
             return breast_cancer_sweep(fig4_settings(self.parameters.child("fig4"), steps))
         if self.mode == "fig5":
             return probability_maps_job(fig5_settings(self.parameters.child("fig5")))
+        if self.from_file:  # the file is read, checked and its c computed in the job
+            r = network_request(self.parameters, steps)
+            self._pending, self._loaded_key = None, r.key
+            return continue_training_job(
+                r.path, r.activation, r.slope, r.data, r.config, r.data_source, MAX_LOADED_NEURONS
+            )
         setup = training_setup(self.parameters, steps)
         self._pending = setup
         return train(setup.net, setup.params, setup.X, setup.Y, setup.config)
+
+    def load_network(self, path, data_path=None) -> bool:
+        """File ▸ Load network: show the network in ``path`` (.npz, .pt/.pth, .pt2) with the data in
+        ``data_path`` (else the file's own, else the Data group's), its quadrics and invariants; Run
+        then trains it on. The file is read in an engine job; False if the request was refused."""
+        values = {"mode": "training", "network": {"source": "file", "file": str(path)}}
+        if data_path:
+            values["data"] = {"source": "file", "file": str(data_path)}
+        elif str(path).lower().endswith(".npz"):
+            values["data"] = {"source": "file", "file": ""}  # its own X and Y
+        try:
+            apply_all(self.parameters, values)
+            r = network_request(self.parameters)
+        except EngineInputError as error:
+            self._error(str(error))
+            return False
+        self._loaded_key = r.key
+        self._start(load_job(r.path, r.activation, r.slope, r.data, r.data_source, MAX_LOADED_NEURONS))
+        return True
+
+    accepts_networks = True  # File ▸ Load network on this tab loads here
+
+    def ask_load_network(self):
+        """File ▸ Load network: the network file, then (unless an .npz carries it) its data."""
+        from PySide6.QtWidgets import QFileDialog
+
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Load a two-layer ReLU network", "", "Networks (*.npz *.pt *.pth *.pt2);;All files (*)"
+        )
+        if not path:
+            return
+        data = None
+        if not path.lower().endswith(".npz"):
+            data, _ = QFileDialog.getOpenFileName(
+                self, "Its data (cancel: the Data group's)", "", "Data (*.npz *.csv);;All files (*)"
+            )
+        self.load_network(path, data or None)
+
+    def _start(self, job):
+        self.controller.start(self, job)
+
+    def _error(self, text: str):
+        self.controller.error(text)
 
     def reset(self):
         self._result = None
@@ -164,6 +257,21 @@ class TopologyWorkspace(Workspace):
         if self.mode != "training":
             self.page_of[self.mode].reset()
             return
+        if self.from_file:
+            self._pending = None
+            try:
+                key = network_request(self.parameters).key
+            except EngineInputError as error:
+                self._setup = None
+                self.invariants.show_nothing(f"Cannot load: {error}")
+                return
+            if self._loaded is not None and key == self._loaded_key:
+                self._configure_loaded(self._loaded)
+            else:
+                self._setup = None
+                self.invariants.show_nothing("Run to read the network file and train it on.")
+            return
+        self._extra = ""
         setup, self._pending = self._pending, None
         if setup is None:
             try:
@@ -173,8 +281,22 @@ class TopologyWorkspace(Workspace):
                 return
         self._configure(setup)
 
-    def _configure(self, setup: TrainingSetup):
-        """Lay the training views out for this network, and preview Q(c) at the start."""
+    def _panel_extra(self) -> str:
+        return "" if getattr(self, "_presenting", False) else self._extra
+
+    def _configure_loaded(self, loaded: LoadedNetwork):
+        """Lay the views out for a loaded network: its own quadrics, each with its current point."""
+        self._loaded = loaded
+        n = loaded.network
+        slope = n.slope if n.activation == "leaky_relu" else 0.01
+        net = loaded.net or ShallowNet(n.d, n.l, n.e, n.activation, slope, n.b1 is not None)
+        params = loaded.params or ShallowParams(n.W1, n.W2, n.b1, n.b2)
+        self._extra = loaded_text(loaded)
+        self._configure(TrainingSetup(net, params, n.X, n.Y, train_config(self.parameters)), points=True)
+
+    def _configure(self, setup: TrainingSetup, points: bool = False):
+        """Lay the training views out for this network, and preview Q(c) at the start (with each
+        neuron's current point when ``points``: a loaded network)."""
         self._setup = setup
         net = setup.net
         self._total_steps = max(setup.config.steps, 1)
@@ -202,19 +324,40 @@ class TopologyWorkspace(Workspace):
         self.reduced.configure(signed_w, net.e == 1, w_name, "v" if net.e == 1 else "‖v‖", extent)
         self.curves.configure(net.l, self.parameters["display", "log_drift"])
         self.curves.hold_steps(self._total_steps)
-        self.heatmaps.setVisible(net.d <= 2)
-        if net.d <= 2:
+        show_data = net.d <= 2 and setup.X is not None and setup.Y is not None and setup.Y.shape[1] >= 1
+        self.heatmaps.setVisible(show_data)
+        if show_data:
             self.heatmaps.set_dimension(net.d)
             self.heatmaps.set_data(setup.X, setup.Y)
         self._on_display()
         c = c_of(setup.params)
-        self.quadrics.preview(c)
+        lock = locked_signs(net, c, setup.params.W2)
+        shown = coords[0][:, self._axes] if (points and self._axes is not None) else None
+        self.quadrics.preview(c, shown, lock)
         self.reduced.preview(c)
+        if points:
+            r, v = reduced_coordinates(start.W1, start.W2, start.b1)
+            if net.d == 1 and not net.bias:
+                r = start.W1[:, :, 0]
+            self.reduced.show_neurons(r, v, np.zeros(1), c, c, [[] for _ in range(net.l)])
+            if net.d <= 2 and show_data:
+                self.heatmaps.show_function(net, setup.params)
         label = component_label(setup.params.W1, setup.params.W2, setup.params.b1)
-        self.invariants.show_values(summary(net.d, net.e, net.bias, c, label), None, 0)
+        self.invariants.show_values(summary(net.d, net.e, net.bias, c, label), None, 0, extra=self._panel_extra())
 
     # ------------------------------------------------------------------ results
+    def _unwrap(self, run: NetworkRun) -> Trajectory:
+        """A loaded network's run: lay the views out for its network the first time it is seen."""
+        if run.loaded is not self._loaded or self._setup is None:
+            self._configure_loaded(run.loaded)
+        return run.trajectory
+
     def show_partial(self, partial):
+        if isinstance(partial, LoadedNetwork):  # the job read the file: lay the views out for it
+            self._configure_loaded(partial)
+            return
+        if isinstance(partial, NetworkRun):
+            partial = self._unwrap(partial)
         self._result = partial
         if self.mode == "training":
             self._show_trajectory(partial, final=False)
@@ -222,6 +365,12 @@ class TopologyWorkspace(Workspace):
             self.page_of[self.mode].show_partial(partial)
 
     def show_result(self, result):
+        if isinstance(result, LoadedNetwork):  # File ▸ Load network: shown, not trained
+            self._result = None
+            self._configure_loaded(result)
+            return
+        if isinstance(result, NetworkRun):
+            result = self._unwrap(result)
         self._result = result
         if self.mode == "training":
             self._show_trajectory(result, final=True)
@@ -247,7 +396,13 @@ class TopologyWorkspace(Workspace):
             draw(
                 "quadrics",
                 lambda: self.quadrics.show_neurons(
-                    neuron_coordinates(traj)[0][:, :, axes], frac, c_now, c_start, c_now < 0, events
+                    neuron_coordinates(traj)[0][:, :, axes],
+                    frac,
+                    c_now,
+                    c_start,
+                    c_now < 0,
+                    events,
+                    locked_signs(net, c_now, traj.W2[-1]),
                 ),
             )
         if not self._exact:
@@ -260,6 +415,7 @@ class TopologyWorkspace(Workspace):
                 c_start,
                 int(traj.step[-1]),
                 drift_note(c_start, c_now, self._setup.config),
+                extra=self._panel_extra(),
             )
 
         draw("invariants", invariants)
@@ -284,6 +440,11 @@ class TopologyWorkspace(Workspace):
         training = mode == "training"
         for name in ("network", "data", "init", "optimizer", "display"):
             self.parameters.child(name).setOpts(visible=training)
+        fresh = self.parameters["network", "source"] == "fresh"
+        for name in ("d", "l", "e", "bias"):
+            self.parameters.child("network", name).setOpts(visible=training and fresh)
+        self.parameters.child("network", "file").setOpts(visible=training and not fresh)
+        self.parameters.child("init").setOpts(visible=training and fresh)
         self.parameters.child("fig4").setOpts(visible=mode == "fig4")
         self.parameters.child("fig5").setOpts(visible=mode == "fig5")
 
@@ -313,6 +474,7 @@ class TopologyWorkspace(Workspace):
         return plots
 
     def set_presentation(self, on: bool):
+        self._presenting = on  # the panel then leaves out the loaded file's lines: no room for them
         self.quadrics.set_presentation(on)
         self.curves.set_line_width(4.0 if on else 2.0)
         for plot in (
@@ -355,11 +517,46 @@ class TopologyWorkspace(Workspace):
             return {"mode": self.mode, "result": self.page_of[self.mode].result_state(self._result)}
         fields = {f.name: getattr(self._result, f.name) for f in dataclasses.fields(Trajectory)}
         fields["sign_flips"] = np.asarray(fields["sign_flips"], dtype=np.int64).reshape(-1, 2)
-        return {
+        state = {
             "mode": "training",
             "trajectory": {k: v for k, v in fields.items() if v is not None},
             "parameters": self.parameters.saveState(filter="user"),
         }
+        if self.from_file and self._loaded is not None:  # the file may be gone when the talk reopens
+            n = self._loaded.network
+            state["loaded"] = {"report": self._loaded.report, "activation": n.activation, "slope": n.slope}
+            state["loaded"] |= {k: v for k, v in (("X", n.X), ("Y", n.Y)) if v is not None}
+        return state
+
+    def _restore_loaded(self, traj: Trajectory, saved: dict) -> None:
+        """A loaded network's views from a session: its weights are the trajectory's first row."""
+        from engine.io.two_layer_file import TwoLayer, check_activation, check_data_width
+        from engine.topology.obstruction import training_net
+
+        first = lambda a: None if a is None else np.asarray(a[0], dtype=np.float64)  # noqa: E731
+        act = saved.get("activation")
+        act, slope = check_activation("the session", act, saved.get("slope") if act == "leaky_relu" else None)
+        X, Y = saved.get("X"), saved.get("Y")
+        if X is not None:
+            X, Y = check_data_width("the session's data", traj.W1.shape[2], traj.W2.shape[1], X, Y)
+        report = saved.get("report")
+        if not isinstance(report, dict) or not {"activation", "slope", "format", "d", "l", "e"} <= set(report):
+            raise EngineInputError("the session's loaded network has no report")
+        n = TwoLayer(
+            first(traj.W1),
+            first(traj.W2),
+            first(traj.b1),
+            first(traj.b2),
+            act,
+            slope,
+            X,
+            Y,
+            report.get("file", ""),
+            report["format"],
+        )
+        net, params = training_net(n)
+        self._loaded_key = network_request(self.parameters).key if self.parameters["network", "file"] else None
+        self._configure_loaded(LoadedNetwork(n, report, net, params))
 
     def restore_session_state(self, state: dict):
         mode = state.get("mode")
@@ -382,6 +579,11 @@ class TopologyWorkspace(Workspace):
         except (KeyError, TypeError, ValueError) as error:
             raise EngineInputError(f"saved training state does not fit: {error}") from None
         self.reset()
+        if self.from_file and "loaded" in state:
+            try:
+                self._restore_loaded(traj, state["loaded"])
+            except (KeyError, TypeError, ValueError, IndexError) as error:
+                raise EngineInputError(f"saved network does not fit: {error}") from None
         if self._setup is None or traj.W1.shape[1:] != self._setup.params.W1.shape:
             raise EngineInputError("saved trajectory does not match its network parameters")
         self._result = traj

@@ -3,4 +3,4 @@
 A new command is a new module here and one name in ``COMMANDS``; ``cli`` does the rest.
 """
 
-COMMANDS = ("reproduce", "invariant_set", "inspect", "screenshot", "record")
+COMMANDS = ("reproduce", "sweep", "invariant_set", "inspect", "obstruction", "screenshot", "record", "landscape")
