@@ -28,6 +28,15 @@ MODES = {
     "Fig. 4: sweep over (l, l₊)": "fig4",
     "Fig. 5: probability (d, l)": "fig5",
 }
+# Where a sweep runs (engine.sweeps): all at once in this process (the batched program, fastest on
+# one machine), or cell by cell through the sweep runner, here or on Ray, with a resumable store.
+EXECUTORS = {
+    "this process, all at once": "batched",
+    "this process, cell by cell": "local",
+    "Ray (a local one, or a cluster)": "ray",
+}
+RAY_ADDRESS_TIP = "empty: start a local Ray with this machine's cores; ray://HOST:PORT or auto: join a cluster"
+FOLDER_TIP = "empty: one per settings under the app's cache, so the same sweep finds its finished cells"
 C_LIMIT = 1e6  # |c_k|: far beyond any useful scene, far below float overflow
 
 PARAMETERS = [
@@ -214,6 +223,16 @@ PARAMETERS = [
             {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01, "limits": (1e-12, 1e3)},
             {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
             {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
+            {
+                "name": "executor",
+                "title": "run on",
+                "type": "list",
+                "value": "batched",
+                "limits": EXECUTORS,
+                "tip": "cell by cell and Ray keep each finished cell on disk: a cancelled sweep resumes",
+            },
+            {"name": "address", "title": "Ray address", "type": "str", "value": "", "tip": RAY_ADDRESS_TIP},
+            {"name": "folder", "title": "results folder", "type": "str", "value": "", "tip": FOLDER_TIP},
         ],
     },
     {
@@ -233,6 +252,16 @@ PARAMETERS = [
                 "limits": (1, 100),
             },
             {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
+            {
+                "name": "executor",
+                "title": "run on",
+                "type": "list",
+                "value": "batched",
+                "limits": EXECUTORS,
+                "tip": "cell by cell and Ray keep each finished cell on disk: a cancelled sweep resumes",
+            },
+            {"name": "address", "title": "Ray address", "type": "str", "value": "", "tip": RAY_ADDRESS_TIP},
+            {"name": "folder", "title": "results folder", "type": "str", "value": "", "tip": FOLDER_TIP},
         ],
     },
 ]
@@ -401,6 +430,11 @@ def fig4_settings(p: Parameter, steps: int | None = None) -> SweepSettings:
         sign_policy=p["sign_policy"],
         seed=p["seed"],
     )
+
+
+def sweep_place(p: Parameter) -> dict:
+    """The Fig. 4 or Fig. 5 group's executor, Ray address and results folder (engine.sweeps.window)."""
+    return {"executor": p["executor"], "address": p["address"].strip() or None, "folder": p["folder"].strip() or None}
 
 
 def fig5_settings(p: Parameter) -> MapSettings:

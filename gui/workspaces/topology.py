@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QStandardPaths, Qt
 from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.core.errors import EngineInputError
@@ -31,6 +31,7 @@ from ..panels.topology_parameters import (
     fig4_settings,
     fig5_settings,
     network_request,
+    sweep_place,
     train_config,
     training_setup,
 )
@@ -188,16 +189,27 @@ class TopologyWorkspace(Workspace):
     def mode(self) -> str:
         return self.parameters["mode"]
 
+    def _sweep_job(self, steps: int | None):
+        """Fig. 4 or 5: the batched program in this process, or the sweep runner (cells kept)."""
+        group = self.parameters.child(self.mode)
+        place = sweep_place(group)
+        settings = fig4_settings(group, steps) if self.mode == "fig4" else fig5_settings(group)
+        if place["executor"] == "batched":
+            return breast_cancer_sweep(settings) if self.mode == "fig4" else probability_maps_job(settings)
+        from engine.sweeps import window as sweeps
+
+        root = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.CacheLocation)) / "sweeps"
+        job = sweeps.fig4_job if self.mode == "fig4" else sweeps.fig5_job
+        return job(settings, root, place["folder"], place["executor"], place["address"])
+
     @property
     def from_file(self) -> bool:
         return self.mode == "training" and self.parameters["network", "source"] == "file"
 
     # ------------------------------------------------------------------ jobs
     def make_job(self, steps: int | None = None):
-        if self.mode == "fig4":
-            return breast_cancer_sweep(fig4_settings(self.parameters.child("fig4"), steps))
-        if self.mode == "fig5":
-            return probability_maps_job(fig5_settings(self.parameters.child("fig5")))
+        if self.mode in ("fig4", "fig5"):
+            return self._sweep_job(steps)
         if self.from_file:  # the file is read, checked and its c computed in the job
             r = network_request(self.parameters, steps)
             self._pending, self._loaded_key = None, r.key

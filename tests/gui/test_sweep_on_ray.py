@@ -1,0 +1,59 @@
+"""The Fig. 4 page on a local Ray: it fills in as cells arrive, Cancel keeps the finished cells,
+Run again computes only the rest, and the map equals the runner's own local sweep to the bit."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.core.progress import run_to_completion
+from engine.sweeps import fig4
+from engine.sweeps.runner import sweep_job
+
+from .conftest import save_screenshot, wait_until_idle
+
+pytest.importorskip("ray")
+
+SMALL = {"inits": 2, "l_max": 4, "steps": 1500, "lr": 0.1, "seed": 0}
+
+
+def cells_on_disk(folder: Path) -> int:
+    return len(list((folder / "cells").glob("*.npz"))) if (folder / "cells").exists() else 0
+
+
+def test_fig4_fills_live_on_ray_cancels_keeping_cells_and_resumes(window, qtbot, tmp_path):
+    ws = window.workspaces["topology"]
+    window.load_preset("fig4-breast-cancer", run=False)
+    for name, value in {**SMALL, "executor": "ray", "folder": str(tmp_path / "sweep")}.items():
+        ws.parameters["fig4", name] = value
+    total = sum(l + 1 for l in range(2, SMALL["l_max"] + 1))  # cells (l, l₊)
+    window.run()
+    # Live: the map shows some cells and not yet all (Ray's start-up takes seconds first).
+    finite = lambda: 0 if ws.fig4.result is None else int(np.isfinite(ws.fig4.result.mean).sum())
+    qtbot.waitUntil(lambda: 0 < finite() < total, timeout=180000)
+    save_screenshot(window, "topology_fig4-on-ray-filling")
+    assert "runs" in ws.fig4.caption.text() and "ETA" in ws.fig4.caption.text()
+    window.cancel()
+    wait_until_idle(qtbot, window, 120000)
+    assert window.last_outcome == "cancelled"
+    kept = cells_on_disk(tmp_path / "sweep")
+    assert 0 < kept < total, kept
+    # Run again: only the missing cells are computed; the finished ones are read back unchanged.
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "sweep" / "cells").glob("*.npz")}
+    window.run()
+    wait_until_idle(qtbot, window, 300000)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+    assert cells_on_disk(tmp_path / "sweep") == total
+    save_screenshot(window, "topology_fig4-on-ray-done")
+    # The same grid through the runner in this process, from nothing: the same numbers, bit for bit.
+    plan = fig4.plan("breast-cancer", range(2, SMALL["l_max"] + 1), SMALL["inits"], SMALL["steps"], SMALL["lr"])
+    run = run_to_completion(sweep_job(plan, tmp_path / "local", executor="local"))
+    local = fig4.assemble(run)
+    shown = ws.fig4.result
+    np.testing.assert_array_equal(shown.test_bce, local.test_bce)
+    np.testing.assert_array_equal(shown.mean, local.mean)
+    np.testing.assert_array_equal(shown.W1, local.W1)
+    import ray
+
+    ray.shutdown()
