@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-import pyqtgraph as pg
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from PySide6.QtCore import QSettings
 
@@ -30,6 +29,7 @@ from engine.io.session_arrays import check_workspace_results
 
 from .parameter_values import apply_all, values_of_state
 from .presets import one_line
+from .views.camera import camera_of, set_camera
 
 FORMAT, VERSION = "landscape-lens-session", 1
 SUFFIX = ".lens"
@@ -183,30 +183,13 @@ def read_session(path) -> dict:
 
 
 # ------------------------------------------------------------ window <-> plain data
-def _camera(view) -> dict:
-    o = view.opts
-    return {
-        "distance": float(o["distance"]),
-        "elevation": float(o["elevation"]),
-        "azimuth": float(o["azimuth"]),
-        "fov": float(o["fov"]),
-        "center": [float(o["center"].x()), float(o["center"].y()), float(o["center"].z())],
-    }
-
-
-def _set_camera(view, camera: dict):
-    view.opts["center"] = pg.Vector(*camera["center"])
-    view.opts["fov"] = camera["fov"]
-    view.setCameraPosition(distance=camera["distance"], elevation=camera["elevation"], azimuth=camera["azimuth"])
-
-
 def capture_state(window) -> dict:
     return {
         "current": window.workspace.key,
         "workspaces": {
             key: {
                 "parameters": ws.parameters.saveState(filter="user"),
-                "cameras": [_camera(v) for v in ws.gl_views()],
+                "cameras": [camera_of(v) for v in ws.gl_views()],
                 "results": ws.session_state(),
             }
             for key, ws in window.workspaces.items()
@@ -227,7 +210,7 @@ def apply_state(window, state: dict) -> None:
         if saved.results:
             ws.restore_session_state(saved.results)
         for view, camera in zip(ws.gl_views(), saved.cameras):  # last: views may reframe
-            _set_camera(view, camera.model_dump())
+            set_camera(view, camera.model_dump())
     if checked.current in window.workspaces:
         window.show_workspace(checked.current)
 

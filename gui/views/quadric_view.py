@@ -18,6 +18,7 @@ from PySide6.QtGui import QFont
 from engine.topology.quadrics import quadric_sheets
 
 from ..style import neuron_color, theme_colors
+from .camera import camera_of, set_camera
 from .offscreen_gl import OffscreenGLView
 
 MAX_SHOWN_POINTS = 1500  # per neuron; the stored trajectory keeps every row
@@ -358,9 +359,7 @@ class QuadricView(OffscreenGLView):
 
     # ---------------------------------------------------------------- linked cameras
     def camera_state(self) -> dict:
-        return {k: self.opts[k] for k in ("distance", "elevation", "azimuth", "fov")} | {
-            "center": pg.Vector(self.opts["center"])
-        }
+        return camera_of(self)
 
     def default_camera(self) -> dict:
         """The framing set_frame gives: the scene's bounding box [−E, E]³ (and its axis names)
@@ -371,11 +370,13 @@ class QuadricView(OffscreenGLView):
         half_tan = math.tan(math.radians(self.opts["fov"] / 2))
         aspect = max(self.height(), 1) / max(self.width(), 1)
         distance = max(1.5 * E / half_tan, 1.7 * E / (half_tan * aspect))
-        return {"distance": distance, "elevation": 18.0, "azimuth": 40.0, "center": pg.Vector(0, 0, -0.25 * E)}
+        return {"distance": distance, "elevation": 18.0, "azimuth": 40.0, "center": [0.0, 0.0, -0.25 * E]}
 
     def apply_camera(self, state: dict):
-        self.opts.update(state)
-        self.update()
+        """Place the camera without marking it the user's (a default framing, a linked view)."""
+        user = getattr(self, "_user_camera", False)
+        set_camera(self, state)
+        self._user_camera = user
 
     def setCameraPosition(self, *args, **kwargs):
         """A camera placed from outside (a session, a script, the linked views) stays where it was
