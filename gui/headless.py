@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-import sys
 from pathlib import Path
 
-from PySide6.QtCore import QEventLoop, QTimer
+from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 
 from engine.core.errors import EngineInputError
 
@@ -21,6 +21,14 @@ def open_window(size: tuple[int, int]):
     window.resize(*size)
     window.show()
     return app, window
+
+
+def close_window(window) -> None:
+    """Close and delete the window now, on this thread: left to interpreter exit, its deletion
+    crashed, and a test session would keep every window a command opened."""
+    window.close()
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def wait_until_idle(window, timeout_s: float = 600.0) -> bool:
@@ -66,20 +74,22 @@ def screenshot(
     if out_path.suffix.lower() != ".png":
         raise EngineInputError(f"--out {out} must name a .png file")
     app, window = open_window(size)
-    window.set_look(presentation, theme)
-    if presentation:  # full screen would take the virtual screen's size, not the one asked for
-        window.setFixedSize(*size)
-    settle()
-    run_preset(window, preset, steps)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    from .capture import grab_widget
+    try:
+        window.set_look(presentation, theme)
+        if presentation:  # full screen would take the virtual screen's size, not the one asked for
+            window.setFixedSize(*size)
+        settle()
+        run_preset(window, preset, steps)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        from .capture import grab_widget
 
-    image = grab_widget(window)
-    if image.width() != size[0] or image.height() != size[1]:
-        image = image.scaled(*size)
-    if not image.save(str(out_path)):
-        raise EngineInputError(f"could not write {out_path}")
-    window.close()
+        image = grab_widget(window)
+        if image.width() != size[0] or image.height() != size[1]:
+            image = image.scaled(*size)
+        if not image.save(str(out_path)):
+            raise EngineInputError(f"could not write {out_path}")
+    finally:
+        close_window(window)
     print(f"wrote {out_path} ({image.width()}x{image.height()})")
     return 0
 
@@ -93,6 +103,7 @@ def record_preset(
     orbit: bool = False,
     clip: str | None = None,
     steps: int | None = None,
+    progress=None,
 ) -> int:
     """``main.py record``: compute the preset, then render a clip of its finished run to ``out``.
 
@@ -100,6 +111,8 @@ def record_preset(
     (every neuron, the loss, captions) at ``size``, ``fps`` and ``seconds``. Computing first
     makes every frame a function of the clip and the run, not of this machine's speed.
     All input is checked before the (long) run, and nothing is written unless it completes.
+    ``progress``: a factory of progress bars (landscape_lens.progress_bar.progress_bar); the
+    command line's, which draws nothing unless stderr is a terminal. None: no progress shown.
     """
     from .capture import check_output
     from .clips.model import load_clip
@@ -117,21 +130,17 @@ def record_preset(
             raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
         the_clip = story_for(preset, size, fps, seconds, orbit)
     check_output(out)
+    bars = progress or _no_bars
     app, window = open_window((1600, 960))
-    settle()
-    run_preset(window, the_clip.preset, steps=steps)
-
-    def computing(update):
-        print(f"\r{update.message} ({100 * update.fraction:.0f}%)", end="", file=sys.stderr)
-
-    renderer = ClipRenderer(the_clip, scene_for(window.controller.workspaces, the_clip.preset, on_progress=computing))
-
-    def report(done, total):
-        print(f"\rrendering {done}/{total}", end="", file=sys.stderr)
-
-    stats = render_to_file(renderer, out, report)
-    print(file=sys.stderr)
-    window.close()
+    try:
+        settle()
+        run_preset(window, the_clip.preset, steps=steps)
+        with bars("computing the clip's scene") as on_progress:
+            scene = scene_for(window.controller.workspaces, the_clip.preset, on_progress=on_progress)
+        with bars("rendering") as bar:
+            stats = render_to_file(ClipRenderer(the_clip, scene), out, bar.count)
+    finally:
+        close_window(window)
     w, h = the_clip.size
     print(
         f"wrote {out} ({stats['frames']} frames, {w}x{h}, {the_clip.fps} fps; rendered in "
@@ -139,3 +148,16 @@ def record_preset(
         f"{stats['frames'] / stats['total']:.1f} frames/s)"
     )
     return 0
+
+
+class _Silent:
+    def __call__(self, update) -> None:
+        pass
+
+    def count(self, done: int, total: int) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _no_bars(description: str = ""):
+    yield _Silent()

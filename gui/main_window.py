@@ -29,6 +29,7 @@ from . import export, session
 from .clips.dock import ClipDock
 from .controller import AppController
 from .error_reporting import error_relay
+from .ownership import own_parameter_tree, own_parameters
 from .presentation import Presentation
 from .presets import apply_values, available_presets, preset_named
 from .recording import RecordControl
@@ -123,6 +124,8 @@ class MainWindow(QMainWindow):
         for key, workspace in self.workspaces.items():
             tree = ParameterTree(showHeader=False)
             tree.setParameters(workspace.parameters, showTop=False)
+            own_parameter_tree(tree)  # pyqtgraph leaves its items' helpers parentless (gui/ownership.py)
+            own_parameters(workspace.parameters, workspace)
             # Names whole, values in the rest: ParameterTree sizes both columns to their contents,
             # and the longest value ("deep construction (Fig. 3)") then cut every name short.
             titles = [p.title() for p in _all_parameters(workspace.parameters)]

@@ -1,5 +1,5 @@
 """Talk clips: a composition (layout), key frames and timing that, with a finished run,
-determine every frame (ARCHITECTURE.md, "Clips as pure functions").
+determine every frame (docs/ARCHITECTURE.md, "Clips as pure functions").
 
 model      the clip as data: JSON schema, validation, the default story per preset
 timeline   key-frame interpolation with easing, slow motion around events

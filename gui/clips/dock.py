@@ -135,7 +135,7 @@ class ClipDock(QDockWidget):
         scene_fits = self.clip is not None and self.clip.preset == clip.preset
         self.clip, self.keys = clip, list(clip.keyframes if keys is None else keys)
         if not scene_fits:
-            self._scene = None
+            self._drop_scene()
         self._close_previewer()
         workspace = self._workspace()
         self._set_caption(clip.keyframes[0].caption if clip.keyframes else "")
@@ -175,8 +175,15 @@ class ClipDock(QDockWidget):
 
     def forget_scene(self, *_):
         """The run the scene was made of is gone (a new run, a reset)."""
-        self._scene = None
         self._close_previewer()
+        self._drop_scene()
+
+    def _drop_scene(self):
+        """Delete the scene's own plots now, unless a render is still posing them (then they go
+        with the workspace, their Qt parent)."""
+        if self._scene is not None and not (self.job is not None and self.job.active):
+            self._scene.dispose()
+        self._scene = None
 
     def _is_walk(self) -> bool:
         preset = self.controller.preset_name
@@ -425,6 +432,8 @@ class ClipDock(QDockWidget):
     def _on_walked(self, cuts):
         workspace, lams, then = self._walk
         self._walk = None
+        self._close_previewer()
+        self._drop_scene()
         self._scene = MinimaScene(workspace, lams, cuts)
         self._show_running(False)
         self._refresh(self.list.currentRow())  # the key frames' λ values are known now

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from PySide6.QtCore import Qt
 
 from engine.core.errors import EngineInputError
 from engine.core.progress import Job
@@ -24,6 +23,7 @@ from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
 from ..workspaces.minima_draw import slices_data, split_label, stages
 from .model import Cell, Clip, KeyFrame, Timing
+from .scene import adopt_off_screen, dispose_widgets
 
 ROWS = 61  # λ values along the walk: one slice computation each
 CLIP_POINTS = 41  # t values per slice curve: smooth at 1080p, 2.5× cheaper than the panel's 101
@@ -72,9 +72,7 @@ class MinimaScene:
         own = {"path": self.path_view, "slices": self.slice_view, "descent": self.descent_view}
         for plot in own.values():
             set_plot_fonts(plot)
-            # "Shown" off screen (see show): a widget never shown gets no resize events, so the
-            # compositor's resize would not lay it out (axes kept their first width, cut labels).
-            plot.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+            adopt_off_screen(plot, workspace)
         # The inspector's spectrum is the window's own view: the compositor resizes it for the
         # render and puts it back, as it does the topology tab's invariants panel.
         self.widgets = own | {"spectrum": workspace.spectrum}
@@ -129,11 +127,16 @@ class MinimaScene:
         self._shown = None
 
     def close(self) -> None:
-        """Nothing of the window's was changed; the clip's own plots are hidden. Not deleted:
-        deleting a parentless PlotWidget segfaulted inside ~QGraphicsScene (seen under gdb);
-        they go with the scene."""
+        """Nothing of the window's was changed; the clip's own plots are hidden until the scene
+        poses again (a scene renders again after a close: the dock's next preview or render)."""
         for plot in self._own.values():
             plot.hide()
+
+    def dispose(self) -> None:
+        """Delete the clip's own plots now (on the GUI thread), when the scene is dropped;
+        otherwise they go with the workspace, their Qt parent."""
+        dispose_widgets(self._own.values())
+        self._own = {}
 
     # ------------------------------------------------------------------ words
     def facts(self, row: int) -> dict:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
+from shiboken6 import isValid
 
 from engine.core.errors import EngineInputError
 from engine.topology.invariants import barrier_jumps
@@ -17,6 +19,26 @@ from engine.topology.invariants import barrier_jumps
 from ..style import neuron_color
 from ..views.neuron_quadrics import shape_name, sub
 from ..views.training_curves import TrainingCurves
+
+
+def adopt_off_screen(widget, owner) -> None:
+    """Make ``widget`` (a clip's own plot) an off-screen window that ``owner`` (the workspace,
+    a QWidget of the window) owns. Only Python owned these plots before, through pyqtgraph's
+    reference cycles, so the cycle collector destroyed them, at whatever allocation and on
+    whatever thread it ran (plot_style.own_menus says how that deadlocked); now Qt deletes
+    them with the window, or ``dispose_widgets`` when the scene is dropped. Shown off screen
+    (MinimaScene.show): a widget never shown gets no resize events, so the compositor's resize
+    would not lay it out (axes kept their first width, cut labels)."""
+    widget.setParent(owner, Qt.WindowType.Window)
+    widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+
+
+def dispose_widgets(widgets) -> None:
+    """Delete a dropped scene's own widgets on the GUI thread, at the event loop's next turn."""
+    for widget in widgets:
+        if isValid(widget):
+            widget.hide()
+            widget.deleteLater()
 
 
 class TopologyScene:
@@ -35,6 +57,8 @@ class TopologyScene:
         # (resizing the window's plots back and forth cost more than drawing them), their x axis
         # spans the whole run so the curves grow across it, and the window's plots stay as they are.
         self.curves = TrainingCurves()
+        for plot in (self.curves.loss_plot, self.curves.drift_plot):
+            adopt_off_screen(plot, workspace)  # never shown, only rendered
         self.curves.configure(traj.c.shape[1], bool(workspace.parameters["display", "log_drift"]))
         self.curves.set_line_width(3.0)
         # The loss axis too is the whole run's, decided once: TrainingCurves would switch to a
@@ -110,6 +134,11 @@ class TopologyScene:
         self.workspace.show_frame(len(self.steps) - 1)
         for view in self.views:
             view.update()
+
+    def dispose(self) -> None:
+        """Delete the clip's own curves now, when the scene is dropped; otherwise they go with
+        the workspace, their Qt parent."""
+        dispose_widgets((self.curves.loss_plot, self.curves.drift_plot))
 
     def apply_cameras(self, cameras) -> None:
         for view, cam in zip(self.views, cameras):

@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from ..style import NEURON_COLORS
-from .plot_style import DASHED, SOLID, follow_theme, key_text, set_title
+from .plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
 
 STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine}
 GLYPHS = {"solid": SOLID, "dash": DASHED, "dot": DASHED}
@@ -25,6 +25,7 @@ class CurvesView(pg.PlotWidget):
         self._width = 3
         self._shown: tuple | None = None  # the last show_curves arguments, redrawn on a theme switch
         follow_theme(self, self._set_foreground)
+        own_menus(self)
 
     def _set_foreground(self, color):
         self._fg = color
@@ -79,6 +80,7 @@ class CurvesView(pg.PlotWidget):
     def clear_curves(self):
         for item in self._items:
             self.removeItem(item)
+            item.deleteLater()  # removed, only Python owns it: never leave a Qt object to the cycle collector
         self._items = []
         self._shown = None
 

@@ -6,7 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import SHADED, SOLID, follow_theme, key_text, limit_ticks, set_title
+from .plot_style import SHADED, SOLID, follow_theme, key_text, limit_ticks, own_menus, set_title
 
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"
@@ -51,6 +51,7 @@ class DegeneratePathView(pg.PlotWidget):
         item.addItem(self.marker)
         # The key goes under the title: the path crosses every corner of the frame.
         follow_theme(self, lambda fg: self.marker.setPen(pg.mkPen(fg, width=2, style=Qt.PenStyle.DashLine)))
+        own_menus(self)  # eig_box's menu too
 
     def show_path(self, lam, loss, hessian_min, intervals, split_label: str | None = None):
         """``intervals``: list of (a, b) with ±inf allowed, where the points are minima."""
@@ -61,6 +62,7 @@ class DegeneratePathView(pg.PlotWidget):
         self.eig_curve.setData(lam, np.asarray(hessian_min, float))
         for region in self.regions:
             self.removeItem(region)
+            region.deleteLater()  # removed, only Python owns it: never leave a Qt object to the cycle collector
         self.regions = []
         for a, b in intervals:
             region = pg.LinearRegionItem(

@@ -17,7 +17,15 @@ from engine.core.errors import EngineInputError
 from engine.topology.width_sweep import SweepProgress, SweepResult, SweepSettings
 
 from .heatmap_plot import HeatmapPlot
-from .plot_style import add_legend, densify, legend_to_empty_corner, readable_colormap, set_plot_fonts
+from .plot_style import (
+    add_legend,
+    clear_plot,
+    densify,
+    legend_to_empty_corner,
+    own_menus,
+    readable_colormap,
+    set_plot_fonts,
+)
 
 LINE_CMAP = readable_colormap("plasma")
 
@@ -50,6 +58,7 @@ class Fig4View(QWidget):
         self.lines.showGrid(x=True, y=True, alpha=0.25)
         self.lines.getAxis("left").enableAutoSIPrefix(False)
         add_legend(self.lines, offset=(-8, 8))
+        own_menus(self.lines_widget)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
@@ -65,7 +74,7 @@ class Fig4View(QWidget):
         self.result = None
         self._started = time.monotonic()
         self.heat.clear_grid()
-        self.lines.clear()
+        clear_plot(self.lines)
         self.caption.setText(
             "Breast cancer, two-layer ReLU, BCE: each cell averages the test loss "
             "over random inits with l₊ neurons at c = +c₀ and the rest at −c₀."
@@ -87,7 +96,7 @@ class Fig4View(QWidget):
             if np.isfinite(mean[i, j])
             else f"l = {l[i]}, l₊ = {lp[j]}"
         )
-        self.lines.clear()
+        clear_plot(self.lines)
         if self.lines.legend is not None:
             self.lines.legend.clear()
         xs, ys = [], []

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from engine.topology.two_layer import ShallowNet, ShallowParams, forward
 
-from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar_font
+from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors, set_colorbar_font
 
 CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
 
@@ -53,6 +53,8 @@ class FunctionHeatmaps(QWidget):
         self.colorbar.setImageItem([self.target_image, self.learned_image], insert_in=self.learned_widget.getPlotItem())
         limit_ticks(self.colorbar.axis)
         follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
+        for widget in (self.target_widget, self.learned_widget, self.line_widget):
+            own_menus(widget)
         self._grid = None
 
     def set_dimension(self, d: int):

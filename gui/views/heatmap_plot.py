@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
-from .plot_style import follow_theme, limit_ticks, set_axis_colors, set_colorbar_font
+from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors, set_colorbar_font
 
 
 class HeatmapPlot(pg.PlotWidget):
@@ -33,6 +33,7 @@ class HeatmapPlot(pg.PlotWidget):
         self.hover = pg.TextItem(anchor=(0, 1), color="k", fill=(255, 255, 255, 220))
         self.hover.setZValue(20)
         self.plot.addItem(self.hover, ignoreBounds=True)
+        own_menus(self)  # the colour bar's menus too
         self.hover.hide()
         self.describe: Callable[[int, int], str] | None = None  # (i, j) → hover text
         self.values = np.zeros((0, 0))

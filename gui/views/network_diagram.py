@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from .plot_style import set_title
+from .plot_style import own_menus, set_title
 
 NODE, ORIGIN, COPY = "#BBBBBB", "#0072B2", "#E69F00"
 EDGE_BINS = 4  # edges are drawn as a few items by weight class, not one item per edge
@@ -26,6 +26,7 @@ class NetworkDiagram(pg.PlotWidget):
         self.nodes = pg.ScatterPlotItem(pen=pg.mkPen("#333", width=1))
         self.addItem(self.nodes)
         self.labels: list[pg.TextItem] = []
+        own_menus(self)
 
     @staticmethod
     def _positions(widths) -> list[np.ndarray]:
@@ -66,6 +67,7 @@ class NetworkDiagram(pg.PlotWidget):
         self.nodes.setData(xy[:, 0], xy[:, 1], size=size, brush=[pg.mkBrush(colors[r]) for r in flat_roles])
         for label in self.labels:
             self.removeItem(label)
+            label.deleteLater()  # removed, only Python owns it: never leave a Qt object to the cycle collector
         self.labels = []
         for l, n in enumerate(widths):
             name = "input" if l == 0 else ("output" if l == len(widths) - 1 else f"layer {l}")

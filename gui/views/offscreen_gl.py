@@ -83,6 +83,17 @@ def render_queue() -> RenderQueue:
     return _queue
 
 
+def _adopt(item, parent: QObject) -> None:
+    """Give a GL item (a QObject that pyqtgraph leaves parentless) and its child items Qt parents.
+    pyqtgraph links items to their children in Python only (a grid and its line plot refer to
+    each other), so without a Qt parent only the cycle collector freed them once the view was
+    gone: at whatever allocation it ran, on whatever thread (see plot_style.own_menus)."""
+    if item.parent() is None:
+        item.setParent(parent)
+    for child in item.childItems():
+        _adopt(child, item)
+
+
 class OffscreenGLView(GLViewMixin, QWidget):
     frameSwapped = Signal()  # a new picture was rendered (QOpenGLWidget's name for it)
 
@@ -95,6 +106,7 @@ class OffscreenGLView(GLViewMixin, QWidget):
         self._stale = True
         self._initialized = False
         self.renders = 0  # how many pictures were rendered (benchmarks count them)
+        self.keyTimer.setParent(self)  # GLViewMixin's is parentless: the view owns it (see _adopt)
 
     # ------------------------------------------------------------ what pyqtgraph's items expect
     def context(self) -> QOpenGLContext:
@@ -117,6 +129,14 @@ class OffscreenGLView(GLViewMixin, QWidget):
         if self._initialized:
             self.makeCurrent()  # the item uploads its buffers now
         super().addItem(item)
+        _adopt(item, self)
+
+    def removeItem(self, item):
+        """Remove ``item`` and delete it (and its child items) on this thread: a removed item is
+        done with in this app, and only Python would own it, through the reference cycle with
+        its children (``_adopt``)."""
+        super().removeItem(item)
+        item.deleteLater()
 
     def update(self, *args) -> None:
         """A new picture is due: rendered in its turn (``RenderQueue``), then painted."""

@@ -8,6 +8,7 @@ import pyqtgraph.opengl as gl
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from .offscreen_gl import OffscreenGLView
+from .plot_style import own_menus
 
 COLORMAP = "viridis"
 SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units
@@ -26,6 +27,7 @@ class PlaneView(QWidget):
         )
         self.heatmap.addItem(self.point)
         self.heatmap.setAspectLocked(False)
+        own_menus(self.heatmap)  # the colour bar's menus too
         self.surface_view = OffscreenGLView()
         self.surface_view.setBackgroundColor("w")
         self.surface_view.setCameraPosition(distance=20, elevation=28, azimuth=-60)

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
 
 from ..style import theme_colors
+
+
+def _update_min_height_only(label: pg.LabelItem) -> None:
+    """LabelItem.updateMin without the minimum width. pyqtgraph calls updateMin at every resize
+    of the label, so a minimum width zeroed once came back at the next layout pass, and a long
+    title again pushed the plot past its widget (the Fig. 3 panels lost their right third)."""
+    bounds = label.itemRect()
+    label.setMinimumWidth(0)
+    label.setMinimumHeight(bounds.height())
+    label._sizeHint = {
+        Qt.SizeHint.MinimumSize: (0, bounds.height()),
+        Qt.SizeHint.PreferredSize: (bounds.width(), bounds.height()),
+        Qt.SizeHint.MaximumSize: (-1, -1),
+        Qt.SizeHint.MinimumDescent: (0, 0),
+    }
+    label.updateGeometry()
 
 
 def fit_title(item: pg.PlotItem):
@@ -18,9 +36,8 @@ def fit_title(item: pg.PlotItem):
     height = label.itemRect().height()
     label.setMaximumHeight(height)
     item.layout.setRowFixedHeight(0, height)
-    label.setMinimumWidth(0)
-    label._sizeHint[Qt.SizeHint.MinimumSize] = (0, height)
-    label.updateGeometry()
+    label.updateMin = types.MethodType(_update_min_height_only, label)
+    label.updateMin()
 
 
 SUBTITLE_PT = {False: 10, True: 14}  # normal, presentation: a little under the axis fonts
@@ -178,6 +195,44 @@ def set_plot_fonts(plot: pg.PlotWidget | pg.PlotItem, presentation: bool = False
     widget = plot if isinstance(plot, pg.PlotWidget) else None
     if widget is not None:
         widget.setMinimumSize(140, 110)  # let grids and splitters shrink plots instead of overlapping
+
+
+def own_menus(widget: pg.PlotWidget) -> pg.PlotWidget:
+    """Tie the lifetime of pyqtgraph's parentless Qt objects in ``widget`` to ``widget``.
+
+    Every PlotItem (colour bars included) and ViewBox makes context menus without a Qt parent
+    (PlotItem.ctrlMenu, ViewBox.menu) and WidgetGroup QObjects for their forms. Only Python owns
+    them, through the reference cycles of pyqtgraph's objects, so once the plot was gone the
+    cycle collector destroyed them, at whatever allocation it ran: once inside Qt's
+    QObject::disconnect, which calls PySide's disconnectNotify while holding the signal-slot
+    mutexes, and ~QObject then waited for a mutex its own thread held (a deadlock). They are
+    deleted on the GUI thread instead, when the plot widget is destroyed. Not parented to it:
+    a parented menu is repolished with the window at every theme switch (~270 menus a window).
+    Call again after adding view boxes or colour bars; each object is tied once."""
+    tied = widget.__dict__.setdefault("_tied_menus", set())
+    owned = []
+    for item in widget.scene().items():
+        if isinstance(item, pg.PlotItem):
+            owned += [item.ctrlMenu, getattr(item, "stateGroup", None)]
+        if isinstance(item, pg.ViewBox) and item.menu is not None:
+            owned += [item.menu, *item.menu.widgetGroups]
+    for obj in owned:
+        if obj is not None and obj.parent() is None and id(obj) not in tied:
+            tied.add(id(obj))
+            widget.destroyed.connect(obj.deleteLater)
+    return widget
+
+
+def clear_plot(plot) -> None:
+    """PlotItem.clear(), and the removed items deleted: a removed item is owned by Python alone,
+    and pyqtgraph's items hold reference cycles, so only the cycle collector would free them
+    (see own_menus)."""
+    item = plot.getPlotItem() if hasattr(plot, "getPlotItem") else plot
+    removed = list(item.items)
+    item.clear()
+    for each in removed:
+        if isinstance(each, QObject):
+            each.deleteLater()
 
 
 class _Restyled(QObject):

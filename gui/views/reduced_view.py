@@ -14,7 +14,7 @@ from engine.topology.quadrics import hyperbola
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
-from .plot_style import add_legend, legend_to_empty_corner
+from .plot_style import add_legend, legend_to_empty_corner, own_menus
 from .quadric_view import decimate, time_colors
 
 FLIP_MARK = ("star", (255, 200, 0), "v flips sign (free neuron)")
@@ -30,6 +30,7 @@ class ReducedView(pg.PlotWidget):
         self.curves: list[pg.PlotDataItem] = []  # everything drawn, to clear between runs
         self.trajectories: list[pg.PlotDataItem] = []
         self.extent = 2.0
+        own_menus(self)
 
     def configure(self, signed_w: bool, signed_v: bool, horizontal: str, vertical: str, extent: float):
         self.signed_w, self.signed_v, self.extent = signed_w, signed_v, extent

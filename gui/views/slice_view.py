@@ -15,7 +15,7 @@ from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor
 
 from .curve_density import curve_density, equalized_levels
-from .plot_style import DASHED, SOLID, dips_below, follow_theme, key_text, set_title
+from .plot_style import DASHED, SOLID, dips_below, follow_theme, key_text, own_menus, set_title
 
 CURVE_RGB = (0, 114, 178)
 ENVELOPE_COLOR = "#D55E00"
@@ -74,6 +74,7 @@ class SliceView(pg.PlotWidget):
         self._subtitle: list[str] = []
         self._with_descent = False
         follow_theme(self, self._set_foreground)
+        own_menus(self)
 
     def _set_foreground(self, color):
         self._fg = color

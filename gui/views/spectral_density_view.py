@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import set_title
+from .plot_style import own_menus, set_title
 
 DENSITY_COLOR = "#0072B2"
 EDGE_COLOR = "#D55E00"
@@ -30,6 +30,7 @@ class SpectralDensityView(pg.PlotWidget):
         for line in (*self.edges, self.zero):
             line.hide()
             self.addItem(line)
+        own_menus(self)
 
     def show_density(self, grid, density, extremes, trace: float, sum_squares: float, probes: int, steps: int):
         """The smoothed density on ``grid``, the extreme Ritz values as dashed lines, and the

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from .plot_style import set_title
+from .plot_style import own_menus, set_title
 
 POSITIVE, ZERO, NEGATIVE = "#0072B2", "#999999", "#D62728"
 
@@ -48,6 +48,7 @@ class SpectrumView(pg.PlotWidget):
         self.addItem(self.points)
         self.zero_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(ZERO, width=1))
         self.addItem(self.zero_line)
+        own_menus(self)
 
     def show_spectrum(self, eigs, tol: float, caption: str = ""):
         eigs = np.sort(np.asarray(eigs, float))

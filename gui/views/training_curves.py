@@ -14,7 +14,7 @@ from PySide6.QtGui import QFont
 
 from ..style import neuron_color
 from .neuron_quadrics import sub
-from .plot_style import follow_theme, set_title, sparse_log_labels
+from .plot_style import clear_plot, follow_theme, own_menus, set_title, sparse_log_labels
 
 
 def _plot(title: str, left: str) -> pg.PlotWidget:
@@ -24,7 +24,7 @@ def _plot(title: str, left: str) -> pg.PlotWidget:
     plot.showGrid(x=True, y=True, alpha=0.25)
     plot.getAxis("left").enableAutoSIPrefix(False)  # "(x0.001)" on a loss axis reads as a typo
     sparse_log_labels(plot.getAxis("left"))
-    return plot
+    return own_menus(plot)
 
 
 class TrainingCurves:
@@ -51,7 +51,7 @@ class TrainingCurves:
         self.loss_curve.setPen(pg.mkPen(color, width=self._width))
 
     def configure(self, l: int, log_drift: bool):
-        self.drift_plot.clear()
+        clear_plot(self.drift_plot)
         # The key sits in the title: the drifts are flat lines across the whole width, so a legend
         # box in any corner would cover one of them.
         key = " ".join(f'<span style="color:{neuron_color(k).name()}">━ c{sub(k + 1)}</span>' for k in range(l))
@@ -147,6 +147,7 @@ class TrainingCurves:
             return
         for line in self._events:
             self.loss_plot.removeItem(line)
+            line.deleteLater()  # removed, only Python owns it: never leave a Qt object to the cycle collector
         self._events = []
         Qt = pg.QtCore.Qt
         for i, (step, k, jumped) in enumerate(events):

@@ -27,6 +27,8 @@ def run(args) -> int:
         )
     from gui.headless import record_preset
 
-    # Progress is still printed by gui.headless itself (\r lines); it takes no callback yet. Once it
-    # accepts a bar factory, pass landscape_lens.progress_bar.progress_bar here (see issue #23).
-    return record_preset(args.preset, args.out, args.size, args.fps, args.seconds, args.orbit, args.clip, args.steps)
+    from ..progress_bar import progress_bar
+
+    return record_preset(
+        args.preset, args.out, args.size, args.fps, args.seconds, args.orbit, args.clip, args.steps, progress_bar
+    )

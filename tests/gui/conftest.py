@@ -1,6 +1,7 @@
 """GUI tests run a real window under Xvfb (pytest-xvfb) with Mesa's software OpenGL."""
 
 import gc
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,90 @@ SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "screenshots"
 @pytest.fixture(scope="session")
 def qapp():
     # Override pytest-qt's fixture: the app needs AA_ShareOpenGLContexts before it exists.
-    from gui.app import create_app
+    from gui.app import create_app, preload_numerics
 
-    yield create_app()
+    app = create_app()
+    preload_numerics().join()  # as headless runs do: no test's first job pays torch's lazy imports
+    yield app
+    # Windows a test left (a headless command's) go now, while the application exists, not in
+    # interpreter shutdown. Only main windows: pyqtgraph's parentless menus and the forms its
+    # QWidgetActions own go with their plots (plot_style.own_menus); deleted before them, the
+    # plot's ~QGraphicsScene later crashed.
+    from PySide6.QtWidgets import QMainWindow
+
+    _delete_later([w for w in app.topLevelWidgets() if isinstance(w, QMainWindow)])
+    gc.collect()
+
+
+def _delete_later(objects) -> None:
+    """Delete Qt objects on this (the GUI) thread, and whatever their deletion posts in turn."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+    from shiboken6 import isValid
+
+    for obj in objects:
+        if isValid(obj):
+            obj.deleteLater()
+    for _ in range(3):  # a deleted plot posts its menus' deletion (views/plot_style.own_menus)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def qt_objects_left_to_the_collector() -> list:
+    """The live Qt objects that only Python's cycle collector would delete (owned by Python
+    alone, reachable only through reference cycles), found by a collection that frees nothing
+    (DEBUG_SAVEALL). The collector runs at any allocation of any thread: deleting a Qt object
+    there once deadlocked inside QObject::disconnect (views/plot_style.own_menus), so the app
+    leaves it none. Returns them; the caller deletes them and drops the list."""
+    from PySide6.QtCore import QObject
+    from PySide6.QtWidgets import QGraphicsItem
+    from shiboken6 import isValid, ownedByPython
+
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        return [
+            obj
+            for obj in gc.garbage
+            if isinstance(obj, (QObject, QGraphicsItem)) and isValid(obj) and ownedByPython(obj)
+        ]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def _describe(obj) -> str:
+    """A leftover's class, and for pyqtgraph's menus the plot widget they belong to."""
+    name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    view = getattr(obj, "view", None)  # ViewBoxMenu: a weak reference to its ViewBox
+    if callable(view) and hasattr(view(), "getViewWidget"):
+        widget = view().getViewWidget()
+        name += f" of a {type(widget).__qualname__}" if widget is not None else " of a dead plot"
+    return name
+
+
+@pytest.fixture(autouse=True)
+def no_qt_object_left_to_the_collector(request):
+    """After each test (and after its window: autouse fixtures finish last) no live Qt object
+    may be left for the cycle collector to delete; the test errors naming them. They are then
+    deleted here, on the GUI thread, and the rest of the garbage is collected, so the next test
+    starts clean and the suite's memory stays flat."""
+    yield
+    from PySide6.QtCore import QObject
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    if QApplication.instance() is None:
+        gc.collect()
+        return
+    _delete_later([])  # what the test's teardown posted
+    left = qt_objects_left_to_the_collector()
+    names = Counter(_describe(obj) for obj in left)
+    # Plots before menus: a pyqtgraph menu deleted before its plot crashed the plot's deletion.
+    _delete_later([obj for obj in left if isinstance(obj, QObject) and not isinstance(obj, QMenu)])
+    _delete_later([obj for obj in left if isinstance(obj, QMenu)])
+    del left
+    gc.collect()
+    if names:
+        listed = ", ".join(f"{n} × {name}" for name, n in names.most_common())
+        pytest.fail(f"Qt objects only the cycle collector would delete: {listed}", pytrace=False)
 
 
 @pytest.fixture

@@ -123,6 +123,8 @@ def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
     assert not any(view.autoRangeEnabled())
     curves.finish()
     assert all(view.autoRangeEnabled())
+    for plot in (curves.loss_plot, curves.drift_plot):  # parentless: delete them here
+        plot.deleteLater()
 
 
 def test_a_neuron_caption_keeps_its_height_while_its_digits_change(qapp, qtbot):

@@ -1,0 +1,91 @@
+"""No Qt object is left for Python's cycle collector to delete.
+
+The collector runs at any allocation, on any thread. Qt's QObject::disconnect calls the sender's
+disconnectNotify while it holds the signal-slot mutexes, and PySide's override looks the method
+up in Python (an allocation): a collection there that deleted a Python-owned QObject ran ~QObject,
+which waited for a mutex its own thread held, and the suite hung. So every Qt object of the app
+has a Qt owner or is deleted explicitly, on the GUI thread."""
+
+import numpy as np
+import pyqtgraph.opengl as gl
+from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+from shiboken6 import isValid
+
+from tests.gui.conftest import qt_objects_left_to_the_collector
+
+
+def _delete(widget):
+    widget.deleteLater()
+    for _ in range(3):  # the plots' menus go one turn later (plot_style.own_menus)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def _left() -> list[str]:
+    return sorted(type(obj).__qualname__ for obj in qt_objects_left_to_the_collector())
+
+
+def _menus(plot) -> list:
+    item = plot.getPlotItem()
+    return [item.ctrlMenu, item.stateGroup, item.vb.menu, *item.vb.menu.widgetGroups]
+
+
+def test_deleted_plots_leave_no_menu_or_item_to_the_collector(qapp):
+    """pyqtgraph's parentless context menus (and their WidgetGroups) go with their plot, and so
+    do the items a plot removed. Before, they outlived the plot as long as its Python wrappers
+    did, and once those were cyclic garbage (a plot's closures refer to it) only the collector
+    deleted them: ~20 live Qt objects a plot."""
+    from gui.views.curves_view import CurvesView
+    from gui.views.degenerate_path_view import DegeneratePathView
+    from gui.views.heatmap_plot import HeatmapPlot
+    from gui.views.network_diagram import NetworkDiagram
+    from gui.views.slice_view import SliceView
+    from gui.views.spectrum_view import SpectrumView
+    from gui.views.training_curves import TrainingCurves
+
+    assert _left() == [], "garbage from before this test"
+    host = QWidget()
+    layout = QVBoxLayout(host)
+    curves, path, training = CurvesView("c", "t", "L"), DegeneratePathView(), TrainingCurves()
+    plots = [curves, path, SliceView("s"), SpectrumView(), NetworkDiagram(), HeatmapPlot("h", "x", "y")]
+    plots += [training.loss_plot, training.drift_plot]
+    for plot in plots:
+        layout.addWidget(plot)
+    lam = np.linspace(-1, 2, 20)
+    removed = []
+    for _ in range(2):  # the second pass removes what the first drew
+        removed += curves._items + path.regions + training.drift_curves + training._events
+        curves.show_curves([{"name": "a", "x": [0, 1], "y": [1, 2]}, {"name": "L*", "hline": 1.5}])
+        path.show_path(lam, lam**2, lam - 0.5, [(0.0, 1.0)])
+        training.configure(2, False)
+        training.show(np.arange(3), np.ones(3), np.zeros((3, 2)), [(1, 0)], [False])
+    removed += training._events
+    training.show(np.arange(3), np.ones(3), np.zeros((3, 2)), [], [])  # the event line goes
+    menus = [obj for plot in plots for obj in _menus(plot)] + [path.eig_box.menu]
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert removed and not any(isValid(item) for item in removed), "a removed item outlived its removal"
+    _delete(host)
+    assert not any(isValid(obj) for obj in menus), "a plot's menus outlived it"
+    for plot in plots:
+        plot.cycle = plot  # the plots' wrappers are cyclic garbage now, as a dropped view's are
+    del curves, path, training, host, layout, plots, plot, menus, removed
+    assert _left() == []
+
+
+def test_gl_items_go_with_their_view_and_when_removed(qapp):
+    """pyqtgraph's GL items are parentless QObjects (a grid and its line plot refer to each
+    other in Python only): the view owns them, and removing one deletes it."""
+    from gui.views.offscreen_gl import OffscreenGLView
+
+    assert _left() == [], "garbage from before this test"
+    view = OffscreenGLView()
+    kept, removed = gl.GLGridItem(), gl.GLGridItem()
+    view.addItem(kept)
+    view.addItem(removed)
+    view.removeItem(removed)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert not isValid(removed) and isValid(kept)
+    _delete(view)
+    assert not isValid(kept)
+    del view, kept, removed
+    assert _left() == []
