@@ -30,14 +30,14 @@ STANDARD_SIZES = {"1920×1080": (1920, 1080), "3840×2160": (3840, 2160)}  # Non
 def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     """Render a GLViewWidget off-window at ``size`` and return RGB pixels (H, W, 3).
 
-    One multisampled framebuffer of exactly the requested size (gui.clips.gl_render) instead of
+    One multisampled framebuffer of exactly the requested size (gui.views.gl_cells) instead of
     renderToArray's 1024² tiles: a single pass is several times faster at 1080p and gives
     antialiased edges. pyqtgraph's field of view is horizontal, so a 16:9 frame of a tall
     on-screen view would crop its top and bottom. The render's fov is chosen so that the central
     square of what the user framed (side = the view's shorter edge) is always in the frame,
     whatever its shape.
     """
-    from .clips.gl_render import GLCells
+    from .views.gl_cells import GLCells
 
     w, h = int(size[0]), int(size[1])
     square = min(1.0, max(view.height(), 1) / max(view.width(), 1))  # its tan vs. the width's

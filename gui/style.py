@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 import pyqtgraph as pg
+from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
-from PySide6.QtWidgets import QGraphicsItem, QToolButton
+from PySide6.QtWidgets import QGraphicsItem, QToolButton, QWidget
 
 import resources
 
@@ -120,8 +121,6 @@ def palette(theme: str, app) -> QPalette:
 
 def apply_theme(app, theme: str = "light", presentation: bool = False, window=None) -> None:
     """Restyle the widgets, and the plot and 3D backgrounds Qt stylesheets cannot reach."""
-    from .views.offscreen_gl import OffscreenGLView
-
     global _theme
     _theme, colors = theme, THEMES[theme]
     pg.setConfigOptions(background=colors["bg"], foreground=colors["fg"])  # plots made later
@@ -145,7 +144,8 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
     plots = {id(p): p for w in window.workspaces.values() for p in w.plot_widgets().values()}
     plots.update({id(p): p for p in window.findChildren(pg.PlotWidget)})
     gl_views = {id(v): v for w in window.workspaces.values() for v in w.gl_views()}
-    gl_views.update({id(v): v for v in window.findChildren(OffscreenGLView)})
+    # pyqtgraph's GL mixin, not the app's view class: the style is below the views, never above
+    gl_views.update({id(v): v for v in window.findChildren(QWidget) if isinstance(v, GLViewMixin)})
     for plot in plots.values():
         plot.setBackground(colors["bg"])
         item = plot.getPlotItem()

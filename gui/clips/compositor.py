@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
 from ..style import theme_colors
-from .gl_render import GLCells
+from ..views.gl_cells import GLCells
 from .model import GL_SOURCE, Clip
 from .timeline import FrameState
 

@@ -21,7 +21,7 @@ from PySide6.QtGui import QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceF
 from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
-from ..clips.gl_render import GLCells
+from .gl_cells import GLCells
 
 _shared: tuple[QOpenGLContext, QOffscreenSurface] | None = None
 

@@ -12,10 +12,10 @@ from PySide6.QtCore import QCoreApplication, QEvent
 import main
 from engine.core.errors import EngineInputError
 from gui.clips import model
-from gui.clips.gl_render import GLCells
 from gui.clips.model import parse_clip, story_clip
 from gui.clips.render import ClipJob, ClipRenderer, render_to_file
 from gui.clips.scene import scene_for
+from gui.views.gl_cells import GLCells
 
 SIZE = (320, 180)  # small: the machine's two cores are shared
 
