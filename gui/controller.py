@@ -124,7 +124,7 @@ class AppController(QObject):
     def _on_ended(self, outcome: str, _payload):
         self.last_outcome = outcome
         # After the owner has drawn the result (its slots are connected after this one's).
-        QTimer.singleShot(0, self.run_finished.emit)
+        QTimer.singleShot(0, self, self.run_finished.emit)  # not if the controller is gone by then
 
     # ---------------------------------------------------------------- shared state
     def register(self, workspace) -> None:

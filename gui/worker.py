@@ -41,7 +41,8 @@ class _JobThread(QThread):
 
     # Control, called from the GUI thread.
     def pause(self):
-        self._resume.clear()
+        if not self._cancel.is_set():  # a cancelled (or superseded) job runs on to its end
+            self._resume.clear()
 
     def resume(self):
         self._pause_after_next = False
@@ -61,8 +62,9 @@ class _JobThread(QThread):
 
     @property
     def paused(self) -> bool:
-        # A step in progress counts as paused: it pauses by itself after one yield.
-        return not self._resume.is_set() or self._pause_after_next
+        # A step in progress counts as paused: it pauses by itself after one yield. A cancelled
+        # job is winding down, not paused.
+        return not self._cancel.is_set() and (not self._resume.is_set() or self._pause_after_next)
 
     def run(self):
         configure_torch_threads()
@@ -98,7 +100,8 @@ class _JobThread(QThread):
                     pending = latest
                 if self._pause_after_next:
                     self._pause_after_next = False
-                    self._resume.clear()
+                    if not self._cancel.is_set():  # a Cancel during the step must not be undone
+                        self._resume.clear()
         except EngineInputError as error:
             self.failed.emit(str(error))
         except Exception as error:  # an engine bug must not take the window down
@@ -208,6 +211,7 @@ class JobRunner(QObject):
         """Stop the job at its next yield; its partial result and ``cancelled`` still arrive."""
         if self._thread is not None:
             self._thread.cancel()
+            self.state_changed.emit(self.state)  # a paused job is running again, to its end
 
     def wait(self, ms: int) -> bool:
         """Block until no thread runs (only for shutdown); True if it ended in time."""

@@ -174,7 +174,11 @@ class ClipDock(QDockWidget):
         return self._scene
 
     def forget_scene(self, *_):
-        """The run the scene was made of is gone (a new run, a reset)."""
+        """The run the scene was made of is gone (a new run, a reset): so is a walk sliced for it."""
+        if self._walk is not None:
+            self.walker.discard()
+            self._walk = None
+            self._show_running(False)
         self._close_previewer()
         self._drop_scene()
 
@@ -402,6 +406,9 @@ class ClipDock(QDockWidget):
         if not out or not self._with_scene(lambda: self.render(out)):
             return None
         self._close_previewer()  # the render poses the same scene
+        if self.job is not None:  # finished: its renderer, encoder and frames go now, not with the dock
+            self.job.deleteLater()
+            self.job = None
         try:
             self.job = ClipJob(ClipRenderer(self.current_clip(), self.scene()), out, self)
         except EngineInputError as error:
@@ -422,7 +429,7 @@ class ClipDock(QDockWidget):
         ``then()``."""
         workspace = self.controller.workspaces["minima"]
         lams, job = walk_of(workspace)  # EngineInputError before any work
-        self._walk = (workspace, lams, then)
+        self._walk = (workspace, workspace.figure, lams, then)
         self._show_running(True)
         self.progress.setRange(0, 100)
         self.progress.setFormat("slicing along λ: %p%")
@@ -430,8 +437,11 @@ class ClipDock(QDockWidget):
         self.walker.submit(job)
 
     def _on_walked(self, cuts):
-        workspace, lams, then = self._walk
+        workspace, figure, lams, then = self._walk
         self._walk = None
+        if workspace.figure is not figure:  # a run or a reset replaced what was sliced
+            self._show_running(False)
+            return
         self._close_previewer()
         self._drop_scene()
         self._scene = MinimaScene(workspace, lams, cuts)

@@ -301,9 +301,28 @@ class MinimaWorkspace(Workspace):
         )
 
     def show_partial(self, partial):
-        self.show_result(partial)
+        self._show(partial)
 
     def show_result(self, result):
+        """Draw the result, then clear what it no longer has: a split, an undo or a critical
+        point keeps the old panels on screen while it computes (``keep``), and the stages it does
+        not recompute (the 2-D slice; (b)–(d) once no split is left) must not stay behind."""
+        self._show(result)
+        if isinstance(result, (Figure3, DescendingPath)):
+            current = stages(result, {})
+            for stage in [s for s in self.shown if s in self._CLEAR and s not in current]:
+                del self.shown[stage]
+                self._CLEAR[stage](self)
+
+    _CLEAR = {
+        "slices_min": lambda ws: ws.slice_min.clear_slices(),
+        "slices_saddle": lambda ws: ws.slice_saddle.clear_slices(),
+        "path": lambda ws: ws.path_view.clear_path(),
+        "descent": lambda ws: ws.descent_view.clear_curves(),
+        "plane": lambda ws: ws.plane.clear_plane(),
+    }
+
+    def _show(self, result):
         """Partials and final results alike: draw the fields not drawn yet (by identity)."""
         if isinstance(result, (Figure3, DescendingPath)):
             self.figure = result
@@ -479,6 +498,7 @@ class MinimaWorkspace(Workspace):
         if not isinstance(self.figure, Figure3):
             self._message("build or load a network first")
             return
+        self.controller.discard("preview", "probe")  # a λ preview of the old split must not land on the new
         try:
             job = make_job(self.figure, replace(self._settings(), plane=None))
         except EngineInputError as error:

@@ -1,128 +1,131 @@
-"""Random sequences of what a person does, on the real window (hypothesis stateful testing).
+"""Random sequences of what a person does, on a real window (hypothesis stateful testing).
 
-Rules: switch preset, Run, Pause, Step, Cancel, Reset, switch tab, save and load a session,
-toggle theme and presentation mode. After every step: no exception reached the error relay,
-the runner has at most one live thread, and the run controls match the job's state.
-Presets run shortened (few steps, small slices) to keep this within a few minutes of CI.
+Rules (tests/gui/actions.py does each): open a preset (both tabs: training runs, Fig. 5, the
+Fig. 3, shallow, path and infinity constructions, all shortened), Run, Pause, Step, Cancel,
+Reset, switch tab, wait for the jobs, drag λ (moved, held, released), split an admissible
+neuron and undo, save and reopen a session, capture a key frame, record a tiny story clip,
+cancel it, toggle theme and presentation mode.
+
+After every step (``Driver.check``): nothing reached the error relay; each lane (main,
+preview, probe, walk) runs at most one thread; the run controls match the main lane's state;
+the message bar shows only what the rules so far may show; the λ box shows the controller's λ;
+and, idle after a finished job, what is drawn is the latest result: the loss curve is the
+trajectory's loss, the minima tab's stages are those of its figure.
+
+Each example gets its own window (created in ``__init__``, closed and deleted in ``teardown``),
+so a failing sequence shrinks and replays on its own.
 """
+
+import os
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from gui.error_reporting import error_relay
-
-SHORT_PRESETS = ["fig3-free", "fig3-obstructed", "adam-drift", "fig5-probability", "nonattr-infinity"]
-STEPS = 30
+from .actions import PRESETS, Driver, close_window, open_window
 
 
 class WindowMachine(RuleBasedStateMachine):
-    window = None  # one real window for all examples: creating one costs seconds
-    qtbot = None
-    tmp = None
+    tmp = None  # set by the test: a folder for sessions and clips
 
     def __init__(self):
         super().__init__()
-        self.errors = []
-        error_relay().raised.connect(self.errors.append)
-        self.window.stop_jobs()
-        self.window.runner.wait(10000)
-        self._settle()
+        self.window = open_window()
+        self.driver = Driver(self.window, self.tmp)
 
     def teardown(self):
-        error_relay().raised.disconnect(self.errors.append)
-        self.window.stop_jobs()
-        self.window.runner.wait(10000)
-        self.window.presentation.set_on(False)
-
-    def _settle(self, ms=30):
-        self.qtbot.wait(ms)
+        self.driver.detach()
+        stopped = close_window(self.window)
+        assert stopped, "a job was still running two minutes after the window discarded every lane"
 
     # ----------------------------------------------------------------- rules
-    @rule(name=st.sampled_from(SHORT_PRESETS))
-    def switch_preset(self, name):
-        self.window.load_preset(name, steps=STEPS)
-        self._settle()
+    @rule(name=st.sampled_from(PRESETS))
+    def load_preset(self, name):
+        self.driver.load_preset(name)
 
     @rule()
     def run(self):
-        self.window.run(steps=STEPS)
-        self._settle()
+        self.driver.run()
 
     @rule()
     def pause(self):
-        self.window.toggle_pause()
-        self._settle()
+        self.driver.pause()
 
     @rule()
     def step(self):
-        self.window.step()
-        self._settle()
+        self.driver.step()
 
     @rule()
     def cancel(self):
-        self.window.cancel()
-        self._settle()
+        self.driver.cancel()
 
     @rule()
     def reset(self):
-        self.window.reset()
-        self._settle()
+        self.driver.reset()
 
     @rule(index=st.integers(0, 1))
     def switch_tab(self, index):
-        self.window.tabs.setCurrentIndex(index)
-        self._settle()
+        self.driver.switch_tab(index)
+
+    @rule(seconds=st.sampled_from([2.0, 20.0]))
+    def wait_idle(self, seconds):
+        self.driver.wait_idle(seconds)
+
+    @rule(fraction=st.floats(0.0, 1.0), hold_ms=st.sampled_from([0, 50, 300]))
+    def drag_lambda(self, fraction, hold_ms):
+        self.driver.drag_lambda(fraction, hold_ms)
+
+    @rule(pick=st.integers(0, 7), lam=st.sampled_from([0.5, 1.5, -0.5]))
+    def split(self, pick, lam):
+        self.driver.split(pick, lam)
 
     @rule()
-    def save_and_load_session(self):
-        if self.window.runner.busy:
-            self.window.stop_jobs()
-            self.window.runner.wait(10000)
-            self._settle(100)
-        path = str(self.tmp / "state.lens")
-        self.window.save_session(path)
-        assert "could not save" not in self.window.message_bar.text
-        assert self.window.open_session(path) is None
-        assert "cannot open" not in self.window.message_bar.text
+    def undo_split(self):
+        self.driver.undo_split()
+
+    @rule()
+    def save_and_open_session(self):
+        self.driver.save_and_open_session()
+
+    @rule()
+    def capture_key_frame(self):
+        self.driver.capture_key_frame()
+
+    @rule()
+    def record_story_clip(self):
+        self.driver.record_story_clip()
+
+    @rule()
+    def cancel_clip(self):
+        self.driver.cancel_clip()
 
     @rule()
     def toggle_theme(self):
-        p = self.window.presentation
-        p.set_theme("dark" if p.theme == "light" else "light", remember=False)
-        self._settle()
+        self.driver.toggle_theme()
 
     @rule()
     def toggle_presentation(self):
-        p = self.window.presentation
-        p.set_on(not p.on)
-        self._settle()
+        self.driver.toggle_presentation()
 
     # ------------------------------------------------------------ invariants
     @invariant()
-    def no_uncaught_exception(self):
-        assert self.errors == []
-
-    @invariant()
-    def at_most_one_live_thread(self):
-        runner = self.window.runner
-        threads = {runner._thread, *runner._stale} - {None}
-        assert sum(t.isRunning() for t in threads) <= 1
-
-    @invariant()
-    def controls_match_the_job_state(self):
-        w, state = self.window, self.window.runner.state
-        assert w.cancel_action.isEnabled() == (state != "idle")
-        assert w.pause_action.isEnabled() == (state == "running")
-        assert w.run_action.isEnabled() == (state != "running")
-        assert w.run_action.text() == ("Resume" if state == "paused" else "Run")
+    def everything_holds(self):
+        self.driver.check()
 
 
 @pytest.mark.qt_no_exception_capture  # the relay is the check: it sees every uncaught exception
-def test_random_sequences_of_user_actions(window, qtbot, tmp_path):
-    WindowMachine.window, WindowMachine.qtbot, WindowMachine.tmp = window, qtbot, tmp_path
-    machine = settings(max_examples=5, stateful_step_count=12, deadline=None, suppress_health_check=list(HealthCheck))(
-        WindowMachine
-    )
+def test_random_sequences_of_user_actions(qapp, tmp_path):
+    WindowMachine.tmp = tmp_path
+    machine = settings(
+        max_examples=10,
+        stateful_step_count=20,
+        deadline=None,  # a step waits on real jobs: seconds, by design
+        # CI replays the same sequences (a red build names a reproducible one); elsewhere each run
+        # explores new ones, and the soak (benchmarks/soak_gui.py) runs them at length.
+        derandomize=os.environ.get("CI") == "true",
+        # too_slow: each example opens a real window and runs real jobs; drawing the rules'
+        # arguments is not what is slow. Every other health check stays on.
+        suppress_health_check=[HealthCheck.too_slow],
+    )(WindowMachine)
     machine.TestCase().runTest()
