@@ -205,7 +205,7 @@ class JobRunner(QObject):
     def step(self):
         if self._thread is not None:
             self._thread.step()
-            self.state_changed.emit("paused")
+            self.state_changed.emit(self.state)  # "paused", unless it was cancelled and winds down
 
     def cancel(self) -> None:
         """Stop the job at its next yield; its partial result and ``cancelled`` still arrive."""
