@@ -337,7 +337,7 @@ class MainWindow(QMainWindow):
     def reset(self):
         self.stop_jobs()
         self.workspace.reset()
-        self.clip_dock.forget_scene()
+        self.clip_dock.forget_scene(cancel_walk=True)
         self.progress_bar.setValue(0)
         self.status_label.setText("Reset")
 

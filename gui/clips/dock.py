@@ -61,7 +61,7 @@ class ClipDock(QDockWidget):
         self._walk: tuple | None = None  # (workspace, λ values, what to do next) while slicing
         self._previewer: ClipRenderer | None = None  # paper B's thumbnail renderer
         controller.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
-        controller.run_started.connect(lambda _owner, keep: keep or self.forget_scene())
+        controller.run_started.connect(lambda _owner, keep: keep or self.forget_scene(cancel_walk=True))
         controller.clip_requested.connect(self._on_clip_requested)
 
         self.list = QListWidget()
@@ -173,9 +173,11 @@ class ClipDock(QDockWidget):
             self._scene = scene_for(self.controller.workspaces, self._base().preset)
         return self._scene
 
-    def forget_scene(self, *_):
-        """The run the scene was made of is gone (a new run, a reset): so is a walk sliced for it."""
-        if self._walk is not None:
+    def forget_scene(self, *_, cancel_walk: bool = False):
+        """The run the scene was made of is gone (a run ended, a new run, a reset); with
+        ``cancel_walk`` (a new run, a reset) so is a walk being sliced for it. A walk that lands
+        on a replaced figure is dropped on arrival (_on_walked)."""
+        if cancel_walk and self._walk is not None:
             self.walker.discard()
             self._walk = None
             self._show_running(False)
