@@ -37,6 +37,19 @@ EXECUTORS = {
 }
 RAY_ADDRESS_TIP = "empty: start a local Ray with this machine's cores; ray://HOST:PORT or auto: join a cluster"
 FOLDER_TIP = "empty: one per settings under the app's cache, so the same sweep finds its finished cells"
+# Where the Fig. 4 and Fig. 5 groups run their sweep (read back by ``sweep_place``).
+SWEEP_PLACE = [
+    {
+        "name": "executor",
+        "title": "run on",
+        "type": "list",
+        "value": "batched",
+        "limits": EXECUTORS,
+        "tip": "cell by cell and Ray keep each finished cell on disk: a cancelled sweep resumes",
+    },
+    {"name": "address", "title": "Ray address", "type": "str", "value": "", "tip": RAY_ADDRESS_TIP},
+    {"name": "folder", "title": "results folder", "type": "str", "value": "", "tip": FOLDER_TIP},
+]
 C_LIMIT = 1e6  # |c_k|: far beyond any useful scene, far below float overflow
 
 PARAMETERS = [
@@ -223,16 +236,7 @@ PARAMETERS = [
             {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01, "limits": (1e-12, 1e3)},
             {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
             {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-            {
-                "name": "executor",
-                "title": "run on",
-                "type": "list",
-                "value": "batched",
-                "limits": EXECUTORS,
-                "tip": "cell by cell and Ray keep each finished cell on disk: a cancelled sweep resumes",
-            },
-            {"name": "address", "title": "Ray address", "type": "str", "value": "", "tip": RAY_ADDRESS_TIP},
-            {"name": "folder", "title": "results folder", "type": "str", "value": "", "tip": FOLDER_TIP},
+            *SWEEP_PLACE,
         ],
     },
     {
@@ -252,16 +256,7 @@ PARAMETERS = [
                 "limits": (1, 100),
             },
             {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-            {
-                "name": "executor",
-                "title": "run on",
-                "type": "list",
-                "value": "batched",
-                "limits": EXECUTORS,
-                "tip": "cell by cell and Ray keep each finished cell on disk: a cancelled sweep resumes",
-            },
-            {"name": "address", "title": "Ray address", "type": "str", "value": "", "tip": RAY_ADDRESS_TIP},
-            {"name": "folder", "title": "results folder", "type": "str", "value": "", "tip": FOLDER_TIP},
+            *SWEEP_PLACE,
         ],
     },
 ]
