@@ -18,6 +18,19 @@ from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid, ownedByPython
 
 
+def delete_after(widget: QWidget, objects) -> None:
+    """Delete ``objects`` (parentless QObjects only Python owns) once ``widget`` is destroyed.
+
+    Not ``widget.destroyed.connect(obj.deleteLater)``: that connects Qt to Qt, so PySide never
+    sees the call, and the objects stay Python's until the event loop's next turn deletes
+    them. Their plot's wrappers are cyclic garbage by then, so in that gap a collection (at any
+    allocation, on any thread) could delete them instead. Held by this connection, and then
+    deleted through PySide's deleteLater, which hands them to Qt at once, they never are."""
+    objects = list(objects)
+    if objects:
+        widget.destroyed.connect(lambda *_: [obj.deleteLater() for obj in objects if isValid(obj)])
+
+
 def _stray(value) -> bool:
     """A live, parentless, Python-owned QObject that is not a widget (a widget's Qt parent must
     be a widget: see views/plot_style.own_menus for pyqtgraph's menus)."""

@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont
 
+from ..ownership import delete_after
 from ..style import theme_colors
 
 
@@ -206,7 +207,9 @@ def own_menus(widget: pg.PlotWidget) -> pg.PlotWidget:
     cycle collector destroyed them, at whatever allocation it ran: once inside Qt's
     QObject::disconnect, which calls PySide's disconnectNotify while holding the signal-slot
     mutexes, and ~QObject then waited for a mutex its own thread held (a deadlock). They are
-    deleted on the GUI thread instead, when the plot widget is destroyed. Not parented to it:
+    held (``ownership.delete_after``) until the plot widget is destroyed, then deleted by Qt on
+    the GUI thread; with a bare deleteLater they stayed collectable until the event loop ran it.
+    Not parented to it:
     a parented menu is repolished with the window at every theme switch (~270 menus a window).
     Call again after adding view boxes or colour bars; each object is tied once."""
     tied = widget.__dict__.setdefault("_tied_menus", set())
@@ -216,10 +219,9 @@ def own_menus(widget: pg.PlotWidget) -> pg.PlotWidget:
             owned += [item.ctrlMenu, getattr(item, "stateGroup", None)]
         if isinstance(item, pg.ViewBox) and item.menu is not None:
             owned += [item.menu, *item.menu.widgetGroups]
-    for obj in owned:
-        if obj is not None and obj.parent() is None and id(obj) not in tied:
-            tied.add(id(obj))
-            widget.destroyed.connect(obj.deleteLater)
+    fresh = [obj for obj in owned if obj is not None and obj.parent() is None and id(obj) not in tied]
+    tied.update(map(id, fresh))
+    delete_after(widget, fresh)
     return widget
 
 

@@ -43,14 +43,17 @@ def _delete_later(objects) -> None:
 def qt_objects_left_to_the_collector() -> list:
     """The live Qt objects that only Python's cycle collector would delete (owned by Python
     alone, reachable only through reference cycles), found by a collection that frees nothing
-    (DEBUG_SAVEALL). The collector runs at any allocation of any thread: deleting a Qt object
-    there once deadlocked inside QObject::disconnect (views/plot_style.own_menus), so the app
-    leaves it none. Returns them; the caller deletes them and drops the list."""
+    (DEBUG_SAVEALL), together with those earlier collections of a test saved (see
+    ``no_qt_object_reaches_the_collector``). The collector runs at any allocation of any
+    thread: deleting a Qt object there once deadlocked inside QObject::disconnect
+    (views/plot_style.own_menus), so the app gives it none. Returns them; the caller deletes
+    them and drops the list."""
     from PySide6.QtCore import QObject
     from PySide6.QtWidgets import QGraphicsItem
     from shiboken6 import isValid, ownedByPython
 
-    gc.set_debug(gc.DEBUG_SAVEALL)
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
     try:
         gc.collect()
         return [
@@ -59,8 +62,9 @@ def qt_objects_left_to_the_collector() -> list:
             if isinstance(obj, (QObject, QGraphicsItem)) and isValid(obj) and ownedByPython(obj)
         ]
     finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
+        gc.set_debug(flags)
+        if not flags & gc.DEBUG_SAVEALL:
+            gc.garbage.clear()
 
 
 def _describe(obj) -> str:
@@ -74,29 +78,44 @@ def _describe(obj) -> str:
 
 
 @pytest.fixture(autouse=True)
-def no_qt_object_left_to_the_collector(request):
-    """After each test (and after its window: autouse fixtures finish last) no live Qt object
-    may be left for the cycle collector to delete; the test errors naming them. They are then
-    deleted here, on the GUI thread, and the rest of the garbage is collected, so the next test
-    starts clean and the suite's memory stays flat."""
-    yield
+def no_qt_object_reaches_the_collector(request):
+    """No live Qt object may reach the cycle collector during a test or its teardown (autouse
+    fixtures finish last), nor be left to it after. Each collection of the test saves what it
+    would free (DEBUG_SAVEALL) instead of freeing it, so an object collected mid-test, on any
+    thread, is caught too, not only one still alive at the end; the test errors naming them.
+    They are then deleted here, on the GUI thread, and the rest of the garbage is freed, so the
+    next test starts clean and the suite's memory stays flat."""
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield
+    finally:
+        names = _delete_collected()
+    if names:
+        listed = ", ".join(f"{n} × {name}" for name, n in names.most_common())
+        pytest.fail(f"Qt objects reached the cycle collector: {listed}", pytrace=False)
+
+
+def _delete_collected() -> Counter:
+    """End a test's SAVEALL audit: delete the Qt objects it caught (plots before menus: a
+    pyqtgraph menu deleted before its plot crashed the plot's deletion), free the rest."""
     from PySide6.QtCore import QObject
     from PySide6.QtWidgets import QApplication, QMenu
 
-    if QApplication.instance() is None:
+    try:
+        if QApplication.instance() is None:
+            return Counter()
+        _delete_later([])  # what the test's teardown posted
+        left = qt_objects_left_to_the_collector()
+        names = Counter(_describe(obj) for obj in left)
+        _delete_later([obj for obj in left if isinstance(obj, QObject) and not isinstance(obj, QMenu)])
+        _delete_later([obj for obj in left if isinstance(obj, QMenu)])
+        del left
+        return names
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
         gc.collect()
-        return
-    _delete_later([])  # what the test's teardown posted
-    left = qt_objects_left_to_the_collector()
-    names = Counter(_describe(obj) for obj in left)
-    # Plots before menus: a pyqtgraph menu deleted before its plot crashed the plot's deletion.
-    _delete_later([obj for obj in left if isinstance(obj, QObject) and not isinstance(obj, QMenu)])
-    _delete_later([obj for obj in left if isinstance(obj, QMenu)])
-    del left
-    gc.collect()
-    if names:
-        listed = ", ".join(f"{n} × {name}" for name, n in names.most_common())
-        pytest.fail(f"Qt objects only the cycle collector would delete: {listed}", pytrace=False)
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ up in Python (an allocation): a collection there that deleted a Python-owned QOb
 which waited for a mutex its own thread held, and the suite hung. So every Qt object of the app
 has a Qt owner or is deleted explicitly, on the GUI thread."""
 
+import weakref
+
 import numpy as np
 import pyqtgraph.opengl as gl
 from PySide6.QtCore import QCoreApplication, QEvent
@@ -89,3 +91,30 @@ def test_gl_items_go_with_their_view_and_when_removed(qapp):
     assert not isValid(kept)
     del view, kept, removed
     assert _left() == []
+
+
+def test_a_plots_menus_are_never_the_collectors_between_its_deletion_and_theirs(qapp):
+    """A plot's menus are deleted one turn of the event loop after the plot. In between, with
+    ``plot.destroyed`` connected straight to their deleteLater, they were still Python's and
+    cyclic garbage: a collection there (any allocation, any thread) deleted them. A run of the
+    GUI suite saving every collection's garbage (DEBUG_SAVEALL) caught 130 of them in one test
+    (tests/gui/test_session.py's second window). Now they are Qt's from the plot's end on."""
+    import pyqtgraph as pg
+
+    from gui.views.plot_style import own_menus
+
+    assert _left() == [], "garbage from before this test"
+    host, plot = QWidget(), own_menus(pg.PlotWidget())
+    QVBoxLayout(host).addWidget(plot)
+    plot.cycle = plot  # its wrapper outlives it, as a window's plots' do (their closures refer to them)
+    menus = [weakref.ref(obj) for obj in _menus(plot)]  # not to hold them here
+    del plot
+    host.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # the plot goes, not yet its menus
+    del host
+    live = lambda: [ref() for ref in menus if ref() is not None and isValid(ref())]
+    assert live(), "nothing left to hold: the test no longer sees the gap"
+    assert _left() == []
+    for _ in range(2):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert live() == []
