@@ -30,13 +30,32 @@ from .plot_style import (
 LINE_CMAP = readable_colormap("plasma")
 
 
-def eta_text(done: int, total: int, elapsed_s: float) -> str:
-    if done <= 0 or total <= 0:
-        return "starting…"
-    if done >= total:
-        return f"{total} runs in {elapsed_s:.0f} s"
-    remaining = elapsed_s * (total - done) / done
-    return f"{done} / {total} runs · ETA {remaining:.0f} s"
+class SweepClock:
+    """The caption's count and ETA. The rate is taken from the first cells' arrival on, not from
+    the start: a sweep's start-up (Ray's workers, each task's first imports) is no rate, and
+    counted in, it made the first estimates several times too long."""
+
+    def __init__(self, now=time.monotonic):
+        self._now = now
+        self.restart()
+
+    def restart(self) -> None:
+        self._started = self._now()
+        self._first: tuple[float, int] | None = None  # (when, done) at the first arrival
+
+    def text(self, done: int, total: int) -> str:
+        now = self._now()
+        if done <= 0 or total <= 0:
+            return "starting…"
+        if done >= total:
+            return f"{total} runs in {now - self._started:.0f} s"
+        if self._first is None:
+            self._first = (now, done)
+        since, done_then = self._first
+        if done == done_then or now <= since:
+            return f"{done} / {total} runs · estimating the time left…"
+        remaining = (now - since) * (total - done) / (done - done_then)
+        return f"{done} / {total} runs · ETA {remaining:.0f} s"
 
 
 class Fig4View(QWidget):
@@ -67,12 +86,12 @@ class Fig4View(QWidget):
         row.addWidget(self.lines_widget, 1)
         layout.addLayout(row, 1)
         self.result = None
-        self._started = time.monotonic()
+        self.clock = SweepClock()
         self.reset()
 
     def reset(self):
         self.result = None
-        self._started = time.monotonic()
+        self.clock.restart()
         self.heat.clear_grid()
         clear_plot(self.lines)
         self.caption.setText(
@@ -119,10 +138,21 @@ class Fig4View(QWidget):
                 ys.append(y)
         if xs:
             legend_to_empty_corner(self.lines, np.concatenate(xs), np.concatenate(ys))
-        elapsed = time.monotonic() - self._started
+        self._frame_lines(np.concatenate(ys) if ys else np.array([]))
         self.caption.setText(
-            f"Fig. 4 sweep: {eta_text(result.done, result.total, elapsed)}" + ("" if not final else " — done")
+            f"Fig. 4 sweep: {self.clock.text(result.done, result.total)}" + (" — done" if final else "")
         )
+
+    def _frame_lines(self, losses: np.ndarray) -> None:
+        """x is a fraction, always [0, 1]; y spans the losses with room, even for one point
+        (pyqtgraph's autorange framed a single point in an axis ±0.001 wide)."""
+        self.lines.setXRange(0.0, 1.0, padding=0.04)
+        finite = losses[np.isfinite(losses)]
+        if finite.size:
+            low, high = float(finite.min()), float(finite.max())
+            middle, half = (low + high) / 2, 0.54 * (high - low)
+            half = max(half, 0.1 * max(abs(middle), 0.01))  # one point, or a nearly flat line
+            self.lines.setYRange(middle - half, middle + half, padding=0)
 
     def has_data(self) -> bool:
         return self.result is not None and np.isfinite(self.result.mean).any()

@@ -16,6 +16,30 @@ from ..style import neuron_color
 from .neuron_quadrics import sub
 from .plot_style import clear_plot, follow_theme, own_menus, set_title, sparse_log_labels
 
+CALLOUT_GAP = 0.06  # of the step axis: flips closer than this share one call-out
+
+
+def event_callouts(events: list[tuple[int, int, bool]], span: float) -> list[str | None]:
+    """Each event line's call-out. Flips (or jumps) within ``CALLOUT_GAP`` of the step axis of a
+    group's first share one call-out, on the first line, naming them all; one call-out per flip
+    overlapped when three flips came within a few steps."""
+    groups: list[list[int]] = []  # indices into events
+    for i, (step, _k, jumped) in enumerate(events):
+        first = events[groups[-1][0]] if groups else None
+        if first is not None and jumped == first[2] and step - first[0] <= CALLOUT_GAP * span:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    callouts: list[str | None] = [None] * len(events)
+    for group in groups:
+        names = ", ".join(f"v{sub(events[i][1] + 1)}" for i in group)
+        one = len(group) == 1
+        if events[group[0]][2]:
+            callouts[group[0]] = f"{names} {'jumps' if one else 'jump'} the barrier (finite step)"
+        else:
+            callouts[group[0]] = f"{names} {'flips' if one else 'flip'} sign"
+    return callouts
+
 
 def _plot(title: str, left: str) -> pg.PlotWidget:
     plot = pg.PlotWidget(title=title)
@@ -39,6 +63,8 @@ class TrainingCurves:
             curve.setDownsampling(auto=True, method="peak")
             curve.setClipToView(True)
         self._events: list[pg.InfiniteLine] = []
+        self._callouts: list[str | None] = []  # each event line's call-out (None: a group's later line)
+        self._held_steps: int | None = None  # a live run's length: the step axis it holds
         self._log_drift = False
         self._width = 2.0
         self._twins: dict[int, bool] = {}
@@ -99,12 +125,14 @@ class TrainingCurves:
     def hold_steps(self, total: int):
         """A live run of ``total`` steps: x spans all of it from the start."""
         self._held.clear()
+        self._held_steps = max(total, 1)
         for plot in (self.loss_plot, self.drift_plot):
             plot.setXRange(0, max(total, 1), padding=0.02)  # also turns x auto-range off
 
     def finish(self):
         """The run is over: both axes fit the data again."""
         self._held.clear()
+        self._held_steps = None
         for plot in (self.loss_plot, self.drift_plot):
             plot.enableAutoRange()
 
@@ -143,25 +171,27 @@ class TrainingCurves:
             self._hold_y(self.drift_plot, drift[drift > 0] if self._log_drift else drift.ravel(), self._log_drift)
 
     def _set_events(self, events: list[tuple[int, int, bool]]):
-        if len(events) == len(self._events):
+        steps = self.loss_curve.getData()[0]
+        span = self._held_steps or (float(steps[-1]) if steps is not None and len(steps) else 1.0)
+        callouts = event_callouts(events, span)
+        if callouts == self._callouts:
             return
         for line in self._events:
             self.loss_plot.removeItem(line)
             line.deleteLater()  # removed, only Python owns it: never leave a Qt object to the cycle collector
-        self._events = []
+        self._events, self._callouts = [], callouts
         Qt = pg.QtCore.Qt
-        for i, (step, k, jumped) in enumerate(events):
+        labelled = 0
+        for (step, k, jumped), text in zip(events, callouts):
             # A jump must not read as the free flip the topology allows: other words, dotted line.
-            text = f"v{sub(k + 1)} jumps the barrier (finite step)" if jumped else f"v{sub(k + 1)} flips sign"
             style = Qt.PenStyle.DotLine if jumped else Qt.PenStyle.DashLine
-            line = pg.InfiniteLine(
-                pos=step,
-                angle=90,
-                pen=pg.mkPen(neuron_color(k), width=2, style=style),
-                label=text,
-                labelOpts={"position": 0.85 - 0.12 * (i % 4), "color": neuron_color(k), "fill": (255, 255, 255, 200)},
-            )
-            line.label.setFont(self._label_font())
+            line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(neuron_color(k), width=2, style=style))
+            if text:
+                line.label = pg.InfLineLabel(
+                    line, text, position=0.85 - 0.12 * (labelled % 4), color=neuron_color(k), fill=(255, 255, 255, 200)
+                )
+                line.label.setFont(self._label_font())
+                labelled += 1
             self.loss_plot.addItem(line)
             self._events.append(line)
 
@@ -171,13 +201,14 @@ class TrainingCurves:
         return font
 
     def event_labels(self) -> list[str]:
-        return [line.label.toPlainText() for line in self._events]
+        return [line.label.toPlainText() for line in self._events if getattr(line, "label", None) is not None]
 
     def set_line_width(self, width: float):
         self._width = width
         self.loss_curve.setPen(pg.mkPen(self._fg, width=width))
         for line in self._events:
-            line.label.setFont(self._label_font())
+            if getattr(line, "label", None) is not None:
+                line.label.setFont(self._label_font())
         for k, curve in enumerate(self.drift_curves):
             curve.setPen(self._drift_pen(k))
 

@@ -178,6 +178,8 @@ class TopologyWorkspace(Workspace):
         self._loaded: LoadedNetwork | None = None  # the network file last read by a job
         self._loaded_key: tuple | None = None  # ... and the request it answered
         self._extra = ""  # the invariants panel's lines about a loaded network
+        self._presenting = False  # presentation mode (set_presentation)
+        self._has_heatmaps = False  # the run's data can be drawn (d ≤ 2)
         self.pacer = Pacer(LIVE_INTERVALS, self)
         self.parameters.child("mode").sigValueChanged.connect(self._on_mode)
         self.parameters.child("network", "source").sigValueChanged.connect(self._on_mode)
@@ -294,7 +296,7 @@ class TopologyWorkspace(Workspace):
         self._configure(setup)
 
     def _panel_extra(self) -> str:
-        return "" if getattr(self, "_presenting", False) else self._extra
+        return "" if self._presenting else self._extra
 
     def _configure_loaded(self, loaded: LoadedNetwork):
         """Lay the views out for a loaded network: its own quadrics, each with its current point."""
@@ -337,7 +339,8 @@ class TopologyWorkspace(Workspace):
         self.curves.configure(net.l, self.parameters["display", "log_drift"])
         self.curves.hold_steps(self._total_steps)
         show_data = net.d <= 2 and setup.X is not None and setup.Y is not None and setup.Y.shape[1] >= 1
-        self.heatmaps.setVisible(show_data)
+        self._has_heatmaps = show_data
+        self.heatmaps.setVisible(show_data and not self._presenting)
         if show_data:
             self.heatmaps.set_dimension(net.d)
             self.heatmaps.set_data(setup.X, setup.Y)
@@ -486,7 +489,10 @@ class TopologyWorkspace(Workspace):
         return plots
 
     def set_presentation(self, on: bool):
-        self._presenting = on  # the panel then leaves out the loaded file's lines: no room for them
+        # The panel then leaves out the loaded file's lines, and the side column the function
+        # heatmaps: at projector sizes in large type the loss and drift plots had ~50 px each.
+        self._presenting = on
+        self.heatmaps.setVisible(self._has_heatmaps and not on)
         self.quadrics.set_presentation(on)
         self.curves.set_line_width(4.0 if on else 2.0)
         for plot in (

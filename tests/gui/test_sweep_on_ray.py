@@ -32,7 +32,8 @@ def test_fig4_fills_live_on_ray_cancels_keeping_cells_and_resumes(window, qtbot,
     finite = lambda: 0 if ws.fig4.result is None else int(np.isfinite(ws.fig4.result.mean).sum())
     qtbot.waitUntil(lambda: 0 < finite() < total, timeout=180000)
     save_screenshot(window, "topology_fig4-on-ray-filling")
-    assert "runs" in ws.fig4.caption.text() and "ETA" in ws.fig4.caption.text()
+    caption = ws.fig4.caption.text()  # an ETA from the second arrival on (test_fig4_view)
+    assert "/ 24 runs" in caption and ("ETA" in caption or "estimating" in caption), caption
     window.cancel()
     wait_until_idle(qtbot, window, 120000)
     assert window.last_outcome == "cancelled"

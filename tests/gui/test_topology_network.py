@@ -60,6 +60,8 @@ def test_the_shipped_example_trains_on_and_stays_on_its_sheet(window, qtbot, tmp
     assert np.all(traj.W2[:, 0, 1] > 0) and np.all(traj.c[:, 1] < 0)  # neuron 2: on its v > 0 sheet
     assert {k for _, k in traj.sign_flips} == {0, 2, 3}  # the free ones flipped
     assert traj.loss[-1] < 1e-3 * traj.loss[0]
+    # steps 24, 25 and 35 of 200: one call-out names the three, not three that overlap
+    assert ws.curves.event_labels() == ["v₃, v₁, v₄ flip sign"]
     view = ws.gl_views()[1]
     assert view.shown_points() > 100 and view.locked_sign == 1 and view.lock_label.visible()
     assert ws.invariants.shown["locked"] == [2]

@@ -10,6 +10,7 @@ from engine.topology import invariants as inv
 from engine.topology.initialization import initial_params
 from engine.topology.two_layer import ShallowNet
 from gui.session import read_session, write_session
+from gui.views.training_curves import event_callouts
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
@@ -88,6 +89,15 @@ def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     assert shown["label"] == list(inv.component_label(start.W1, start.W2)) == [1, 1]
     text = ws.invariants.label.text()
     assert "β₀" in text and "4" in text and "−0.1" in text.replace("-", "−")
+
+
+def test_close_events_of_one_kind_share_a_call_out():
+    flips = [(24, 2, False), (25, 0, False), (35, 3, False)]
+    assert event_callouts(flips, span=1000) == ["v₃, v₁, v₄ flip sign", None, None]
+    assert event_callouts(flips, span=40) == ["v₃, v₁ flip sign", None, "v₄ flips sign"]  # 6 % of 40 steps
+    mixed = [(10, 0, False), (11, 1, True), (12, 2, True)]  # a jump never shares a free flip's words
+    assert event_callouts(mixed, span=100) == ["v₁ flips sign", "v₂, v₃ jump the barrier (finite step)", None]
+    assert event_callouts([], span=100) == []
 
 
 def test_free_flips_and_barrier_jumps_are_labelled_apart(window, qtbot):
