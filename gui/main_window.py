@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from pyqtgraph.parametertree import ParameterTree
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -54,6 +54,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Landscape Lens — loss landscapes of shallow and deep networks")
         self.controller = AppController(self)
         self._last_status_update = 0.0
+        self._pending_status: Progress | None = None  # the newest update the ~10 Hz throttle held back
+        self._status_timer = QTimer(self, singleShot=True)
+        self._status_timer.timeout.connect(self._show_pending_status)
         self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
         for workspace in self.workspaces.values():
             self.controller.register(workspace)
@@ -294,7 +297,7 @@ class MainWindow(QMainWindow):
         self.stop_jobs()
         self.show_workspace(preset.workspace)
         self.controller.set_preset(name)  # what a clip of this run names as its preset
-        self.status_label.setText(f"Preset: {preset.title}")
+        self._end_status(f"Preset: {preset.title}")
         self.slide_title.show_slide(preset.title, preset.description)
         workspace.reset()
         if preset.autorun if run is None else run:
@@ -339,7 +342,7 @@ class MainWindow(QMainWindow):
         self.workspace.reset()
         self.clip_dock.forget_scene(cancel_walk=True)
         self.progress_bar.setValue(0)
-        self.status_label.setText("Reset")
+        self._end_status("Reset")
 
     # ------------------------------------------------------------ job signals
     def _on_started(self, _owner, _keep: bool):
@@ -348,25 +351,42 @@ class MainWindow(QMainWindow):
 
     def _on_progress(self, update: Progress):
         # Repainting the status bar recomposites the GL views beside it: profiled at a third of
-        # a live run's time when done at the full 60 Hz, so text and bar update at ~10 Hz.
-        now = time.monotonic()
-        if now - self._last_status_update >= STATUS_INTERVAL_S:
-            self._last_status_update = now
-            if update.fraction == update.fraction:
-                self.progress_bar.setValue(int(1000 * min(max(update.fraction, 0.0), 1.0)))
-            if update.message:
-                self.status_label.setText(update.message)
+        # a live run's time when done at the full 60 Hz, so text and bar update at ~10 Hz. The
+        # newest update held back is shown when its turn comes: dropped, the bar said "0/12
+        # cells" beside a map that showed one.
+        self._pending_status = update
+        wait_s = STATUS_INTERVAL_S - (time.monotonic() - self._last_status_update)
+        if wait_s <= 0:
+            self._show_pending_status()
+        elif not self._status_timer.isActive():
+            self._status_timer.start(int(1000 * wait_s) + 1)
+
+    def _show_pending_status(self):
+        update, self._pending_status = self._pending_status, None
+        if update is None:
+            return
+        self._last_status_update = time.monotonic()
+        if update.fraction == update.fraction:
+            self.progress_bar.setValue(int(1000 * min(max(update.fraction, 0.0), 1.0)))
+        if update.message:
+            self.status_label.setText(update.message)
+
+    def _end_status(self, text: str) -> None:
+        """A job's last word (or a reset's): no held-back update may overwrite it."""
+        self._status_timer.stop()
+        self._pending_status = None
+        self.status_label.setText(text)
 
     def _on_succeeded(self, result):
         self.progress_bar.setValue(1000)
-        self.status_label.setText(getattr(result, "message", "") or "Done")
+        self._end_status(getattr(result, "message", "") or "Done")
 
     def _on_failed(self, message: str):
         self.message_bar.show_error(message)
-        self.status_label.setText("Stopped: " + message)
+        self._end_status("Stopped: " + message)
 
     def _on_cancelled(self, last: Progress | None):
-        self.status_label.setText("Cancelled — results so far are kept")
+        self._end_status("Cancelled — results so far are kept")
 
     def _on_state_changed(self, state: str):
         busy = state != "idle"

@@ -138,3 +138,18 @@ def test_bad_arguments_give_one_line_and_exit_2():
         assert result.returncode == 2, (argv, result.stderr)
         assert "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_the_status_bar_shows_the_newest_update_the_throttle_held_back(window, qtbot):
+    from engine.core.progress import Progress
+
+    window.runner.progressed.emit(Progress(0.0, "fig4: 0/12 cells"))
+    window.runner.progressed.emit(Progress(1 / 12, "fig4: 1/12 cells"))  # within the ~10 Hz interval
+    assert window.status_label.text() == "fig4: 0/12 cells"
+    qtbot.waitUntil(lambda: window.status_label.text() == "fig4: 1/12 cells", timeout=2000)
+    assert window.progress_bar.value() == 83
+    window.runner.progressed.emit(Progress(0.5, "fig4: 6/12 cells"))
+    window.runner.progressed.emit(Progress(0.6, "fig4: 7/12 cells"))
+    window.runner.cancelled.emit(None)  # the job's last word stays
+    qtbot.wait(300)
+    assert window.status_label.text().startswith("Cancelled")
