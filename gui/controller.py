@@ -35,6 +35,7 @@ class AppController(QObject):
     lambda_changed = Signal(float)  # the minima tab's λ (what a clip key frame captures)
     frame_changed = Signal(int)  # the replay frame shown
     clip_requested = Signal(object, str)  # (Clip, out path): Record asks the clip dock to render
+    workspace_requested = Signal(str)  # a workspace key: the window shows that tab
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -130,6 +131,12 @@ class AppController(QObject):
     def register(self, workspace) -> None:
         self.workspaces[workspace.key] = workspace
         workspace.attach(self)
+
+    def hand_network(self, key: str, path: str, data: str | None = None) -> None:
+        """A network file one tab cannot use goes to the tab ``key`` that can (a two-layer ReLU
+        net loaded on the minima tab belongs to paper A's topology tab), which is shown."""
+        self.workspace_requested.emit(key)
+        self.workspaces[key].load_network(path, data or None)
 
     def set_preset(self, name: str) -> None:
         self.preset_name = name

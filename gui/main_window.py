@@ -67,6 +67,7 @@ class MainWindow(QMainWindow):
         self._build_talk_tools()
         self._build_menus()
         self.controller.run_started.connect(self._on_started)
+        self.controller.workspace_requested.connect(self.show_workspace)
         self.controller.message.connect(self._show_message)
         self.runner.progressed.connect(self._on_progress)
         self.runner.succeeded.connect(self._on_succeeded)

@@ -242,11 +242,16 @@ NETWORK_FILES = (
 class TorchFileDialog(QDialog):
     """What a PyTorch file does not record: the data file, and for a state_dict the activation."""
 
-    def __init__(self, path: str, parent=None):
+    def __init__(self, path: str, parent=None, hand_over_relu: bool = False):
+        """``hand_over_relu``: offer ReLU and leaky ReLU too, for the topology tab to open."""
         super().__init__(parent)
         self.setWindowTitle("Load a PyTorch network")
         self.activation = QComboBox()
-        self.activation.addItems(ACTIVATIONS)  # what engine.minima.deep computes
+        for name in ACTIVATIONS:  # what engine.minima.deep computes
+            self.activation.addItem(name, name)
+        if hand_over_relu:  # paper B's constructions need a smooth σ; a ReLU net is paper A's
+            self.activation.addItem("ReLU (opens on the topology tab)", "relu")
+            self.activation.addItem("leaky ReLU (opens on the topology tab)", "leaky_relu")
         self.data = QLineEdit()
         self.data.setPlaceholderText("data.npz (X, Y) or data.csv (last column y)")
         browse = QPushButton("Browse…")
@@ -319,9 +324,9 @@ class InspectorPanel(QWidget):
         if path.lower().endswith(".npz"):
             self.load_requested.emit(path, "", "")
             return
-        dialog = TorchFileDialog(path, self)
+        dialog = TorchFileDialog(path, self, hand_over_relu=True)
         if dialog.exec():
-            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentText()
+            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentData()
             self.load_requested.emit(path, activation, dialog.data.text())
 
     def _ask_export(self):

@@ -245,7 +245,7 @@ class LandscapeWorkspace(Workspace):
             dialog = TorchFileDialog(path, self)
             if not dialog.exec():
                 return
-            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentText()
+            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentData()
             data = dialog.data.text()
         self.load_network(path, activation, data)
 

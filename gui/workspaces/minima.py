@@ -17,6 +17,8 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QSplitter, QTabW
 
 from engine.core.errors import EngineInputError
 from engine.io.netfile import save_network
+from engine.io.two_layer_file import ACTIVATIONS as HOMOGENEOUS
+from engine.io.two_layer_file import load_two_layer
 from engine.minima.descending_path import DescendingPath, descending_path_job
 from engine.minima.infinity import infinity_job
 from engine.minima.pipeline import (
@@ -47,6 +49,18 @@ from ..views.slice_view import SliceView
 from ..views.spectrum_view import SpectrumView
 from ..workspace import Workspace
 from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, probe_spectrum, stages
+
+
+def _is_two_layer_homogeneous(path: str) -> bool:
+    """An .npz or .pt2 that records a two-layer ReLU or leaky-ReLU network (paper A's kind)."""
+    if not path.lower().endswith((".npz", ".pt2")):
+        return False  # a state_dict records no activation: the load dialog asks for it
+    try:
+        load_two_layer(path)
+    except EngineInputError:
+        return False
+    return True
+
 
 LAMBDA_RANGE = (-1e3, 1e3)  # λ far outside [0, 1] only scales one pair's weights towards overflow
 
@@ -508,12 +522,20 @@ class MinimaWorkspace(Workspace):
 
     # ------------------------------------------------------------- files
     def load_network(self, path: str, activation: str = "", data: str = ""):
-        """``activation`` and ``data``: what a PyTorch file needs besides its weights ("" = none)."""
+        """``activation`` and ``data``: what a PyTorch file needs besides its weights ("" = none).
+        A two-layer ReLU or leaky-ReLU network (paper B's constructions need a smooth σ) goes to
+        the topology tab, which shows paper A's view of it."""
+        if activation in HOMOGENEOUS:
+            self.controller.hand_network("topology", path, data)
+            return
         try:
             job = load_job(
                 path, self.slice_settings(), replace(self._settings(), plane=None), activation or None, data or None
             )
         except EngineInputError as error:
+            if not activation and _is_two_layer_homogeneous(path):  # an .npz or .pt2 says so itself
+                self.controller.hand_network("topology", path, data)
+                return
             self._message(str(error))
             return
         self.controller.start(self, job)

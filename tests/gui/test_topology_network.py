@@ -48,6 +48,29 @@ def test_load_network_shows_its_quadrics_current_points_and_locked_neuron(window
     assert_not_blank(gl_pixels(views[1]))
 
 
+def test_a_relu_network_loaded_on_the_minima_tab_opens_on_the_topology_tab(window, qtbot, tmp_path):
+    """Paper B's constructions need a smooth σ: a ReLU state_dict (the dialog's "ReLU" choice)
+    or a .pt2 that records its ReLU is handed to the topology tab, not refused."""
+    state = torch.load(NETWORK, weights_only=True)
+    module = nn.Sequential(nn.Linear(2, 4, bias=False), nn.ReLU(), nn.Linear(4, 1, bias=False)).double()
+    module.load_state_dict({k: v.double() for k, v in state.items()})
+    archive = tmp_path / "net.pt2"
+    torch.export.save(torch.export.export(module, (torch.zeros(3, 2, dtype=torch.float64),)), archive)
+    minima, ws = window.workspaces["minima"], topology(window)
+    for path, activation in ((str(NETWORK), "relu"), (str(archive), "")):
+        window.show_workspace("minima")
+        ws.reset()
+        with qtbot.waitSignal(window.run_finished, timeout=60000):
+            minima.load_network(path, activation, str(DATA))
+        assert not window.message_bar.text, window.message_bar.text
+        assert window.workspace is ws, f"{path}: still on the {window.workspace.key} tab"
+        assert np.allclose(ws.invariants.shown["c"], file_c(), rtol=0, atol=1e-12)
+        assert ws.invariants.shown["locked"] == [2]
+    window.show_workspace("minima")  # a sigmoid state_dict stays where it was loaded
+    minima.load_network(str(NETWORK), "sigmoid", str(DATA))
+    assert window.workspace is minima
+
+
 def test_the_shipped_example_trains_on_and_stays_on_its_sheet(window, qtbot, tmp_path):
     with qtbot.waitSignal(window.run_finished, timeout=120000):
         window.load_preset("your-network", steps=200)
