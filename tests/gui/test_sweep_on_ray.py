@@ -1,5 +1,6 @@
 """The Fig. 4 page on a local Ray: it fills in as cells arrive, Cancel keeps the finished cells,
-Run again computes only the rest, and the map equals the runner's own local sweep to the bit."""
+Run again computes only the rest, and the map equals the runner's own local sweep to the bit.
+The Fig. 5 page on Ray draws the same Monte Carlo points as cell by cell in this process."""
 
 from pathlib import Path
 
@@ -55,6 +56,26 @@ def test_fig4_fills_live_on_ray_cancels_keeping_cells_and_resumes(window, qtbot,
     np.testing.assert_array_equal(shown.test_bce, local.test_bce)
     np.testing.assert_array_equal(shown.mean, local.mean)
     np.testing.assert_array_equal(shown.W1, local.W1)
+
+
+def test_fig5_on_ray_draws_what_this_process_computes(window, qtbot, tmp_path):
+    ws = window.workspaces["topology"]
+    window.load_preset("fig5-probability", run=False)
+    maps = {}
+    for executor in ("ray", "local"):  # Ray first: the earlier test's Ray is still up
+        settings = {"d_max": 8, "l_max": 8, "mc_samples": 300, "mc_stride": 3, "seed": 1}
+        for name, value in {**settings, "executor": executor, "folder": str(tmp_path / executor)}.items():
+            ws.parameters["fig5", name] = value
+        window.run()
+        wait_until_idle(qtbot, window, 300000)
+        assert window.last_outcome == "succeeded", window.message_bar.text
+        maps[executor] = ws.fig5.result
+        assert cells_on_disk(tmp_path / executor) == 2 * 9  # (d, l) ∈ {1, 4, 7}², for each of the two schemes
+    save_screenshot(window, "topology_fig5-on-ray")
+    for scheme, mc in maps["ray"].mc.items():
+        assert mc.shape == (9, 4)
+        np.testing.assert_array_equal(mc, maps["local"].mc[scheme])
+        np.testing.assert_array_equal(maps["ray"].closed[scheme], maps["local"].closed[scheme])
     import ray
 
     ray.shutdown()
