@@ -16,9 +16,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from engine.core.errors import EngineInputError
 from engine.core.runtime import configure_torch_threads
+
+# The folder that holds the engine package: a local Ray's workers import the cells' code from
+# it even when the app runs from a checkout in another folder (it need not be pip-installed).
+CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
 EXECUTORS = ("local", "ray")
 RAY_MAX_RETRIES = 3  # a lost worker's (or node's) tasks are run again, never silently dropped
@@ -189,6 +194,8 @@ class RayExecutor:
             kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
             if not address:
                 kwargs["num_cpus"] = int(workers or os.cpu_count() or 1)
+                path = os.pathsep.join(p for p in (CODE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
             try:
                 ray.init(address=address or None, **kwargs)
             except (ConnectionError, RuntimeError, ValueError) as error:
