@@ -223,8 +223,11 @@ class RayExecutor:
         ready, _ = self._ray.wait(list(self._pending), num_returns=len(self._pending), timeout=timeout)
         out = []
         for ref in ready:
-            self._pending.pop(ref)
-            out.append((ref, self._ray.get(ref)))
+            cells = self._pending.pop(ref)
+            try:
+                out.append((ref, self._ray.get(ref)))
+            except self._ray.exceptions.RayError as error:  # retries spent, or the cell's code raised
+                raise EngineInputError(f"cells {cells[0]}… failed on Ray: {ray_cause(error)}") from None
         return out
 
     def close(self) -> None:
@@ -236,6 +239,16 @@ class RayExecutor:
         self._pending.clear()
         if self._owned:
             self._ray.shutdown()
+
+
+def ray_cause(error: Exception) -> str:
+    """One line for a failed Ray task: the innermost exception's (Ray's text repeats the remote
+    traceback), with what to do when a worker could not import this app."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip() and not set(line.strip()) <= {"^"}]
+    cause = lines[-1] if lines else type(error).__name__
+    if "No module named" in cause:
+        cause += ' (every Ray node needs this app installed: pip install -e ".[ray]")'
+    return cause[:300]
 
 
 def make_executor(name: str = "local", address: str | None = None, workers: int | None = None):

@@ -180,6 +180,22 @@ def test_a_lost_ray_workers_cells_are_retried(tmp_path, ray_cluster):
     assert [float(c["square"]) for c in run.cells.values()] == [0.0, 1.0, 4.0, 9.0]
 
 
+def _fails_at_two(_context, cell):
+    if cell == (2,):
+        raise ModuleNotFoundError("No module named 'engine'")  # what a node without the app says
+    return {"square": np.float64(cell[0] ** 2)}
+
+
+def test_a_cell_that_raises_on_ray_stops_the_sweep_in_one_line_keeping_the_others(tmp_path, ray_cluster):
+    plan = SweepPlan("fail", {"n": 4}, ("i",), tuple((i,) for i in range(4)), _fails_at_two, str(tmp_path))
+    with pytest.raises(EngineInputError) as raised:
+        run_to_completion(sweep_job(plan, tmp_path / "out", executor="ray", cells_per_task=1))
+    message = str(raised.value)
+    assert "\n" not in message and "(2,)" in message and message.count("No module named 'engine'") == 1
+    assert 'pip install -e ".[ray]"' in message  # what to do about it
+    assert plan.name((2,)) not in CellStore(tmp_path / "out").finished()
+
+
 def test_packing_amortises_and_balances():
     plan = fig4.plan(**fig4.QUICK)
     tasks = pack(plan, list(plan.cells), workers=2)
