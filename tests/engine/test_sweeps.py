@@ -186,7 +186,7 @@ def _fails_at_two(_context, cell):
     return {"square": np.float64(cell[0] ** 2)}
 
 
-def test_a_cell_that_raises_on_ray_stops_the_sweep_in_one_line_keeping_the_others(tmp_path, ray_cluster):
+def test_a_cell_that_raises_on_ray_stops_the_sweep_in_one_line(tmp_path, ray_cluster):
     plan = SweepPlan("fail", {"n": 4}, ("i",), tuple((i,) for i in range(4)), _fails_at_two, str(tmp_path))
     with pytest.raises(EngineInputError) as raised:
         run_to_completion(sweep_job(plan, tmp_path / "out", executor="ray", cells_per_task=1))
