@@ -535,11 +535,8 @@ class TopologyWorkspace(Workspace):
             return {"mode": self.mode, "result": self.page_of[self.mode].result_state(self._result)}
         fields = {f.name: getattr(self._result, f.name) for f in dataclasses.fields(Trajectory)}
         fields["sign_flips"] = np.asarray(fields["sign_flips"], dtype=np.int64).reshape(-1, 2)
-        state = {
-            "mode": "training",
-            "trajectory": {k: v for k, v in fields.items() if v is not None},
-            "parameters": self.parameters.saveState(filter="user"),
-        }
+        # Not the panel: the session saves it beside the results and applies it checked, first.
+        state = {"mode": "training", "trajectory": {k: v for k, v in fields.items() if v is not None}}
         if self.from_file and self._loaded is not None:  # the file may be gone when the talk reopens
             n = self._loaded.network
             state["loaded"] = {"report": self._loaded.report, "activation": n.activation, "slope": n.slope}
@@ -588,8 +585,6 @@ class TopologyWorkspace(Workspace):
             page.show_result(result)
             return
         try:
-            if "parameters" in state:
-                self.parameters.restoreState(state["parameters"], removeChildren=False, addChildren=False)
             t = dict(state["trajectory"])
             t["sign_flips"] = [tuple(int(x) for x in row) for row in np.asarray(t.get("sign_flips", []))]
             t.setdefault("b1", None), t.setdefault("b2", None)

@@ -115,3 +115,20 @@ def test_sessions_with_bad_trajectories_are_refused_whole(qtbot, window, saved, 
     assert "bad.lens" in window.message_bar.text and words in window.message_bar.text, window.message_bar.text
     assert view.opts["distance"] == pytest.approx(11.0)
     assert_same(before, session.capture_state(window))
+
+
+def test_a_session_whose_panel_holds_a_bad_value_is_refused_whole(qtbot, window, saved):
+    # The panel goes through the same checks as a preset's, before anything is applied; the
+    # results carry no second copy of it that could slip past them.
+    state = session.read_session(saved)
+    assert "parameters" not in state["workspaces"]["topology"]["results"]
+    optimizer = state["workspaces"]["topology"]["parameters"]["children"]["optimizer"]["children"]
+    optimizer["lr"]["value"] = -0.5
+    bad = saved.with_name("bad.lens")
+    session.write_session(bad, state)
+    before = session.capture_state(window)
+    window.message_bar.clear()
+    window.open_session(str(bad))
+    text = window.message_bar.text
+    assert "bad.lens" in text and "lr" in text, text
+    assert_same(before, session.capture_state(window))
