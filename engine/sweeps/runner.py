@@ -156,7 +156,7 @@ def sweep_job(
         def partial() -> SweepPartial:
             return SweepPartial(plan.kind, len(cells), total, dict(cells), executor, n_workers, reused)
 
-        where = f"on {executor} ({n_workers} workers)"
+        where = f"on {executor} ({n_workers} worker{'' if n_workers == 1 else 's'})"
         yield Progress(reused / total, f"{plan.kind}: {reused}/{total} cells {where}", partial())
         outstanding = len(tasks)
         while outstanding:

@@ -118,7 +118,7 @@ def run(args) -> int:
                 total=p.total,
                 initial=p.done,
                 unit="cell",
-                desc=f"{p.kind} on {p.executor} ({p.workers} workers)",
+                desc=f"{p.kind} on {p.executor} ({p.workers} worker{'' if p.workers == 1 else 's'})",
                 disable=not sys.stderr.isatty(),
                 file=sys.stderr,
                 dynamic_ncols=True,
