@@ -208,9 +208,9 @@ def own_menus(widget: pg.PlotWidget) -> pg.PlotWidget:
     QObject::disconnect, which calls PySide's disconnectNotify while holding the signal-slot
     mutexes, and ~QObject then waited for a mutex its own thread held (a deadlock). They are
     held (``ownership.delete_after``) until the plot widget is destroyed, then deleted by Qt on
-    the GUI thread; with a bare deleteLater they stayed collectable until the event loop ran it.
-    Not parented to it:
-    a parented menu is repolished with the window at every theme switch (~270 menus a window).
+    the GUI thread; with ``destroyed`` connected straight to their deleteLater they stayed
+    collectable until the event loop ran it. Not parented to the plot: a parented menu is
+    repolished with the window at every theme switch (~270 menus a window).
     Call again after adding view boxes or colour bars; each object is tied once."""
     tied = widget.__dict__.setdefault("_tied_menus", set())
     owned = []
