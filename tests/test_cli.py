@@ -11,6 +11,8 @@ from engine.io import netfile as netio
 from engine.minima import deep
 from engine.topology.invariants import invariant_set_summary
 
+from .references import finite_difference_hessian, numpy_loss
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -65,29 +67,6 @@ def test_reproduce_nonattr_quick_writes_metrics_and_arrays(tmp_path):
             assert metrics["saddle"]["verdict"] == "saddle"
     report = json.loads(run_main("inspect", str(tmp_path / "nonattr-deep" / "big_min.npz")).stdout)
     assert report["critical_point"] == "degenerate minimum candidate" and report["gamma_construction"]["possible"]
-
-
-def numpy_loss(arch, theta, X, Y) -> float:
-    """The summed squared loss of the MLP written out in numpy (no torch, no engine forward)."""
-    Ws, bs = deep.unpack(arch, np.asarray(theta, dtype=float))  # only the flat layout is shared
-    act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[arch.activation]
-    a = np.asarray(X, dtype=float)
-    for l, (W, b) in enumerate(zip(Ws, bs)):
-        z = a @ W.T + (0.0 if b is None else b)
-        a = z if l == len(Ws) - 1 else act(z)
-    return float(np.sum((a[:, 0] - np.ravel(Y)) ** 2))
-
-
-def finite_difference_hessian(f, theta, h=1e-4) -> np.ndarray:
-    """H_ij from four-point second differences of f alone (error ~1e-8 on these nets)."""
-    n, E = len(theta), np.eye(len(theta)) * h
-    H = np.empty((n, n))
-    for i in range(n):
-        for j in range(i, n):
-            H[i, j] = H[j, i] = (
-                f(theta + E[i] + E[j]) - f(theta + E[i] - E[j]) - f(theta - E[i] + E[j]) + f(theta - E[i] - E[j])
-            ) / (4 * h * h)
-    return H
 
 
 def _torch_state_dict_of_a_strict_minimum(tmp_path):

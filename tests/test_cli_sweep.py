@@ -12,13 +12,14 @@ import termios
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import main
 from engine.core.progress import run_to_completion
 from engine.minima.pipeline import Figure3Settings, construction_job
 from engine.minima.verdicts import Verdict
+
+from .files import output_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,18 +31,6 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
         status = leave.code
     captured = capsys.readouterr()
     return status, captured.out, captured.err
-
-
-def outputs(out_dir: Path) -> dict:
-    """The JSON files' bytes and every .npz array's bytes (a zip stamps its write time, so not the file)."""
-    out = {}
-    for p in sorted(out_dir.iterdir()):
-        if p.suffix == ".json":
-            out[p.name] = p.read_bytes()
-        elif p.suffix == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                out.update({f"{p.name}:{k}": (z[k].dtype.str, z[k].shape, z[k].tobytes()) for k in z.files})
-    return out
 
 
 def raylets() -> int:
@@ -63,7 +52,7 @@ def test_fig4_quick_on_ray_equals_local_to_the_last_bit(tmp_path, capsys):
     status, out, _ = run_cli(capsys, "sweep", "fig4", "--quick", "--out", str(tmp_path / "local"))
     assert status == 0
     assert json.loads(ray_run.stdout) == json.loads(out)
-    a, b = outputs(tmp_path / "ray"), outputs(tmp_path / "local")
+    a, b = output_bytes(tmp_path / "ray"), output_bytes(tmp_path / "local")
     assert {"metrics.json", "sweep.json", "sweep.npz:W1", "sweep.npz:test_bce"} <= set(a)
     assert a == b
     assert len(list((tmp_path / "ray" / "cells").glob("*.npz"))) == sum(l + 1 for l in range(2, 10))
@@ -95,7 +84,7 @@ def test_ctrl_c_keeps_finished_cells_and_resume_equals_an_uninterrupted_run(tmp_
     assert status == 0, err
     assert {n: (part / "cells" / n).stat().st_mtime_ns for n in kept} == kept  # only the missing were computed
     status, _, _ = run_cli(capsys, *grid, "--out", str(tmp_path / "whole"))
-    assert status == 0 and outputs(part) == outputs(tmp_path / "whole")
+    assert status == 0 and output_bytes(part) == output_bytes(tmp_path / "whole")
 
 
 def test_progress_bar_on_a_terminal(tmp_path):

@@ -10,6 +10,8 @@ from engine.minima import deep
 from engine.minima.pipeline import teacher_data
 from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Verdict
 
+from ..references import finite_difference_hessian, numpy_loss
+
 
 def second_difference(f, h=1e-4):
     return (f(h) - 2 * f(0) + f(-h)) / h**2
@@ -152,29 +154,6 @@ def test_any_split_can_be_moved_and_the_path_carries_verdicts(built):
     assert C.descent_curve(c, probe, [0.1]).loss[0] < probe.loss
     with pytest.raises(EngineInputError, match="does not exist"):
         C.move_lambda(c, 0.5, split=len(c.splits))
-
-
-def numpy_loss(arch, theta, X, Y) -> float:
-    """The summed squared loss of the MLP written out in numpy (no torch, no engine forward)."""
-    Ws, bs = deep.unpack(arch, np.asarray(theta, dtype=float))  # only the flat layout is shared
-    act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[arch.activation]
-    a = np.asarray(X, dtype=float)
-    for l, (W, b) in enumerate(zip(Ws, bs)):
-        z = a @ W.T + (0.0 if b is None else b)
-        a = z if l == len(Ws) - 1 else act(z)
-    return float(np.sum((a[:, 0] - np.ravel(Y)) ** 2))
-
-
-def finite_difference_hessian(f, theta, h=1e-4) -> np.ndarray:
-    """H_ij from four-point second differences of f alone: error ~h²·f⁗ + ε·f/h² (~1e-8 here)."""
-    n, E = len(theta), np.eye(len(theta)) * h
-    H = np.empty((n, n))
-    for i in range(n):
-        for j in range(i, n):
-            H[i, j] = H[j, i] = (
-                f(theta + E[i] + E[j]) - f(theta + E[i] - E[j]) - f(theta - E[i] + E[j]) + f(theta - E[i] - E[j])
-            ) / (4 * h * h)
-    return H
 
 
 def test_hessian_spectrum_and_step_of_agree_with_finite_differences(built):

@@ -10,6 +10,8 @@ from engine.landscape import slices as landscape
 from engine.minima import construction, deep
 from engine.minima.pipeline import teacher_data
 
+from ..references import numpy_loss
+
 rng = np.random.default_rng(0)
 ARCH = deep.Arch((2, 5, 4, 1), "sigmoid", True)
 THETA = rng.normal(size=ARCH.n_params)
@@ -121,18 +123,6 @@ def test_float32_and_float64_give_the_same_verdict(minimum_and_saddle, where):
             assert (s.curves < s.L_star - 1e-12 * max(1.0, s.L_star)).any(1).sum() > 0
     assert verdicts[0] == verdicts[1]
     assert verdicts[0] == (0, False) if where == "minimum" else (verdicts[0][0] >= 1 and verdicts[0][1])
-
-
-def numpy_loss(arch, theta, X, Y) -> float:
-    """The summed squared loss written out in numpy, one point at a time: the reference every
-    device and dtype is held to (no torch, no slice kernel)."""
-    Ws, bs = deep.unpack(arch, np.asarray(theta, dtype=float))  # only the flat layout is shared
-    act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[arch.activation]
-    a = np.asarray(X, dtype=float)
-    for l, (W, b) in enumerate(zip(Ws, bs)):
-        z = a @ W.T + (0.0 if b is None else b)
-        a = z if l == len(Ws) - 1 else act(z)
-    return float(np.sum((a[:, 0] - np.ravel(Y)) ** 2))
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,6 @@ sign-kept fit against an enumeration of active sets, and conservation under the 
 
 import itertools
 import json
-import pickle
-import zipfile
 
 import numpy as np
 import pytest
@@ -19,6 +17,8 @@ from engine.core.progress import run_to_completion
 from engine.io.two_layer_file import TwoLayer, load_two_layer, save_two_layer
 from engine.topology import obstruction as ob
 from engine.topology.training import TrainConfig
+
+from ..files import Payload, pickled_pt2
 
 
 def build(d, l, e, bias1, bias2, activation="relu", slope=0.01, seed=0, dtype=torch.float32):
@@ -232,14 +232,6 @@ def test_the_shipped_example_stays_in_its_component():
 # ------------------------------------------------------------------ bad networks
 
 
-class Payload:
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return open, (self.marker, "w")
-
-
 def bad_networks(tmp_path) -> dict:
     """name -> (path, kwargs, message pattern): every way a network file is refused."""
     out = {}
@@ -272,16 +264,7 @@ def bad_networks(tmp_path) -> dict:
     out["pickle payload"] = (tmp_path / "evil.pt", {}, "refused")
     good = tmp_path / "ok.pt2"
     torch.export.save(torch.export.export(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)), (X,)), good)
-    with zipfile.ZipFile(good) as src, zipfile.ZipFile(tmp_path / "evil.pt2", "w") as dst:
-        for item in src.infolist():
-            content = src.read(item)
-            if item.filename.endswith("model_weights_config.json"):
-                config = json.loads(content)
-                config["config"]["0.weight"]["use_pickle"] = True
-                content = json.dumps(config).encode()
-            elif item.filename.endswith("weights/weight_0"):
-                content = pickle.dumps(Payload(tmp_path / "ran"))
-            dst.writestr(item, content)
+    pickled_pt2(good, tmp_path / "evil.pt2", tmp_path / "ran")
     out["pickle payload (.pt2)"] = (tmp_path / "evil.pt2", {}, "stored as a pickle")
     return out
 

@@ -1,9 +1,5 @@
 """pt2io: an exported nn.Sequential loads as the same network, without unpickling anything."""
 
-import json
-import pickle
-import zipfile
-
 import numpy as np
 import pytest
 import torch
@@ -12,6 +8,8 @@ from torch import nn
 from engine.core.errors import EngineInputError
 from engine.io import pt2 as pt2io
 from engine.minima import deep
+
+from ..files import pickled_pt2
 
 
 def export(model, path, n_in):
@@ -52,29 +50,12 @@ def test_unsupported_activation_and_missing_activation(tmp_path, data):
         pt2io.load_exported_network(export(plain, tmp_path / "plain.pt2", 3), data_path)
 
 
-class Payload:
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return open, (self.marker, "w")
-
-
 def test_pickled_weights_are_refused_unread(tmp_path, data):
     _, _, data_path = data
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)).double()
     good = export(model, tmp_path / "good.pt2", 3)
     marker = tmp_path / "payload_ran"
-    with zipfile.ZipFile(good) as src, zipfile.ZipFile(tmp_path / "evil.pt2", "w") as dst:
-        for item in src.infolist():
-            content = src.read(item)
-            if item.filename.endswith("model_weights_config.json"):
-                config = json.loads(content)
-                config["config"]["0.weight"]["use_pickle"] = True
-                content = json.dumps(config).encode()
-            elif item.filename.endswith("weights/weight_0"):
-                content = pickle.dumps(Payload(marker))
-            dst.writestr(item, content)
+    pickled_pt2(good, tmp_path / "evil.pt2", marker)
     with pytest.raises(EngineInputError, match="refused: parameter '0.weight' is stored as a pickle"):
         pt2io.load_exported_network(tmp_path / "evil.pt2", data_path)
     assert not marker.exists()

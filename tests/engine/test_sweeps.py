@@ -22,6 +22,8 @@ from engine.sweeps.store import CellStore
 from engine.topology.probability import obstruction_probability
 from engine.topology.width_sweep import held_out_bce, sweep_init, train_run_bce
 
+from ..files import output_bytes
+
 FIG4 = dict(ls=(2, 3), n_inits=3, steps=40, sign_policy="independent")
 FIG5 = fig5.Fig5Settings(ds=(1, 4), ls=(1, 3), schemes=("kaiming_normal", "pytorch"), samples=3000, seed=5)
 
@@ -34,18 +36,6 @@ def ray_cluster():
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray
     ray.shutdown()
-
-
-def _files(out_dir) -> dict:
-    """Every output: the JSON files' bytes and each .npz array's bytes (a zip stamps its write time)."""
-    out = {}
-    for p in sorted(out_dir.iterdir()):
-        if p.suffix == ".json":
-            out[p.name] = p.read_bytes()
-        elif p.suffix == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                out.update({f"{p.name}:{k}": (z[k].dtype.str, z[k].shape, z[k].tobytes()) for k in z.files})
-    return out
 
 
 def _same_cells(a, b) -> None:
@@ -106,7 +96,7 @@ def test_local_and_ray_give_identical_fig4_and_fig5_results(tmp_path, ray_cluste
                 run_to_completion(job(make(), d, figure=False, **options))
             else:
                 run_to_completion(jobs.fig5_job(make(), d, **options))
-            out[(executor, per_task)] = _files(d)
+            out[(executor, per_task)] = output_bytes(d)
         assert "metrics.json" in out[("local", None)]
         assert out[("ray", None)] == out[("local", None)] == out[("ray", 3)], name
 
