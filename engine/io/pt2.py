@@ -93,10 +93,11 @@ def _weight(path, z: zipfile.ZipFile, name: str, meta: dict) -> np.ndarray:
     return data.astype(np.float64).reshape(shape)
 
 
-def _layers_from_graph(path, graph: dict, parameters: dict) -> tuple[list, str]:
-    """[(name, W, b or None)] and the activation, from the graph's nodes in order."""
-    spec_of = {}
-    inputs = []
+def chain(path, graph: dict, parameters: dict) -> tuple[list, str]:
+    """The graph's nodes from its one input on, each taking the previous one's output: for a
+    Linear ("linear", (name, W, b or None)), for any other op (its target, the node). Refuses other
+    inputs (buffers, constants) and any branching. Also returns the last node's output name."""
+    spec_of, inputs = {}, []
     for spec in graph["signature"]["input_specs"]:
         if "parameter" in spec:
             spec_of[spec["parameter"]["arg"]["name"]] = spec["parameter"]["parameter_name"]
@@ -107,8 +108,8 @@ def _layers_from_graph(path, graph: dict, parameters: dict) -> tuple[list, str]:
                 f"{path}: the graph has a {next(iter(spec))} input; only parameters and one input are read"
             )
     if len(inputs) != 1:
-        raise EngineInputError(f"{path}: the graph takes {len(inputs)} inputs; an MLP takes one")
-    previous, layers, activations, last = inputs[0], [], set(), None
+        raise EngineInputError(f"{path}: the graph takes {len(inputs)} inputs; this network takes one")
+    previous, nodes = inputs[0], []
     for node in graph["graph"]["nodes"]:
         target = node["target"]
         args = [a["arg"].get("as_tensor", {}).get("name") for a in node["inputs"]]
@@ -118,22 +119,37 @@ def _layers_from_graph(path, graph: dict, parameters: dict) -> tuple[list, str]:
                 "only a plain chain of Linear and activation layers is read"
             )
         if target == LINEAR_OP:
+            bias = parameters[spec_of[args[2]]] if len(args) > 2 and args[2] is not None else None
+            nodes.append(("linear", (spec_of[args[1]].rsplit(".", 1)[0], parameters[spec_of[args[1]]], bias)))
+        else:
+            nodes.append((target, node))
+        previous = node["outputs"][0]["as_tensor"]["name"]
+    return nodes, previous
+
+
+def unsupported_op(target: str) -> str:
+    """An aten target's short name: torch.ops.aten.gelu.default → gelu."""
+    return target.rsplit(".", 2)[-2] if target.count(".") >= 2 else target
+
+
+def _layers_from_graph(path, graph: dict, parameters: dict) -> tuple[list, str]:
+    """[(name, W, b or None)] and the activation, from the graph's nodes in order."""
+    nodes, previous = chain(path, graph, parameters)
+    layers, activations, last = [], set(), None
+    for target, item in nodes:
+        if target == "linear":
             if last == "linear":
                 raise EngineInputError(f"{path}: two Linear layers without an activation between them")
-            weight = parameters[spec_of[args[1]]]
-            bias = parameters[spec_of[args[2]]] if len(args) > 2 and args[2] is not None else None
-            layers.append((spec_of[args[1]].rsplit(".", 1)[0], weight, bias))
+            layers.append(item)
             last = "linear"
         elif target in ACTIVATION_OPS and last == "linear":
             activations.add(ACTIVATION_OPS[target])
             last = "activation"
         else:
-            op = target.rsplit(".", 2)[-2] if target.count(".") >= 2 else target
             raise EngineInputError(
-                f"{path}: unsupported layer or activation {op!r}; "
+                f"{path}: unsupported layer or activation {unsupported_op(target)!r}; "
                 f"use Linear with {' or '.join(sorted(set(ACTIVATION_OPS.values())))}"
             )
-        previous = node["outputs"][0]["as_tensor"]["name"]
     outputs = [o["user_output"]["arg"]["as_tensor"]["name"] for o in graph["signature"]["output_specs"]]
     if last != "linear" or outputs != [previous]:
         raise EngineInputError(f"{path}: the network must end with a Linear layer (the output is linear)")

@@ -48,7 +48,6 @@ _OPS = {
     "torch.ops.aten.silu.default": "silu",
     "torch.ops.aten.softplus.default": "softplus",
 }
-_LINEAR = "torch.ops.aten.linear.default"
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,38 +262,21 @@ def _read_pt2(path) -> tuple[list, tuple]:
 
 
 def _chain(path, graph: dict, parameters: dict) -> tuple[list, tuple]:
-    spec_of, inputs = {}, []
-    for spec in graph["signature"]["input_specs"]:
-        if "parameter" in spec:
-            spec_of[spec["parameter"]["arg"]["name"]] = spec["parameter"]["parameter_name"]
-        elif "user_input" in spec:
-            inputs.append(spec["user_input"]["arg"]["as_tensor"]["name"])
-        else:
-            raise EngineInputError(f"{path}: the graph has a {next(iter(spec))} input; only parameters are read")
-    if len(inputs) != 1:
-        raise EngineInputError(f"{path}: the graph takes {len(inputs)} inputs; this network takes one")
-    previous, layers, acts = inputs[0], [], []
-    for node in graph["graph"]["nodes"]:
-        target = node["target"]
-        args = [a["arg"].get("as_tensor", {}).get("name") for a in node["inputs"]]
-        if args[:1] != [previous]:
-            raise EngineInputError(f"{path}: node {target} does not take the previous layer's output; a plain chain")
-        if target == _LINEAR:
-            bias = parameters[spec_of[args[2]]] if len(args) > 2 and args[2] is not None else None
-            layers.append((spec_of[args[1]].rsplit(".", 1)[0], parameters[spec_of[args[1]]], bias))
+    layers, acts = [], []
+    for target, item in pt2.chain(path, graph, parameters)[0]:
+        if target == "linear":
+            layers.append(item)
         elif target in _OPS:
             slope = DEFAULT_SLOPE
-            for a in node["inputs"][1:]:
+            for a in item["inputs"][1:]:
                 if a["name"] == "negative_slope":
-                    value = a["arg"].get("as_float", a["arg"].get("as_int"))
-                    slope = float(value)
+                    slope = float(a["arg"].get("as_float", a["arg"].get("as_int")))
             acts.append((_OPS[target], slope))
         else:
-            op = target.rsplit(".", 2)[-2] if target.count(".") >= 2 else target
             raise EngineInputError(
-                f"{path}: unsupported layer {op!r}; paper A reads Linear → ReLU or LeakyReLU → Linear"
+                f"{path}: unsupported layer {pt2.unsupported_op(target)!r}; "
+                "paper A reads Linear → ReLU or LeakyReLU → Linear"
             )
-        previous = node["outputs"][0]["as_tensor"]["name"]
     for name, _ in acts:
         if name not in ACTIVATIONS:
             raise homogeneity_error(path, name)
