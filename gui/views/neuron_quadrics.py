@@ -99,7 +99,9 @@ class _NeuronCell(QWidget):
     def resizeEvent(self, event):
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
-            self.caption.setMinimumHeight(0)  # another width wraps differently: fit it afresh
+            # Another width wraps differently: fit the shown text to it now. Reset to 0 and left
+            # for the next caption, a finished run's last caption was cut to the lines of another.
+            self.caption.setMinimumHeight(self.caption.heightForWidth(max(event.size().width(), 1)))
 
     def set_caption_size(self, pt: float):
         self.caption.setStyleSheet(
