@@ -101,6 +101,7 @@ class _NeuronCell(QWidget):
         if event.size().width() != event.oldSize().width():
             # Another width wraps differently: fit the shown text to it now. Reset to 0 and left
             # for the next caption, a finished run's last caption was cut to the lines of another.
+            self.caption.setMinimumHeight(0)  # heightForWidth counts a minimum height in
             self.caption.setMinimumHeight(self.caption.heightForWidth(max(event.size().width(), 1)))
 
     def set_caption_size(self, pt: float):
