@@ -17,6 +17,7 @@ from engine.io import netfile as netio
 from engine.minima import deep
 from tests.engine import toolkit_numpy as ref
 from tests.networks import strict_minimum_net
+from tests.references import finite_difference_hessian
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,7 +84,7 @@ def test_random_plane_interpolation_and_density_of_a_constructed_minimum(tmp_pat
     with np.load(out / "density.npz") as d:
         assert d["nodes"].shape == d["weights"].shape == (3, 9)
         np.testing.assert_allclose(d["weights"].sum(1), 1, rtol=1e-12)
-        H = ref.hessian_fd(lambda t: ref.loss(t, widths, bias, act, X, Y), theta, 1e-4)
+        H = finite_difference_hessian(lambda t: ref.loss(t, widths, bias, act, X, Y), theta, 1e-4)
         eigs = np.linalg.eigvalsh(H)  # 9 steps on 9 parameters: the whole spectrum
         assert d["nodes"].max() == pytest.approx(eigs[-1], rel=1e-5)
         assert abs(d["nodes"].min() - eigs[0]) < 1e-5 * eigs[-1]

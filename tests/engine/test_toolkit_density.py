@@ -8,6 +8,7 @@ from engine.core.progress import run_to_completion
 from engine.landscape import density
 from engine.minima import deep
 from tests.engine import toolkit_numpy as ref
+from tests.references import finite_difference_hessian
 
 ARCH = deep.landscape_arch((3, 5, 4, 2), "tanh", True)  # 46 parameters
 
@@ -23,7 +24,7 @@ def problem():
 
 def test_the_hessian_itself_matches_finite_differences(problem):
     theta, X, Y, H, _ = problem
-    fd = ref.hessian_fd(lambda t: ref.loss(t, ARCH.widths, True, "tanh", X, Y), theta)
+    fd = finite_difference_hessian(lambda t: ref.loss(t, ARCH.widths, True, "tanh", X, Y), theta)
     np.testing.assert_allclose(H, fd, atol=1e-5 * np.abs(H).max())
 
 

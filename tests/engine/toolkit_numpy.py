@@ -56,16 +56,3 @@ def loss(theta, widths, bias, activation, X, Y, kind="sum"):
     Y = np.asarray(Y, float).reshape(F.shape)
     s = float(((F - Y) ** 2).sum())
     return s / len(F) if kind == "mean" else s
-
-
-def hessian_fd(f, theta, h=1e-4):
-    """Central second differences of a scalar function: an independent Hessian for tiny nets."""
-    n = len(theta)
-    H = np.zeros((n, n))
-    E = np.eye(n) * h
-    for i in range(n):
-        for j in range(i, n):
-            H[i, j] = H[j, i] = (
-                f(theta + E[i] + E[j]) - f(theta + E[i] - E[j]) - f(theta - E[i] + E[j]) + f(theta - E[i] - E[j])
-            ) / (4 * h * h)
-    return H
