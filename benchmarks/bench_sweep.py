@@ -1,9 +1,11 @@
 """The same Fig. 4 grid on ``local`` and on ``ray`` with 1 and 2 workers, as ratios, in one run.
 
-Ray's start-up (``ray.init`` plus the first task on each worker, which imports torch and the
-engine) and its per-task overhead (round trips of empty tasks) are measured apart from the sweep
-itself, and so is the packing: the same grid at several cells per task against the runner's own
-choice (engine.sweeps.runner.pack). Every Ray result is checked bit for bit against local's.
+Each Ray sweep starts a local Ray in a driver process of its own (engine.sweeps.ray_driver). Its
+start-up (that process and ``ray.init``; the sweep times leave it out) and its per-task overhead
+(round trips of empty tasks through the driver; the first task on each worker, which imports
+torch and the engine, apart) are measured apart from the sweep itself, and so is the packing:
+the same grid at several cells per task against the runner's own choice (engine.sweeps.runner.
+pack). Every Ray result is checked bit for bit against local's.
 
     python3 -m pip install -e ".[ray]" && python3 benchmarks/bench_sweep.py [--inits 16 --steps 300]
 """
@@ -11,6 +13,7 @@ choice (engine.sweeps.runner.pack). Every Ray result is checked bit for bit agai
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import tempfile
 import time
@@ -20,23 +23,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.sweeps import fig4  # noqa: E402
+from engine.sweeps.executors import RayExecutor  # noqa: E402
 from engine.sweeps.runner import TASK_OVERHEAD_S, pack, sweep_job, task_seconds  # noqa: E402
 
 
-def _noop(x):
-    return x
-
-
-def _warm():
-    import engine.sweeps.fig4  # noqa: F401  (torch, sklearn, the engine: what a worker's first cell pays)
-
-    return True
+def _empty_cell(_context, _cell) -> dict:
+    return {}
 
 
 def timed(plan, out, **options) -> tuple[float, dict]:
-    t = time.perf_counter()
+    """A sweep's seconds, its executor's start (a fresh local Ray for each Ray sweep) left out."""
     run = run_to_completion(sweep_job(plan, out, mode="replace", **options))
-    return time.perf_counter() - t, run
+    return run.seconds - run.startup_s, run
 
 
 def same(a, b) -> str:
@@ -49,32 +47,33 @@ def same(a, b) -> str:
     return "same bits" if equal else "DIFFERENT"
 
 
-def ray_round(workers: int, plan, out: Path, sizes) -> tuple[tuple, dict]:
-    """Start a local Ray of ``workers`` CPUs; its start-up, per-task overhead and sweep times."""
-    import ray
+def round_trips(ex: RayExecutor, tasks: int) -> float:
+    """Seconds until ``tasks`` empty one-cell tasks, submitted at once, are all back."""
+    t = time.perf_counter()
+    for i in range(tasks):
+        ex.submit(((i,),))
+    back = 0
+    while back < tasks:
+        back += len(ex.poll(1.0))
+    return time.perf_counter() - t
 
-    t = time.perf_counter()
-    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    t_init = time.perf_counter() - t
-    t = time.perf_counter()
-    ray.get([ray.remote(num_cpus=1)(_warm).remote() for _ in range(workers)])
-    t_warm = time.perf_counter() - t
-    noop = ray.remote(num_cpus=1)(_noop)
-    ray.get([noop.remote(0) for _ in range(20)])
-    t = time.perf_counter()
-    for i in range(100):
-        ray.get(noop.remote(i))
-    latency = (time.perf_counter() - t) / 100
-    t = time.perf_counter()
-    ray.get([noop.remote(i) for i in range(500)])
-    throughput = (time.perf_counter() - t) / 500
-    # One untimed sweep first: the first on a fresh cluster also ships the cell function and the
-    # data to every worker, which the first timed row paid alone (1.5× the later rows' time).
-    timed(plan, out / f"ray{workers}-warm", executor="ray")
-    times = {"auto": timed(plan, out / f"ray{workers}", executor="ray")}
+
+def ray_round(workers: int, plan, out: Path, sizes) -> tuple[tuple, dict]:
+    """A local Ray of ``workers`` CPUs, as every Ray sweep starts one: its start-up (the driver
+    process, the cluster), the first task per worker (a worker's imports: torch, the engine), its
+    per-task overhead, then the sweep times, each sweep on a Ray of its own."""
+    ex = RayExecutor(workers=workers)
+    t_init = ex.startup.seconds
+    # By reference from a module the driver and workers can import (this file runs as __main__).
+    ex.start(importlib.import_module("benchmarks.bench_sweep")._empty_cell, None)
+    t_warm = round_trips(ex, workers)
+    round_trips(ex, 20)
+    latency = sum(round_trips(ex, 1) for _ in range(100)) / 100
+    throughput = round_trips(ex, 500) / 500
+    ex.close()
+    times = {"auto": timed(plan, out / f"ray{workers}", executor="ray", workers=workers)}
     for k in sizes:
-        times[k] = timed(plan, out / f"ray{workers}-{k}", executor="ray", cells_per_task=k)
-    ray.shutdown()
+        times[k] = timed(plan, out / f"ray{workers}-{k}", executor="ray", workers=workers, cells_per_task=k)
     return (t_init, t_warm, latency, throughput), times
 
 
@@ -124,7 +123,7 @@ def main() -> None:
     for name, t in best.items():
         print(f"{name:48s} {t:8.2f} {ref / t:10.2f}  {checks[name]}")
     print(f"\n{'Ray, apart from the sweep':48s} {'1 worker':>10s} {'2 workers':>10s}")
-    labels = ("ray.init", "first task per worker (imports)", "task round trip, one at a time")
+    labels = ("driver process + ray.init", "first task per worker (imports)", "task round trip, one at a time")
     labels += ("per task, 500 in flight",)
     for i, label in enumerate(labels):
         unit, suffix = (1, " s") if i < 2 else (1e3, " ms")

@@ -2,20 +2,25 @@
 
 Both run the same task function on the same tasks — a tuple of cells, each computed on its own
 by the plan's module-level ``compute(context, cell)`` — so they give the same numbers to the
-last bit. Ray is imported only when chosen. Each executor: ``start(compute, context)``, then
+last bit. Ray is imported only when chosen, and only in a child process (engine.sweeps.ray_driver
+says why). Each executor: ``start(compute, context)``, then
 ``submit(cells) -> handle``, ``poll(timeout) -> [(handle, [(cell, arrays), ...])]`` of finished
 tasks, and ``close()``, which drops or cancels every task not yet back.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import queue
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from engine.core.errors import EngineInputError
@@ -28,6 +33,8 @@ CODE_ROOT = str(Path(__file__).resolve().parents[2])
 EXECUTORS = ("local", "ray")
 RAY_MAX_RETRIES = 3  # a lost worker's (or node's) tasks are run again, never silently dropped
 CONNECT_TIMEOUT_S = 5.0
+START_TIMEOUT_S = 120.0  # ray.init of a local Ray took 2-3 s here; a cluster's first contact, longer
+CLOSE_TIMEOUT_S = 30.0
 
 
 _current = threading.local()
@@ -149,10 +156,6 @@ class LocalExecutor:
             t.join()
 
 
-def _ray_task(compute, context, cells):
-    return run_task(compute, context, cells)
-
-
 def _check_reachable(address: str) -> None:
     """One TCP connect to HOST:PORT, so an unreachable cluster is one line after seconds, not a
     30 s client time-out or a hang in the GCS client."""
@@ -175,82 +178,95 @@ class RayStartup:
 
 
 class RayExecutor:
-    """Ray tasks of several cells each. Without ``address``, starts a local Ray with ``workers`` CPUs
-    (default: this machine's cores) and shuts it down on close; with ``auto`` or ``[ray://]HOST:PORT``
-    joins that cluster, whose CPUs are the workers. A Ray already initialised in this process (a test's,
-    the GUI's) is used as it is and left running."""
+    """Ray tasks of several cells each, submitted by a driver in a child process (engine.sweeps.
+    ray_driver says why not this one). Without ``address``, the child starts a local Ray with
+    ``workers`` CPUs (default: this machine's cores), gone again on close; with ``auto`` or
+    ``[ray://]HOST:PORT`` it joins that cluster, whose CPUs are the workers."""
 
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None):
-        try:
-            import ray
-        except ImportError:
-            raise EngineInputError('--executor ray needs Ray: pip install ".[ray]"') from None
-        self._ray = ray
-        self._owned = False
-        t0 = time.perf_counter()
+        if importlib.util.find_spec("ray") is None:
+            raise EngineInputError('--executor ray needs Ray: pip install ".[ray]"')
         if address and address != "auto":
             _check_reachable(address)
-        if not ray.is_initialized():
-            kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-            if not address:
-                kwargs["num_cpus"] = int(workers or os.cpu_count() or 1)
-                path = os.pathsep.join(p for p in (CODE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
-                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
-            try:
-                ray.init(address=address or None, **kwargs)
-            except (ConnectionError, RuntimeError, ValueError) as error:
-                first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                raise EngineInputError(f"cannot join the Ray cluster at {address}: {first[:160]}") from None
-            self._owned = True
-        self.startup = RayStartup(time.perf_counter() - t0, self._owned)
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        self.workers = min(int(workers), cpus) if workers and address else cpus
-        self._remote = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(_ray_task)
-        self._pending: dict = {}
+        t0 = time.perf_counter()
+        path = os.pathsep.join(p for p in (CODE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+        mine, theirs = socket.socketpair()
+        self._child = subprocess.Popen(
+            [sys.executable, "-m", "engine.sweeps.ray_driver", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdout=subprocess.DEVNULL,  # never into a command's JSON; its errors come on the pipe
+            env={**os.environ, "PYTHONPATH": path},
+        )
+        theirs.close()
+        self._conn = Connection(mine.detach())  # the child sees its end close if this process dies
+        self._conn.send(("init", address, workers, path))
+        reply = self._receive(START_TIMEOUT_S, "starting")
+        if reply is None or reply[0] == "failed":
+            self.close()
+            raise EngineInputError(reply[1] if reply else f"Ray did not start within {START_TIMEOUT_S:.0f} s")
+        self.workers = int(reply[1])
+        self.startup = RayStartup(time.perf_counter() - t0, not address)
+        self._pending: dict[int, tuple] = {}  # handle -> its cells, until they come back
+        self._submitted = 0
+
+    def _receive(self, timeout: float, doing: str):
+        """The child's next message within ``timeout`` s, or None; one line if the child died."""
+        deadline = time.monotonic() + timeout
+        while not self._conn.poll(min(0.1, timeout)):
+            if self._child.poll() is not None:
+                raise EngineInputError(f"Ray's driver process ended while {doing} (exit code {self._child.returncode})")
+            if time.monotonic() >= deadline:
+                return None
+        try:
+            return self._conn.recv()
+        except EOFError:
+            raise EngineInputError(f"Ray's driver process ended while {doing}") from None
 
     def start(self, compute: Callable, context) -> None:
-        self._compute, self._context = compute, self._ray.put(context)
+        self._conn.send(("start", compute, context))
 
-    def submit(self, cells: tuple):
-        ref = self._remote.remote(self._compute, self._context, cells)
-        self._pending[ref] = cells
-        return ref
+    def submit(self, cells: tuple) -> int:
+        self._submitted += 1
+        handle = self._submitted
+        self._pending[handle] = cells
+        self._conn.send(("submit", handle, cells))
+        return handle
 
     def poll(self, timeout: float) -> list:
-        if not self._pending:
-            time.sleep(timeout)
-            return []
-        ready, _ = self._ray.wait(list(self._pending), num_returns=len(self._pending), timeout=timeout)
         out = []
-        for ref in ready:
-            cells = self._pending.pop(ref)
-            try:
-                out.append((ref, self._ray.get(ref)))
-            except self._ray.exceptions.RayError as error:  # retries spent, or the cell's code raised
-                raise EngineInputError(f"cells {cells[0]}… failed on Ray: {ray_cause(error)}") from None
+        message = self._receive(timeout, "running the sweep")
+        while message is not None:
+            kind, handle, payload = message
+            cells = self._pending.pop(handle)
+            if kind == "task_failed":  # retries spent, or the cell's code raised
+                raise EngineInputError(f"cells {cells[0]}… failed on Ray: {payload}")
+            out.append((handle, payload))
+            message = self._conn.recv() if self._conn.poll(0) else None
         return out
 
     def close(self) -> None:
-        for ref in list(self._pending):
-            try:
-                self._ray.cancel(ref, force=True)
-            except Exception:  # already finished or its worker gone: nothing left to cancel
-                pass
-        self._pending.clear()
-        if self._owned:
-            self._ray.shutdown()
+        """Have the driver cancel every task still out, and return once it has; Ray's shutdown
+        (a second or two) finishes behind, on a thread that the interpreter waits for at exit."""
+        try:
+            self._conn.send(("close",))
+            deadline = time.monotonic() + CLOSE_TIMEOUT_S
+            while time.monotonic() < deadline and self._conn.poll(deadline - time.monotonic()):
+                if self._conn.recv()[0] == "closed":
+                    break
+        except (OSError, EOFError):  # the driver is gone already
+            pass
+        self._conn.close()
+        threading.Thread(target=_reap, args=(self._child,), name="ray-driver-exit").start()
 
 
-def ray_cause(error: Exception) -> str:
-    """One line for a failed Ray task: the innermost exception's (Ray's text repeats the remote
-    traceback), with what to do when a worker could not import this app."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip() and not set(line.strip()) <= {"^"}]
-    cause = lines[-1] if lines else type(error).__name__
-    if "No module named" in cause:
-        cause += ' (every Ray node needs this app installed: pip install -e ".[ray]")'
-    return cause[:300]
+def _reap(child: subprocess.Popen) -> None:
+    try:
+        child.wait(CLOSE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def make_executor(name: str = "local", address: str | None = None, workers: int | None = None):

@@ -77,7 +77,8 @@ class SweepRun:
     executor: str
     workers: int
     tasks: int
-    seconds: float
+    seconds: float  # the whole run's, the executor's start included
+    startup_s: float = 0.0  # starting the executor (a local Ray: its driver, cluster and workers)
 
 
 def task_seconds(total_s: float, workers: int, overhead_s: float = TASK_OVERHEAD_S) -> float:
@@ -126,6 +127,7 @@ def sweep_job(
     all_there = mode == "resume" and store.record_path.exists() and set(names) <= store.finished()
     # Start the executor before anything is written, so a bad executor or address leaves no trace.
     ex = None if all_there else make_executor(executor, address, workers)
+    startup_s = time.perf_counter() - t0
     try:
         store.open(plan.kind, dict(plan.settings), total, mode)
         on_disk = store.finished() & set(names)
@@ -188,4 +190,5 @@ def sweep_job(
         n_workers,
         len(tasks),
         time.perf_counter() - t0,
+        startup_s,
     )
