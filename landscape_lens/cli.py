@@ -6,7 +6,9 @@ turns every failure into one line on stderr with a status: 2 for bad input, 1 fo
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
+import io
 import sys
 
 from .arguments import Parser, UsageError, add_look_options
@@ -40,7 +42,18 @@ def dispatch(args) -> int:
     return run_gui(args.preset, args.presentation, args.theme)
 
 
+def _report_crashes() -> None:
+    """A crash in C code (Qt, Mesa, torch) prints every thread's Python stack to stderr, for a bug
+    report, instead of ending the process without a word."""
+    if not faulthandler.is_enabled() and sys.stderr is not None:
+        try:
+            faulthandler.enable()
+        except (AttributeError, ValueError, io.UnsupportedOperation):  # a stderr with no file behind it
+            pass
+
+
 def main(argv=None, prog: str = "landscape-lens") -> int:
+    _report_crashes()
     args = build_parser(prog).parse_args(argv)
     from engine.core.errors import EngineInputError
 

@@ -1,4 +1,5 @@
-"""The window opens before torch and scipy load: importing it and its tabs imports neither."""
+"""The window opens before torch and scipy load: importing it and its tabs imports neither; and a
+crash in C code at any point prints the Python stack."""
 
 import subprocess
 import sys
@@ -25,3 +26,17 @@ def test_the_probe_sees_an_import():
     code = PROBE.replace("import gui.main_window,", "import torch, gui.main_window,")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "'torch'" in out.stdout, out.stdout + out.stderr
+
+
+CRASH = """
+import ctypes
+from landscape_lens import cli
+cli.dispatch = lambda args: ctypes.string_at(0)  # a segfault in C code, where a command would run
+cli.main(["--theme", "dark"])
+"""
+
+
+def test_a_crash_in_c_code_prints_the_python_stack():
+    out = subprocess.run([sys.executable, "-c", CRASH], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode < 0, out.stderr
+    assert "Fatal Python error: Segmentation fault" in out.stderr and "cli.py" in out.stderr, out.stderr
