@@ -202,7 +202,11 @@ class RayExecutor:
         theirs.close()
         self._conn = Connection(mine.detach())  # the child sees its end close if this process dies
         self._conn.send(("init", address, workers, path))
-        reply = self._receive(START_TIMEOUT_S, "starting")
+        try:
+            reply = self._receive(START_TIMEOUT_S, "starting")
+        except EngineInputError:
+            self._conn.close()
+            raise
         if reply is None or reply[0] == "failed":
             self.close()
             raise EngineInputError(reply[1] if reply else f"Ray did not start within {START_TIMEOUT_S:.0f} s")

@@ -20,8 +20,10 @@ and ``("task_failed", handle, line)``, and ``("closed",)`` once every task still
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 
 from engine.sweeps.executors import RAY_MAX_RETRIES, run_task
@@ -49,6 +51,20 @@ def _first_line(error: Exception) -> str:
     return (text.splitlines()[0] if text else type(error).__name__)[:160]
 
 
+def _read_commands(conn, commands: queue.Queue) -> None:
+    """The pipe, drained into ``commands`` on a thread of its own: the parent may send a thousand
+    submissions while results are on their way back, and a driver that only read between its
+    own sends could block on a full pipe while the parent blocked on the other."""
+    try:
+        while True:
+            message = conn.recv()
+            commands.put(message)
+            if message[0] == "close":
+                return
+    except (EOFError, OSError):  # the parent is gone: end as if it had said so
+        commands.put(("close",))
+
+
 def drive(conn) -> None:
     """The child's whole life: join or start Ray, run the tasks it is sent, shut Ray down."""
     _, address, workers, code_path = conn.recv()
@@ -66,23 +82,29 @@ def drive(conn) -> None:
         ray.init(address=address or None, **kwargs)
         cpus = int(ray.cluster_resources().get("CPU", 1))
     except Exception as error:  # ConnectionError, RuntimeError, ValueError and Ray's own kinds
-        conn.send(("failed", f"cannot join the Ray cluster at {address}: {_first_line(error)}"))
+        where = f"join the Ray cluster at {address}" if address else "start a local Ray"
+        conn.send(("failed", f"cannot {where}: {_first_line(error)}"))
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn.send(("ready", min(int(workers), cpus) if workers and address else cpus, time.perf_counter() - t0))
+    commands: queue.Queue = queue.Queue()
+    threading.Thread(target=_read_commands, args=(conn, commands), name="pipe-reader", daemon=True).start()
     remote = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(ray_task)
     pending: dict = {}
     compute = context = None
     try:
         while True:
-            while conn.poll(0 if pending else WAIT_S):
-                message = conn.recv()
-                if message[0] == "close":
-                    return
-                if message[0] == "start":
-                    compute, context = message[1], ray.put(message[2])
-                elif message[0] == "submit":
-                    pending[remote.remote(compute, context, message[2])] = message[1]
+            try:
+                while True:
+                    message = commands.get_nowait() if pending else commands.get(timeout=WAIT_S)
+                    if message[0] == "close":
+                        return
+                    if message[0] == "start":
+                        compute, context = message[1], ray.put(message[2])
+                    elif message[0] == "submit":
+                        pending[remote.remote(compute, context, message[2])] = message[1]
+            except queue.Empty:
+                pass
             if not pending:
                 continue
             ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=WAIT_S)
@@ -92,7 +114,7 @@ def drive(conn) -> None:
                     conn.send(("done", handle, ray.get(ref)))
                 except ray.exceptions.RayError as error:  # retries spent, or the cell's code raised
                     conn.send(("task_failed", handle, ray_cause(error)))
-    except (EOFError, BrokenPipeError, ConnectionResetError):  # the parent is gone
+    except (BrokenPipeError, ConnectionResetError):  # the parent is gone
         pass
     finally:
         for ref in pending:
