@@ -31,6 +31,22 @@ def test_the_eta_counts_from_the_first_cells_not_the_start_up():
     assert clock.text(22, 24) == "22 / 24 runs · ETA 2 s"
 
 
+def test_cells_that_arrive_together_are_no_rate():
+    now = FakeTime()
+    clock = SweepClock(now)
+    clock.text(0, 50)
+    now.t += 6.0  # two workers finish their first cells 30 ms apart
+    assert clock.text(2, 50).endswith("estimating the time left…")
+    now.t += 0.03
+    assert clock.text(4, 50).endswith("estimating the time left…")  # not "ETA 1 s"
+    now.t += 2.0
+    assert clock.text(4, 50).endswith("estimating the time left…")
+    now.t += 8.0  # the next pair, 10 s after the first: 4 runs per 10 s, 44 left
+    assert clock.text(6, 50) == "6 / 50 runs · ETA 220 s"  # one of the pair so far
+    now.t += 0.03
+    assert clock.text(8, 50) == "8 / 50 runs · ETA 105 s"
+
+
 def partial(cells: dict[tuple[int, int], float], done: int, total: int = 24) -> SweepProgress:
     ls, l_plus = np.array([2, 3, 4]), np.arange(5)
     mean = np.full((3, 5), np.nan)
