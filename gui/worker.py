@@ -16,7 +16,7 @@ import traceback
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine.core.errors import EngineInputError
-from engine.core.progress import Job
+from engine.core.progress import Job, Progress
 from engine.core.runtime import configure_torch_threads
 
 MIN_EMIT_INTERVAL_S = 1 / 60
@@ -90,14 +90,15 @@ class _JobThread(QThread):
                         self.progressed.emit(pending)
                     self.succeeded.emit(done.value)
                     return
+                update = _with_unsent_partial(latest, pending)
                 now = time.monotonic()
                 due = self._gui_ready.is_set() and now - last_emit >= MIN_EMIT_INTERVAL_S
                 if self._pause_after_next or due:
                     self._gui_ready.clear()
-                    self.progressed.emit(latest)
+                    self.progressed.emit(update)
                     last_emit, pending = now, None
                 else:
-                    pending = latest
+                    pending = update
                 if self._pause_after_next:
                     self._pause_after_next = False
                     if not self._cancel.is_set():  # a Cancel during the step must not be undone
@@ -107,6 +108,16 @@ class _JobThread(QThread):
         except Exception as error:  # an engine bug must not take the window down
             traceback.print_exc()
             self.failed.emit(f"{type(error).__name__}: {error}")
+
+
+def _with_unsent_partial(update: Progress, held: Progress | None) -> Progress:
+    """``update``, carrying the partial of the update the throttle held back if it has none of its
+    own. Partials are snapshots, so the newest one is all a view needs; but a sweep yields a
+    partial only when cells arrive and plain progress in between, and replacing the held update
+    by the next one dropped its cells: the map lagged the count until the next arrival."""
+    if update.partial is None and held is not None and held.partial is not None:
+        return Progress(update.fraction, update.message, held.partial)
+    return update
 
 
 class JobRunner(QObject):

@@ -30,7 +30,7 @@ from .plot_style import (
 LINE_CMAP = readable_colormap("plasma")
 
 
-BURST_S = 0.5  # arrivals this close together are one burst (workers that started together)
+BURST_S = 0.5  # arrivals this soon after the first are its burst (workers that started together)
 
 
 class SweepClock:
@@ -47,16 +47,13 @@ class SweepClock:
     def restart(self) -> None:
         self._started = self._now()
         self._first: tuple[float, int] | None = None  # (when, done) at the end of the first burst
-        self._in_first_burst = False
+        self._burst_began = float("nan")
 
     def _arrived(self, now: float, done: int) -> None:
         if self._first is None:
-            self._first, self._in_first_burst = (now, done), True
-        elif self._in_first_burst and done > self._first[1]:
-            if now - self._first[0] <= BURST_S:
-                self._first = (now, done)
-            else:
-                self._in_first_burst = False
+            self._first, self._burst_began = (now, done), now
+        elif done > self._first[1] and now - self._burst_began <= BURST_S:
+            self._first = (now, done)
 
     def text(self, done: int, total: int) -> str:
         now = self._now()

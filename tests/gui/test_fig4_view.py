@@ -45,6 +45,13 @@ def test_cells_that_arrive_together_are_no_rate():
     assert clock.text(6, 50) == "6 / 50 runs · ETA 220 s"  # one of the pair so far
     now.t += 0.03
     assert clock.text(8, 50) == "8 / 50 runs · ETA 105 s"
+    # Cells arriving steadily every 0.1 s are no burst past its first half second.
+    now, total = FakeTime(), 100
+    clock = SweepClock(now)
+    for done in range(2, 20, 2):
+        now.t += 0.1
+        text = clock.text(done, total)
+    assert text == "18 / 100 runs · ETA 4 s", text  # the burst ends at 0.6 s: 6 runs in 0.3 s, 82 left
 
 
 def partial(cells: dict[tuple[int, int], float], done: int, total: int = 24) -> SweepProgress:

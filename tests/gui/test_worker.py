@@ -47,6 +47,23 @@ def test_result_arrives_and_updates_are_throttled(qtbot, runner):
     assert updates[-1].partial == 19999  # the newest partial is never dropped
 
 
+def sweep_like_job():
+    """Cells arrive once (a partial), then plain progress follows, as the sweep runner yields."""
+    yield Progress(0.0, "0/2 cells")
+    yield Progress(0.5, "1/2 cells", partial="cell 1")  # microseconds after the first: held back
+    for _ in range(200):
+        yield Progress(0.5, "1/2 cells")
+    return "done"
+
+
+def test_a_partial_held_back_is_not_dropped_by_the_updates_after_it(qtbot, runner):
+    updates = []
+    runner.progressed.connect(updates.append)
+    with qtbot.waitSignal(runner.succeeded, timeout=20000):
+        runner.start(sweep_like_job())
+    assert "cell 1" in [u.partial for u in updates]  # the map shows the cell the count counts
+
+
 def test_pause_holds_and_delivers_the_latest_update(qtbot, runner):
     seen, updates = [], []
     runner.progressed.connect(updates.append)
