@@ -48,16 +48,17 @@ class HeatmapPlot(pg.PlotWidget):
             return
         dx = self.x[1] - self.x[0] if len(self.x) > 1 else 1.0
         dy = self.y[1] - self.y[0] if len(self.y) > 1 else 1.0
-        self.image.setImage(
-            self.values, rect=QRectF(self.x[0] - dx / 2, self.y[0] - dy / 2, dx * len(self.x), dy * len(self.y))
-        )
-        self.plot.autoRange(padding=0.02)  # the image rect does not re-range the view by itself
         finite = self.values[np.isfinite(self.values)]
         if self._fixed_levels is None and finite.size:
             lo, hi = float(finite.min()), float(finite.max())
-            self.colorbar.setLevels((lo, hi if hi > lo else lo + 1e-9))
+            levels = (lo, hi if hi > lo else lo + 1e-9)
         else:
-            self.colorbar.setLevels(self._fixed_levels or (0, 1))
+            levels = self._fixed_levels or (0, 1)
+        # Levels given, not left to pyqtgraph: on a sweep's first, all-NaN map its nanmin warned.
+        rect = QRectF(self.x[0] - dx / 2, self.y[0] - dy / 2, dx * len(self.x), dy * len(self.y))
+        self.image.setImage(self.values, levels=levels, rect=rect)
+        self.plot.autoRange(padding=0.02)  # the image rect does not re-range the view by itself
+        self.colorbar.setLevels(levels)
 
     def set_presentation(self, on: bool):
         set_colorbar_font(self.colorbar, on)
