@@ -102,7 +102,8 @@ class _NeuronCell(QWidget):
             # Another width wraps differently: fit the shown text to it now. Reset to 0 and left
             # for the next caption, a finished run's last caption was cut to the lines of another.
             self.caption.setMinimumHeight(0)  # heightForWidth counts a minimum height in
-            self.caption.setMinimumHeight(self.caption.heightForWidth(max(event.size().width(), 1)))
+            fitted = self.caption.heightForWidth(max(event.size().width(), 1))
+            self.caption.setMinimumHeight(max(fitted, 0))  # -1: no height for width yet (no text)
 
     def set_caption_size(self, pt: float):
         self.caption.setStyleSheet(
