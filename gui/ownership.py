@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pyqtgraph.parametertree import Parameter
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QWidget
-from shiboken6 import isValid, ownedByPython
+from PySide6.QtWidgets import QTreeWidget, QWidget
+from shiboken6 import invalidate, isValid, ownedByPython
 
 
 def delete_after(widget: QWidget, objects) -> None:
@@ -64,9 +64,26 @@ def _owned_by(value: QObject, owner: QObject) -> bool:
     return False
 
 
+def forget_root_item(tree: QTreeWidget) -> None:
+    """Invalidate the wrapper of ``tree``'s invisible root item when the tree is destroyed.
+
+    pyqtgraph's TreeWidget (a ParameterTree's base) keeps that wrapper for the tree's life. The
+    root item is Qt's, not a QObject, so PySide never learns of its deletion with the tree: the
+    wrapper stayed in shiboken's address map until the cycle collector freed the tree's Python
+    side, and a new C++ object at the same address came back to Python as that wrapper. In a
+    loop of tree deletions, 21 of 4,000 ``QMenu.addMenu`` calls returned a QTreeWidgetItem, and
+    a ParameterTree's own ``header()`` did; the GUI tests once failed on ``'QTreeWidgetItem'
+    object has no attribute 'addAction'`` building a plot, and a wrapper of the wrong C++ type
+    used as its own is how such a process segfaults."""
+    root = QTreeWidget.invisibleRootItem(tree)
+    tree.destroyed.connect(lambda *_: invalidate(root))
+
+
 def own_parameter_tree(tree):
-    """The tree owns its items' EventProxy and SignalProxy objects (and their timers): call
-    after ``tree.setParameters``. Not the parameters: ``own_parameters`` gives them their owner."""
+    """The tree owns its items' EventProxy and SignalProxy objects (and their timers), and its
+    root item's wrapper dies with it (``forget_root_item``): call after ``tree.setParameters``.
+    Not the parameters: ``own_parameters`` gives them their owner."""
+    forget_root_item(tree)
     for item in tree.listAllItems():
         adopt_strays(item, tree)
         widget = getattr(item, "widget", None)

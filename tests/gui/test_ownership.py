@@ -118,3 +118,19 @@ def test_a_plots_menus_are_never_the_collectors_between_its_deletion_and_theirs(
     for _ in range(2):
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     assert live() == []
+
+
+def test_a_closed_windows_parameter_trees_leave_no_wrapper_of_their_root_item(qapp):
+    """Each parameter tree's root item (Qt's, not a QObject) is deleted with the window; a
+    wrapper of it left in shiboken's map is what a new C++ object at that address came back as
+    (ownership.forget_root_item)."""
+    from PySide6.QtWidgets import QTreeWidget
+
+    from gui.main_window import MainWindow
+
+    win = MainWindow()
+    roots = [QTreeWidget.invisibleRootItem(tree) for tree in win.parameter_trees.values()]
+    assert len(roots) == 3 and all(isValid(root) for root in roots)
+    win.close()
+    _delete(win)
+    assert not any(isValid(root) for root in roots)  # without forget_root_item: all three
