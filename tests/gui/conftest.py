@@ -80,7 +80,8 @@ def _describe(obj) -> str:
 @pytest.fixture(autouse=True)
 def no_qt_object_reaches_the_collector(request):
     """No live Qt object may reach the cycle collector during a test or its teardown (autouse
-    fixtures finish last), nor be left to it after. Each collection of the test saves what it
+    fixtures finish last), nor be left to it after, and no wrapper of a deleted Qt item may be
+    left either (``untracked_item_wrappers``). Each collection of the test saves what it
     would free (DEBUG_SAVEALL) instead of freeing it, so an object collected mid-test, on any
     thread, is caught too, not only one still alive at the end; the test errors naming them.
     They are then deleted here, on the GUI thread, and the rest of the garbage is freed, so the
@@ -93,7 +94,7 @@ def no_qt_object_reaches_the_collector(request):
         names = _delete_collected()
     if names:
         listed = ", ".join(f"{n} × {name}" for name, n in names.most_common())
-        pytest.fail(f"Qt objects reached the cycle collector: {listed}", pytrace=False)
+        pytest.fail(f"Qt objects reached the cycle collector, or outlived their items: {listed}", pytrace=False)
 
 
 def _delete_collected() -> Counter:
@@ -111,11 +112,34 @@ def _delete_collected() -> Counter:
         _delete_later([obj for obj in left if isinstance(obj, QObject) and not isinstance(obj, QMenu)])
         _delete_later([obj for obj in left if isinstance(obj, QMenu)])
         del left
+        names.update(f"wrapper of a deleted {name}" for name in untracked_item_wrappers())
         return names
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
         gc.collect()
+
+
+ITEM_KINDS = ("QTreeWidgetItem", "QGraphicsItem", "QListWidgetItem", "QTableWidgetItem", "QStandardItem")
+
+
+def untracked_item_wrappers() -> list[str]:
+    """Python wrappers of Qt items that Qt created (not QObjects), still marked valid, once no
+    window is open: their C++ items went with their window, and PySide, never told, keeps each
+    in shiboken's address map, where a new C++ object at that address is handed back to Python
+    as the old wrapper (ownership.forget_root_item). With a window open they may be its own."""
+    from PySide6 import QtGui, QtWidgets
+    from PySide6.QtWidgets import QApplication, QMainWindow
+    from shiboken6 import createdByPython, isValid
+
+    if any(isinstance(w, QMainWindow) for w in QApplication.topLevelWidgets()):
+        return []
+    kinds = tuple(getattr(QtWidgets, k, None) or getattr(QtGui, k) for k in ITEM_KINDS)
+    return [
+        type(obj).__qualname__
+        for obj in gc.get_objects()
+        if isinstance(obj, kinds) and isValid(obj) and not createdByPython(obj)
+    ]
 
 
 @pytest.fixture
