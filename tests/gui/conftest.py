@@ -138,7 +138,9 @@ def untracked_item_wrappers() -> list[str]:
     return [
         type(obj).__qualname__
         for obj in gc.get_objects()
-        if isinstance(obj, kinds) and isValid(obj) and not createdByPython(obj)
+        # issubclass of the type, not isinstance: that reads obj.__class__, and on torch's
+        # deprecated module attributes the read warns
+        if issubclass(type(obj), kinds) and isValid(obj) and not createdByPython(obj)
     ]
 
 
