@@ -201,7 +201,7 @@ class RayExecutor:
         )
         theirs.close()
         self._conn = Connection(mine.detach())  # the child sees its end close if this process dies
-        self._conn.send(("init", address, workers, path))
+        self._conn.send(("init", address, workers))
         try:
             reply = self._receive(START_TIMEOUT_S, "starting")
         except EngineInputError:

@@ -11,7 +11,7 @@ one executor, and dies with it (or with this process: the pipe's end stops it).
 The child is ``python -m engine.sweeps.ray_driver FD``, FD its end of a socket pair; not
 multiprocessing's spawn, which re-runs the parent's main script (a user's script without a
 ``__main__`` guard would start itself again). One pickled tuple per message (multiprocessing's
-Connection). To the child: ``("init", address, workers, code_path)`` once, then
+Connection). To the child: ``("init", address, workers)`` once, then
 ``("start", compute, context)``, ``("submit", handle, cells)`` and ``("close",)``. From it:
 ``("ready", workers, seconds)`` or ``("failed", line)`` once, then ``("done", handle, results)``
 and ``("task_failed", handle, line)``, and ``("closed",)`` once every task still out is cancelled.
@@ -29,11 +29,6 @@ import time
 from engine.sweeps.executors import RAY_MAX_RETRIES, run_task
 
 WAIT_S = 0.02  # how long one ray.wait blocks before the pipe is read again
-
-
-def ray_task(compute, context, cells):
-    """What a Ray worker runs: the executors' one task function."""
-    return run_task(compute, context, cells)
 
 
 def ray_cause(error: Exception) -> str:
@@ -67,7 +62,7 @@ def _read_commands(conn, commands: queue.Queue) -> None:
 
 def drive(conn) -> None:
     """The child's whole life: join or start Ray, run the tasks it is sent, shut Ray down."""
-    _, address, workers, code_path = conn.recv()
+    _, address, workers = conn.recv()
     # Ctrl-C in a terminal reaches the whole process group; it is the parent's to act on (it
     # closes the sweep, which closes this driver), so a sweep stops once, keeping its cells.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -78,7 +73,8 @@ def drive(conn) -> None:
         kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
         if not address:
             kwargs["num_cpus"] = int(workers or os.cpu_count() or 1)
-            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": code_path}}
+            # The parent put the engine's folder on this process's path; a local Ray's workers too.
+            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}}
         ray.init(address=address or None, **kwargs)
         cpus = int(ray.cluster_resources().get("CPU", 1))
     except Exception as error:  # ConnectionError, RuntimeError, ValueError and Ray's own kinds
@@ -89,7 +85,7 @@ def drive(conn) -> None:
     conn.send(("ready", min(int(workers), cpus) if workers and address else cpus, time.perf_counter() - t0))
     commands: queue.Queue = queue.Queue()
     threading.Thread(target=_read_commands, args=(conn, commands), name="pipe-reader", daemon=True).start()
-    remote = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(ray_task)
+    remote = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(run_task)  # shipped by reference
     pending: dict = {}
     compute = context = None
     try:
@@ -132,6 +128,4 @@ def drive(conn) -> None:
 if __name__ == "__main__":
     from multiprocessing.connection import Connection
 
-    from engine.sweeps import ray_driver  # this module by its name, so Ray ships ray_task by reference
-
-    ray_driver.drive(Connection(int(sys.argv[1])))
+    drive(Connection(int(sys.argv[1])))
