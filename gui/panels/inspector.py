@@ -246,6 +246,7 @@ class TorchFileDialog(QDialog):
         """``hand_over_relu``: offer ReLU and leaky ReLU too, for the topology tab to open."""
         super().__init__(parent)
         self.setWindowTitle("Load a PyTorch network")
+        self._exported = path.lower().endswith(".pt2")
         self.activation = QComboBox()
         for name in ACTIVATIONS:  # what engine.minima.deep computes
             self.activation.addItem(name, name)
@@ -261,13 +262,17 @@ class TorchFileDialog(QDialog):
         data_row.addWidget(browse)
         form = QFormLayout(self)
         form.addRow(QLabel(path))
-        if not path.lower().endswith(".pt2"):  # an exported graph names its activation itself
+        if not self._exported:  # an exported graph names its activation itself
             form.addRow("activation", self.activation)
         form.addRow("data", data_row)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+
+    def choice(self) -> tuple[str, str]:
+        """(activation, data path) as the loaders take them: "" for what the file records itself."""
+        return ("" if self._exported else self.activation.currentData()), self.data.text()
 
     def _browse(self):
         path, _ = QFileDialog.getOpenFileName(self, "Data", "", "Data (*.npz *.csv)")
@@ -326,8 +331,7 @@ class InspectorPanel(QWidget):
             return
         dialog = TorchFileDialog(path, self, hand_over_relu=True)
         if dialog.exec():
-            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentData()
-            self.load_requested.emit(path, activation, dialog.data.text())
+            self.load_requested.emit(path, *dialog.choice())
 
     def _ask_export(self):
         path, _ = QFileDialog.getSaveFileName(self, "Export network", "network.npz", "Networks (*.npz)")

@@ -245,8 +245,7 @@ class LandscapeWorkspace(Workspace):
             dialog = TorchFileDialog(path, self)
             if not dialog.exec():
                 return
-            activation = "" if path.lower().endswith(".pt2") else dialog.activation.currentData()
-            data = dialog.data.text()
+            activation, data = dialog.choice()
         self.load_network(path, activation, data)
 
     def load_network(self, path: str, activation: str = "", data: str = ""):
