@@ -216,3 +216,26 @@ def test_check_catches_grey_on_grey(qtbot, window):
     bad.setStyleSheet("color: #111111; background-color: #f0f0f0;")
     assert not any("grey on grey" in line for line in low_contrast(window))
     bad.deleteLater()
+
+
+def test_check_box_squares_stand_out_in_both_themes(qtbot, window):
+    """An unchecked box's square, against the panel around it, at 3:1 at least (WCAG's ratio for
+    controls). On the dark theme the style drew it at 1.03:1, invisible."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionButton
+
+    box = window.replay_dock.loop
+    try:
+        for theme in ("dark", "light"):
+            window.presentation.set_theme(theme, remember=False)
+            qtbot.wait(50)
+            option = QStyleOptionButton()
+            option.initFrom(box)
+            square = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+            image = box.grab().toImage()
+            around = image.pixelColor(image.width() - 1, 0)  # the panel behind, past the text
+            rows = (square.top(), square.center().y())
+            inside = [image.pixelColor(x, y) for x in range(square.left(), square.right() + 1) for y in rows]
+            best = max(contrast(c, around) for c in inside)
+            assert best >= 3.0, f"{theme}: the check box's square stands out at {best:.2f}:1"
+    finally:
+        window.presentation.set_theme("light", remember=False)
