@@ -9,7 +9,6 @@ import struct
 import subprocess
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
@@ -61,28 +60,34 @@ def test_fig4_quick_on_ray_equals_local_to_the_last_bit(tmp_path, capsys):
 
 
 def test_ctrl_c_keeps_finished_cells_and_resume_equals_an_uninterrupted_run(tmp_path, capsys):
-    grid = ["sweep", "fig4", "--l", "2..5", "--inits", "3", "--steps", "1000"]
-    part = tmp_path / "part"
+    grid = ["sweep", "fig4", "--l", "2..5", "--inits", "3", "--steps", "1000"]  # 3 + 4 + 5 + 6 = 18 cells (l, l+ ≤ l)
+    part, k = tmp_path / "part", 3
+    # The sweep hands back k cells and then none (tests/sweep_gate.py), so it is still running
+    # when the signal comes, whatever the machine's speed: the signal waits for an event.
     proc = subprocess.Popen(
-        [sys.executable, "main.py", *grid, "--out", str(part)],
+        [sys.executable, "-m", "tests.sweep_gate", str(k), *grid, "--out", str(part)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while len(list((part / "cells").glob("*.npz"))) < 3 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        assert proc.stdout.readline() == f"{k} cells written\n", proc.stderr.read()
+        assert proc.poll() is None  # not finished, and it cannot finish on its own
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)  # a hang guard only
+    finally:
+        proc.kill()
     assert proc.returncode == 130, err
     assert "interrupted" in err and "--resume" in err and "Traceback" not in err
+    assert f"interrupted: {k} of 18 cells kept" in err and out == ""
     kept = {p.name: p.stat().st_mtime_ns for p in (part / "cells").glob("*.npz")}
-    assert 3 <= len(kept) < 14
+    assert len(kept) == k and not list((part / "cells").glob(".*"))  # whole cells only
     assert not (part / "metrics.json").exists()
     status, _, err = run_cli(capsys, *grid, "--out", str(part), "--resume")
     assert status == 0, err
     assert {n: (part / "cells" / n).stat().st_mtime_ns for n in kept} == kept  # only the missing were computed
+    assert len(list((part / "cells").glob("*.npz"))) == 18
     status, _, _ = run_cli(capsys, *grid, "--out", str(tmp_path / "whole"))
     assert status == 0 and output_bytes(part) == output_bytes(tmp_path / "whole")
 
