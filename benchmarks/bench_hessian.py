@@ -14,10 +14,10 @@ import numpy as np
 import scipy.optimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from engine.core import mlp  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
 from engine.landscape import hessian
-from engine.minima import deep  # noqa: E402
 
 
 def main():
@@ -26,12 +26,12 @@ def main():
     parser.add_argument("--probes", type=int, default=64)
     args = parser.parse_args()
     configure_torch_threads()
-    arch = deep.Arch((2, 200, 200, 1), "sigmoid", True)
+    arch = mlp.Arch((2, 200, 200, 1), "sigmoid", True)
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(20, 2)), rng.normal(size=20)
-    theta = deep.init_params(arch, rng)
+    theta = mlp.init_params(arch, rng)
     trained = scipy.optimize.minimize(
-        lambda p: deep.loss_and_grad(arch, p, X, Y), theta, jac=True, method="L-BFGS-B", options=dict(maxiter=200)
+        lambda p: mlp.loss_and_grad(arch, p, X, Y), theta, jac=True, method="L-BFGS-B", options=dict(maxiter=200)
     ).x
     print(f"{arch.widths}: {arch.n_params} parameters, {len(X)} samples")
     for name, point in (("random start", theta), ("after 200 L-BFGS steps", trained)):

@@ -31,13 +31,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from engine.core import mlp  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
 from engine.landscape import slices as landscape
-from engine.minima import deep  # noqa: E402
 
 K, P, N, T = 5000, 101, 20, 1.0
-ARCH = deep.Arch((2, 21, 21, 1))
+ARCH = mlp.Arch((2, 21, 21, 1))
 FLOPS_PER_POINT = 2 * N * sum(a * b for a, b in zip(ARCH.widths, ARCH.widths[1:]))  # 10.2 GFLOP in all
 ACTIVATIONS = K * P * N * sum(ARCH.widths[1:-1])  # sigmoids: every hidden unit, point and sample (424 M)
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -109,7 +109,7 @@ def peer_curves(theta, dirs, t, X, y, dtype):
     ).to(dtype)
     metric = Loss(torch.nn.MSELoss(), torch.as_tensor(X, dtype=dtype), torch.as_tensor(y, dtype=dtype)[:, None])
     h = t[1] - t[0]
-    shapes = [p.shape for p in model.parameters()]  # W1, W2, W3: the flat layout of engine.minima.deep
+    shapes = [p.shape for p in model.parameters()]  # W1, W2, W3: the flat layout of engine.core.mlp
     drawn = ll_main.rand_u_like
     curves = []
     try:
@@ -139,7 +139,7 @@ def main():
     args = parser.parse_args()
     configure_torch_threads()
     rng = np.random.default_rng(0)
-    theta = deep.init_params(ARCH, rng, 2.0)
+    theta = mlp.init_params(ARCH, rng, 2.0)
     X, y = rng.normal(size=(N, 2)), rng.normal(size=N) * 0.1
     d = landscape.random_directions(ARCH, theta, K, seed=0)
     t = np.linspace(-T, T, P)

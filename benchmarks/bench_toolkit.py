@@ -33,11 +33,11 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from engine.core import mlp  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
 from engine.landscape import density, directions, plane, trajectory_pca  # noqa: E402
 from engine.landscape.networks import Network, read_network, write_network  # noqa: E402
-from engine.minima import deep  # noqa: E402
 
 WIDTHS, N, GRID, EXTENT, STEPS = (784, 128, 128, 10), 1000, 51, 1.0, 200
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -53,8 +53,8 @@ def generated_network(folder: Path) -> Network:
     """A ReLU classifier at a random start and 1,000 samples labelled by a random teacher; saved
     and loaded back through the app's .npz."""
     rng = np.random.default_rng(0)
-    arch = deep.landscape_arch(WIDTHS, "relu", True)
-    theta = deep.init_params(arch, rng, np.sqrt(2.0))
+    arch = mlp.landscape_arch(WIDTHS, "relu", True)
+    theta = mlp.init_params(arch, rng, np.sqrt(2.0))
     for l in range(1, arch.n_layers + 1):  # small nonzero biases, so the bias handling is exercised
         theta[arch.block(f"b{l}").slice] = 0.01 * rng.standard_normal(arch.widths[l])
     X = rng.standard_normal((N, WIDTHS[0]))
@@ -69,7 +69,7 @@ def peer_model(arch, dtype):
         layers.append(torch.nn.Linear(arch.widths[l - 1], arch.widths[l], bias=arch.bias))
         if l < arch.n_layers:
             layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers).to(dtype)  # parameters W1, b1, W2, b2, …: deep.py's flat order
+    return torch.nn.Sequential(*layers).to(dtype)  # parameters W1, b1, W2, b2, …: mlp.py's flat order
 
 
 def peer_rows(net, center, d1, d2, alpha, beta, rows, dtype):

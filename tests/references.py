@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from engine.minima import deep
+from engine.core import mlp
 
 
 def numpy_loss(arch, theta, X, Y) -> float:
     """The summed squared loss of the MLP written out in numpy (no torch, no engine forward, no
     slice kernel): the reference every device and dtype is held to."""
-    Ws, bs = deep.unpack(arch, np.asarray(theta, dtype=float))  # only the flat layout is shared
+    Ws, bs = mlp.unpack(arch, np.asarray(theta, dtype=float))  # only the flat layout is shared
     act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[arch.activation]
     a = np.asarray(X, dtype=float)
     for l, (W, b) in enumerate(zip(Ws, bs)):

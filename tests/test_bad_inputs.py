@@ -319,7 +319,7 @@ def test_sessions_with_bad_structure_are_refused(change):
 
 
 def test_session_files_that_are_deep_huge_or_not_sessions(tmp_path):
-    deep = tmp_path / "deep.lens"
+    deep = tmp_path / "mlp.lens"
     with zipfile.ZipFile(deep, "w") as z:
         z.writestr(
             "manifest.json",
@@ -415,17 +415,17 @@ def test_bad_split_schedules_are_refused(schedule):
 
 # ------------------------------------------------------------------------------- network files
 def test_network_files_that_are_not_real_finite_networks(tmp_path):
+    from engine.core import mlp
     from engine.io import netfile as netio
-    from engine.minima import deep
 
-    arch = deep.Arch((2, 3, 1), "sigmoid", False)
+    arch = mlp.Arch((2, 3, 1), "sigmoid", False)
     rng = np.random.default_rng(0)
-    theta, X, Y = deep.init_params(arch, rng, 1.0), rng.normal(size=(8, 2)), rng.normal(size=(8, 1))
+    theta, X, Y = mlp.init_params(arch, rng, 1.0), rng.normal(size=(8, 2)), rng.normal(size=(8, 1))
     lone = tmp_path / "lone.npz"
     with open(lone, "wb") as f:
         np.save(f, np.zeros(3))  # a plain .npy under a .npz name
     huge = netio.save_network(tmp_path / "huge.npz", arch, np.full_like(theta, 1e308), X, Y)
-    Ws, _ = deep.unpack(arch, theta)
+    Ws, _ = mlp.unpack(arch, theta)
     complex_ = tmp_path / "complex.npz"
     np.savez(complex_, X=X, Y=Y, activation=np.array("sigmoid"), W1=Ws[0] + 1j, W2=Ws[1])
     for path, words in ((lone, "single .npy array"), (huge, "limit"), (complex_, "real numbers")):

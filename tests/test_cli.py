@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core import mlp
 from engine.io import netfile as netio
-from engine.minima import deep
 from engine.topology.invariants import invariant_set_summary
 
 from .references import finite_difference_hessian, numpy_loss
@@ -30,15 +30,15 @@ def test_invariant_set_accepts_negative_c_and_matches_the_engine():
 
 
 def test_inspect_prints_a_report_of_a_saved_network(tmp_path):
-    arch = deep.Arch((2, 3, 1), "sigmoid", False)
+    arch = mlp.Arch((2, 3, 1), "sigmoid", False)
     rng = np.random.default_rng(0)
-    theta = deep.init_params(arch, rng, 1.0)
+    theta = mlp.init_params(arch, rng, 1.0)
     X, Y = rng.normal(size=(8, 2)), rng.normal(size=(8, 1))
     path = netio.save_network(tmp_path / "net.npz", arch, theta, X, Y)
     result = run_main("inspect", str(path))
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert abs(report["loss"] - deep.loss(arch, theta, X, Y)) < 1e-12
+    assert abs(report["loss"] - mlp.loss(arch, theta, X, Y)) < 1e-12
 
 
 def test_inspect_refuses_a_corrupt_file_in_one_line(tmp_path):
@@ -76,7 +76,7 @@ def _torch_state_dict_of_a_strict_minimum(tmp_path):
     from .networks import strict_minimum_net
 
     net = strict_minimum_net()
-    Ws, _ = deep.unpack(net.arch, net.params)
+    Ws, _ = mlp.unpack(net.arch, net.params)
     model = torch.nn.Sequential(
         torch.nn.Linear(2, 3, bias=False), torch.nn.Sigmoid(), torch.nn.Linear(3, 1, bias=False)
     ).double()
@@ -97,10 +97,10 @@ def test_inspect_a_state_dict_splits_and_writes_a_construction(tmp_path):
     report = json.loads(plain.stdout)
     assert (
         report["critical_point"] == "strict minimum"
-        and abs(report["loss"] - deep.loss(net.arch, net.params, net.X, net.Y)) < 1e-12
+        and abs(report["loss"] - mlp.loss(net.arch, net.params, net.X, net.Y)) < 1e-12
     )
     assert report["hessian"]["method"] == "full" and report["hessian"]["trace_stderr"] == 0
-    H = deep.hessian(net.arch, net.params, net.X, net.Y)
+    H = mlp.hessian(net.arch, net.params, net.X, net.Y)
     assert abs(report["hessian"]["trace"] - np.trace(H)) < 1e-9 * abs(np.trace(H))
     layer, neuron = report["gamma_construction"]["neurons"][0]
     out = tmp_path / "split.npz"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
+from engine.core import mlp
 from engine.io import netfile as netio
-from engine.minima import deep
 from tests.engine import toolkit_numpy as ref
 from tests.networks import strict_minimum_net
 from tests.references import finite_difference_hessian
@@ -93,11 +93,11 @@ def test_random_plane_interpolation_and_density_of_a_constructed_minimum(tmp_pat
 
 
 def test_pca_planes_of_a_relu_classifier_with_cross_entropy(tmp_path):
-    arch = deep.landscape_arch((4, 6, 5, 3), "relu", True)
+    arch = mlp.landscape_arch((4, 6, 5, 3), "relu", True)
     rng = np.random.default_rng(1)
-    theta = deep.init_params(arch, rng, 1.5)
+    theta = mlp.init_params(arch, rng, 1.5)
     X, labels = rng.normal(size=(30, 4)), rng.integers(0, 3, 30)
-    Ws, bs = deep.unpack(arch, theta)
+    Ws, bs = mlp.unpack(arch, theta)
     arrays = {f"W{l + 1}": W for l, W in enumerate(Ws)} | {f"b{l + 1}": b for l, b in enumerate(bs)}
     np.savez(tmp_path / "clf.npz", X=X, Y=labels[:, None], activation=np.array("relu"), **arrays)
     out = tmp_path / "pca"

@@ -90,13 +90,13 @@ def test_reproduce_without_a_terminal_prints_no_bar(tmp_path):
 
 @pytest.fixture(scope="module")
 def network(tmp_path_factory) -> str:
+    from engine.core import mlp
     from engine.io import netfile
-    from engine.minima import deep
 
-    arch = deep.Arch((2, 20, 20, 1), "tanh", False)
+    arch = mlp.Arch((2, 20, 20, 1), "tanh", False)
     rng = np.random.default_rng(0)
     path = tmp_path_factory.mktemp("net") / "net.npz"
-    netfile.save_network(path, arch, deep.init_params(arch, rng, 1.0), rng.normal(size=(40, 2)), rng.normal(size=40))
+    netfile.save_network(path, arch, mlp.init_params(arch, rng, 1.0), rng.normal(size=(40, 2)), rng.normal(size=40))
     return str(path)
 
 

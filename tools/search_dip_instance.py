@@ -27,13 +27,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.minima import construction as C  # noqa: E402
-from engine.minima import deep  # noqa: E402
-from engine.landscape import slices as landscape
-from engine.minima.dip_probability import negative_probability  # noqa: E402
+from engine.core import mlp  # noqa: E402
 from engine.core.errors import EngineInputError  # noqa: E402
-from engine.minima.reproduce import teacher_data  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
+from engine.landscape import slices as landscape
+from engine.minima import construction as C  # noqa: E402
+from engine.minima.dip_probability import negative_probability  # noqa: E402
+from engine.minima.reproduce import teacher_data  # noqa: E402
 
 
 def build(seed, n_samples, scale, input_scale, split_lam, schedule, data_tries, restarts,
@@ -61,7 +61,7 @@ def split_index(c, which: str) -> int:
 def evaluate(c, lam, which, K, Ts, P, slices=True, seed=0):
     i = split_index(c, which)
     probe = C.move_lambda(c, lam, i)
-    eigs = np.linalg.eigvalsh(deep.hessian(c.arch, probe.params, c.X, c.Y))
+    eigs = np.linalg.eigvalsh(mlp.hessian(c.arch, probe.params, c.X, c.Y))
     inside = C.move_lambda(c, 0.5, i)  # the same split at λ = ½, inside I = (0, 1) when its B is PD
     row = {"moved": which, "verdict_lam0.5": inside.verdict, "saddle_lam": lam, "verdict": probe.verdict,
            "loss_saddle": probe.loss, "h_min": float(eigs[0]), "h_max": float(eigs[-1]),

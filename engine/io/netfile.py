@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
+from engine.core.mlp import Arch
 from engine.io.session_arrays import read_npz
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 # Largest |entry| of a loaded weight or data array: sigmoid nets saturate long before this, and
 # squares of anything much larger overflow float64 in the loss and the Hessian.
@@ -48,7 +48,7 @@ class History:
 @dataclass
 class NetFile:
     arch: Arch
-    params: np.ndarray  # flat, deep.py layout
+    params: np.ndarray  # flat, mlp.py layout
     X: np.ndarray  # (N, n0)
     Y: np.ndarray  # (N, 1)
     extras: dict = field(default_factory=dict)
@@ -57,8 +57,8 @@ class NetFile:
 
 def save_network(path, arch: Arch, params, X, Y, history: History | None = None, **extras) -> Path:
     path = Path(path)
-    X, y = deep.check_data(arch, X, Y)
-    Ws, bs = deep.unpack(arch, np.asarray(params, float))
+    X, y = mlp.check_data(arch, X, Y)
+    Ws, bs = mlp.unpack(arch, np.asarray(params, float))
     arrays = {f"W{l + 1}": W for l, W in enumerate(Ws)}
     if arch.bias:
         arrays.update({f"b{l + 1}": b for l, b in enumerate(bs)})
@@ -153,7 +153,7 @@ def load_network(path) -> NetFile:
     activation = str(arrays["activation"])
     if arrays["activation"].ndim != 0:
         raise EngineInputError(f"{path}: 'activation' must be a single string, got shape {arrays['activation'].shape}")
-    deep.check_activation(activation)
+    mlp.check_activation(activation)
     n_layers = max(int(m.group(1)) for k in arrays if (m := re.fullmatch(r"W(\d+)", k)))
     Ws, bs = [], []
     bias = any(re.fullmatch(r"b\d+", k) for k in arrays)  # any bias key means all layers need one
@@ -184,7 +184,7 @@ def load_network(path) -> NetFile:
     )
     extras = {k: v for k, v in arrays.items() if k not in known}
     return NetFile(
-        arch, deep.pack(Ws, bs if bias else None), X, Y.reshape(-1, 1), extras, _history_from_arrays(path, arch, arrays)
+        arch, mlp.pack(Ws, bs if bias else None), X, Y.reshape(-1, 1), extras, _history_from_arrays(path, arch, arrays)
     )
 
 

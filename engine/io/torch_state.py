@@ -23,18 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
 from engine.io.netfile import NetFile
 from engine.io.session_arrays import read_npz
-from engine.minima import deep
 
 
 def load_state_dict_network(path, activation: str, data_path) -> NetFile:
     """The MLP in the state_dict file ``path`` with ``activation`` between its layers and the
-    data in ``data_path`` (see ``load_data``), in engine.minima.deep's flat layout."""
+    data in ``data_path`` (see ``load_data``), in engine.core.mlp's flat layout."""
     path = Path(path)
-    deep.check_activation(activation)  # before the file: the cheapest mistake to report
+    mlp.check_activation(activation)  # before the file: the cheapest mistake to report
     return network_from_layers(path, _linear_layers(path, _read_state_dict(path)), activation, data_path)
 
 
@@ -58,15 +58,15 @@ def network_from_layers(path, layers, activation: str, data_path) -> NetFile:
             f"{path}: the last layer {layers[-1][0]!r} has {Ws[-1].shape[0]} outputs; "
             "this app's networks have one output"
         )
-    arch = deep.arch_of(Ws, bs if all(has_bias) else None, activation)
+    arch = mlp.arch_of(Ws, bs if all(has_bias) else None, activation)
     X, Y = load_data(data_path)
     if X.shape[1] != arch.widths[0]:
         raise EngineInputError(
             f"{data_path}: the data has {X.shape[1]} input columns but the first layer "
             f"{layers[0][0]!r} (weight shape {Ws[0].shape}) takes {arch.widths[0]}"
         )
-    X, y = deep.check_data(arch, X, Y)
-    return NetFile(arch, deep.pack(Ws, bs if arch.bias else None), X, y[:, None])
+    X, y = mlp.check_data(arch, X, Y)
+    return NetFile(arch, mlp.pack(Ws, bs if arch.bias else None), X, y[:, None])
 
 
 def load_data(path) -> tuple[np.ndarray, np.ndarray]:
@@ -100,7 +100,7 @@ def load_data(path) -> tuple[np.ndarray, np.ndarray]:
             f"{path}: X must be a 2-D array of real numbers and Y real numbers, "
             f"got {X.dtype} {X.shape} and {Y.dtype} {Y.shape}"
         )
-    return X.astype(np.float64), deep.as_targets(Y)
+    return X.astype(np.float64), mlp.as_targets(Y)
 
 
 def _read_csv(path) -> np.ndarray:

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress
 from engine.core.runtime import configure_torch_threads
 from engine.landscape.slices import DTYPES, check_device
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 MAX_PROBES = 1000
 MAX_STEPS = 1000
@@ -46,8 +46,8 @@ def hvp_function(arch: Arch, theta, X, Y, kind: str = "sum", dtype: str = "float
     dev = check_device(device)
     t = torch.tensor(np.asarray(theta, float), dtype=DTYPES[dtype], device=dev, requires_grad=True)
     Xt = torch.as_tensor(np.asarray(X, float), dtype=DTYPES[dtype], device=dev)
-    y = deep.target_tensor(arch, Y, kind, DTYPES[dtype], dev)
-    (g,) = torch.autograd.grad(deep.loss_t(arch, t, Xt, y, kind), t, create_graph=True)
+    y = mlp.target_tensor(arch, Y, kind, DTYPES[dtype], dev)
+    (g,) = torch.autograd.grad(mlp.loss_t(arch, t, Xt, y, kind), t, create_graph=True)
 
     def one(v: torch.Tensor) -> torch.Tensor:
         return torch.autograd.grad(g, t, v, retain_graph=True)[0]
@@ -213,7 +213,7 @@ def density_job(
     if dtype not in DTYPES:
         raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
     steps = min(steps, P)  # a Krylov space has at most P dimensions
-    X, _ = deep.check_data(arch, X, Y, kind)
+    X, _ = mlp.check_data(arch, X, Y, kind)
     hvp = hvp_function(arch, theta, X, Y, kind, dtype, device)
     V0 = torch.as_tensor(probe_vectors(P, probes, seed), dtype=DTYPES[dtype], device=check_device(device))
     alphas, betas, done = yield from lanczos(hvp, V0, steps)

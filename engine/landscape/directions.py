@@ -1,6 +1,6 @@
 """Random directions for slices and planes, normalised as Li et al. 2018 do (docs/MATH.md B8, B12.1).
 
-A raw direction is a standard Gaussian in the flat layout of engine.minima.deep. Its scale then
+A raw direction is a standard Gaussian in the flat layout of engine.core.mlp. Its scale then
 decides what a plot shows: with unit directions a step t moves every network by the same
 Euclidean length, which means a lot for small weights and little for large ones, so plots of two
 networks cannot be compared. Li et al. rescale instead:
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.core.errors import EngineInputError
-from engine.minima.deep import Arch
+from engine.core.mlp import Arch
 
 NORMALIZATIONS = ("random", "filter", "layer")
 IGNORE = ("none", "biases")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core.mlp import Arch
 from engine.landscape import directions as D
 from engine.landscape.density import Density
 from engine.landscape.interpolation import Interpolation
 from engine.landscape.plane import PlaneResult
 from engine.landscape.trajectory_pca import PCAPlane
 from engine.landscape.vtk import write_vts
-from engine.minima.deep import Arch
 
 
 def _save(path, **arrays) -> Path:

@@ -1,6 +1,6 @@
 """Hessians at any size: the full spectrum for small nets, Lanczos and Hutchinson beyond.
 
-Up to ``FULL_SPECTRUM_MAX_PARAMS`` parameters the Hessian is formed (``deep.hessian``) and
+Up to ``FULL_SPECTRUM_MAX_PARAMS`` parameters the Hessian is formed (``mlp.hessian``) and
 diagonalised. Beyond that a P×P matrix no longer fits the time budget (41k parameters would be
 13 GB and an O(P³) eigensolve), so only Hessian-vector products are used:
 
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import scipy_sparse_linalg, torch
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, run_to_completion, wait_for
 from engine.core.runtime import configure_torch_threads
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 # Forming and diagonalising the Hessian costs ~P² memory and ~P³ time. At 2965 parameters
 # (2—52—52—1, random start, this busy 2-core machine) forming took 6.9 s and eigvalsh 7.2 s,
@@ -65,9 +65,9 @@ def hvp_function(arch: Arch, theta, X, Y) -> Callable[[torch.Tensor], torch.Tens
     pass, H v = ∇(g·v). On 2—200—200—1 that took 5 ms per product against 22 ms for torch.func's
     jvp of grad, which redoes the forward and backward every time (4 ms vs 7 ms batched).
     """
-    t, Xt, yt = deep.tensors(theta, X, deep.as_targets(Y))
+    t, Xt, yt = mlp.tensors(theta, X, mlp.as_targets(Y))
     t.requires_grad_(True)
-    (g,) = torch.autograd.grad(deep.loss_t(arch, t, Xt, yt), t, create_graph=True)
+    (g,) = torch.autograd.grad(mlp.loss_t(arch, t, Xt, yt), t, create_graph=True)
 
     def hvp(V: torch.Tensor) -> torch.Tensor:
         return torch.autograd.grad(g, t, V, retain_graph=True, is_grads_batched=V.ndim == 2)[0]
@@ -219,7 +219,7 @@ def hessian_report_job(
     began = time.perf_counter()
     if n <= max_full:
         yield Progress(float("nan"), f"full Hessian ({n} parameters)")
-        H = deep.hessian(arch, theta, X, Y)
+        H = mlp.hessian(arch, theta, X, Y)
         k = min(k, n)
         if vectors:
             eigs, V = np.linalg.eigh(H)

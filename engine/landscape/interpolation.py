@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
+from engine.core.mlp import Arch
 from engine.core.progress import Job
 from engine.landscape.plane import MAX_POINTS, affine_losses_job
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,5 +66,5 @@ def interpolation_job(
         arch, theta_a, (theta_b - theta_a)[None], alpha[:, None], X, Y, kind, dtype, device, threads
     )
     return Interpolation(
-        alpha, loss, theta_a, theta_b, deep.loss(arch, theta_a, X, Y, kind), deep.loss(arch, theta_b, X, Y, kind), kind
+        alpha, loss, theta_a, theta_b, mlp.loss(arch, theta_a, X, Y, kind), mlp.loss(arch, theta_b, X, Y, kind), kind
     )

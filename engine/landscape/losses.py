@@ -1,6 +1,6 @@
 """Which loss a landscape is drawn for, and what that means for paper B's verdicts (docs/MATH.md B12.6).
 
-The kinds themselves are evaluated in engine.minima.deep (``LOSSES``, ``loss_of_outputs``):
+The kinds themselves are evaluated in engine.core.mlp (``LOSSES``, ``loss_of_outputs``):
 "sum" Σ_α ‖f(x_α) − y_α‖², the papers' loss and every preset's; "mean", the sum over N; and
 "cross-entropy", (1/N) Σ_α [log Σ_c e^{f_c(x_α)} − f_{y_α}(x_α)] for a classifier with e ≥ 2
 outputs and integer labels.
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.minima import deep
-from engine.minima.deep import Arch
+from engine.core import mlp
+from engine.core.mlp import Arch
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class Hypotheses:
 
 def paper_b_hypotheses(kind: str, arch: Arch | None = None) -> Hypotheses:
     """Whether paper B's theorems cover the loss ``kind`` (and the network ``arch``, when given)."""
-    deep.check_loss(kind)
-    if arch is not None and (arch.n_outputs != 1 or arch.activation not in deep.ACTIVATIONS):
+    mlp.check_loss(kind)
+    if arch is not None and (arch.n_outputs != 1 or arch.activation not in mlp.ACTIVATIONS):
         return Hypotheses(
             False,
             f"paper B's theorems are stated for one-output networks with a smooth activation; this one has "

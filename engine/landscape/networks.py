@@ -2,11 +2,11 @@
 
 Paper B's readers (engine.minima.report.read_network) take one-output sigmoid or tanh networks.
 The toolkit also draws classifiers (e ≥ 2 outputs, integer labels for cross-entropy) and ReLU
-networks, as ``deep.LandscapeArch``. Files paper B can read go through its readers unchanged;
+networks, as ``mlp.LandscapeArch``. Files paper B can read go through its readers unchanged;
 only the others are read here, with the same checks (finite numbers, chained shapes, data that
 fit). ``write_network`` writes the network beside the toolkit's exports in the app's .npz keys
 (W1, b1, …, X, Y, activation), so the flat order of plane.npz's vectors is documented and any
-numpy script can rebuild θ: concatenate W1.ravel(), b1, W2.ravel(), b2, … (deep.py's layout).
+numpy script can rebuild θ: concatenate W1.ravel(), b1, W2.ravel(), b2, … (mlp.py's layout).
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
+from engine.core.mlp import Arch
 from engine.io import netfile
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 
 @dataclass(frozen=True, eq=False)
 class Network:
     arch: Arch
-    params: np.ndarray  # flat, deep.py layout
+    params: np.ndarray  # flat, mlp.py layout
     X: np.ndarray  # (N, n0)
     Y: np.ndarray  # (N,) or (N, 1) for e = 1 and for labels; (N, e) targets otherwise
 
@@ -52,14 +52,14 @@ def from_layers(path, Ws, bs, activation, X, Y) -> Network:
     bias = bs is not None
     if bias and any(b.shape != (W.shape[0],) for W, b in zip(Ws, bs)):
         raise EngineInputError(f"{path}: every bias must match its layer's width")
-    arch = deep.landscape_arch((Ws[0].shape[1],) + tuple(W.shape[0] for W in Ws), activation, bias)
+    arch = mlp.landscape_arch((Ws[0].shape[1],) + tuple(W.shape[0] for W in Ws), activation, bias)
     X = _check(path, "X", np.asarray(X), 2)
     Y = _check(path, "Y", np.asarray(Y))
     if X.shape[1] != arch.widths[0]:
         raise EngineInputError(f"{path}: X has shape {X.shape} but the first layer takes {arch.widths[0]} inputs")
     if len(Y) != len(X):
         raise EngineInputError(f"{path}: X has {len(X)} samples but Y has {len(Y)}")
-    return Network(arch, deep.pack(Ws, bs), X, Y)
+    return Network(arch, mlp.pack(Ws, bs), X, Y)
 
 
 def _read_npz(path) -> Network:
@@ -74,7 +74,7 @@ def _read_npz(path) -> Network:
         if key not in arrays:
             raise EngineInputError(f"{path}: missing key {key!r} (found: {', '.join(sorted(arrays)) or 'none'})")
     activation = str(arrays["activation"])
-    deep.check_activation(activation, deep.LANDSCAPE_ACTIVATIONS)
+    mlp.check_activation(activation, mlp.LANDSCAPE_ACTIVATIONS)
     n = max(int(m.group(1)) for k in arrays if (m := re.fullmatch(r"W(\d+)", k)))
     missing = [f"W{l}" for l in range(1, n + 1) if f"W{l}" not in arrays]
     bias = any(re.fullmatch(r"b\d+", k) for k in arrays)
@@ -118,9 +118,9 @@ def read_network(path, activation: str | None = None, data=None) -> Network:
     if suffix in (".pt", ".pth") and activation is not None and data is not None:
         from engine.io import torch_state
 
-        deep.check_activation(activation, deep.LANDSCAPE_ACTIVATIONS)
+        mlp.check_activation(activation, mlp.LANDSCAPE_ACTIVATIONS)
         layers = torch_state._linear_layers(path, torch_state._read_state_dict(path))
-        if activation in deep.ACTIVATIONS and layers[-1][1].shape[0] == 1:
+        if activation in mlp.ACTIVATIONS and layers[-1][1].shape[0] == 1:
             loaded = torch_state.load_state_dict_network(path, activation, data)
             return Network(loaded.arch, loaded.params, loaded.X, loaded.Y)
         has_bias = [b is not None for _, _, b in layers]
@@ -139,7 +139,7 @@ def write_network(path, net: Network) -> Path:
     """The app's .npz keys; through netfile.save_network when paper B can read the network back."""
     if type(net.arch) is Arch:
         return netfile.save_network(path, net.arch, net.params, net.X, net.Y)
-    Ws, bs = deep.unpack(net.arch, np.asarray(net.params, float))
+    Ws, bs = mlp.unpack(net.arch, np.asarray(net.params, float))
     arrays = {f"W{l + 1}": W for l, W in enumerate(Ws)}
     if net.arch.bias:
         arrays.update({f"b{l + 1}": b for l, b in enumerate(bs)})

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
+from engine.core.mlp import Arch
 from engine.core.progress import Job
 from engine.landscape import directions as D
 from engine.landscape.slices import DTYPES, check_device, evaluate_job
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 # Activations per chunk (points × widest hidden layer × samples): 12 MB in float64. On 784—128—128—10
 # with 1,000 samples (12 points a chunk) a point took 0.60 ms of CPU, against 0.65–0.74 at 4–8 and
@@ -49,7 +49,7 @@ def affine_kernel(
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """``losses(C)``: the loss at θ0 + C @ D for coefficient rows ``C (Q, m)`` -> (Q,).
 
-    ``base`` (P,) is θ0, ``dirs`` (m, P) the directions D, ``y`` the ``deep.target_tensor``
+    ``base`` (P,) is θ0, ``dirs`` (m, P) the directions D, ``y`` the ``mlp.target_tensor``
     targets; all tensors of one dtype and device.
 
     With biases, every hidden layer's activations get a last row of ones and the next layer's
@@ -106,9 +106,9 @@ def affine_kernel(
                 torch.mm(C1, W, out=w)
                 torch.bmm(w.view(Q, *shape), a, out=z)
             if l < L:
-                a = deep.sigma_(arch.activation, z)
+                a = mlp.sigma_(arch.activation, z)
         f = z[:, 0, :] if arch.n_outputs == 1 else z
-        return deep.loss_of_outputs(f, y, kind)
+        return mlp.loss_of_outputs(f, y, kind)
 
     return losses
 
@@ -135,9 +135,9 @@ def affine_losses_job(
     if dtype not in DTYPES:
         raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
     dev = check_device(device)
-    X, _ = deep.check_data(arch, X, Y, kind)
+    X, _ = mlp.check_data(arch, X, Y, kind)
     as_t = lambda a: torch.as_tensor(np.asarray(a, float), dtype=DTYPES[dtype], device=dev)
-    y = deep.target_tensor(arch, Y, kind, DTYPES[dtype], dev)
+    y = mlp.target_tensor(arch, Y, kind, DTYPES[dtype], dev)
     coeffs = np.atleast_2d(np.asarray(coeffs, float))
     kernel = affine_kernel(arch, as_t(base), as_t(np.atleast_2d(dirs)), as_t(X), y, kind)
     C = as_t(coeffs)
@@ -203,7 +203,7 @@ def plane_job(
     """Job: the n×n plane α, β ∈ [−extent, extent] through θ along two seeded, normalised random
     directions (engine.landscape.directions), or along ``d1``, ``d2`` when given."""
     check_grid(n, extent)
-    deep.check_loss(kind)
+    mlp.check_loss(kind)
     theta = np.asarray(theta, float)
     if (d1 is None) != (d2 is None):
         raise EngineInputError("give both plane directions d1 and d2, or neither")
@@ -217,7 +217,7 @@ def plane_job(
     alpha = np.linspace(-extent, extent, n)
     beta = alpha.copy()
     loss = yield from grid_losses_job(arch, theta, d1, d2, alpha, beta, X, Y, kind, dtype, device, threads)
-    L_star = deep.loss(arch, theta, X, Y, kind)
+    L_star = mlp.loss(arch, theta, X, Y, kind)
     return PlaneResult(
         alpha,
         beta,

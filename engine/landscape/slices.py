@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, run_to_completion
 from engine.core.runtime import configure_torch_threads
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 
 class _Dtypes(Mapping):
@@ -149,7 +149,7 @@ def slice_kernel(
             if b is not None:
                 z += torch.addcmul(rows(b[0], i0, i1), rows(b[1], i0, i1), t[:, None])[..., None]
             if l < arch.n_layers:
-                a = deep.sigma_(arch.activation, z).view(k * P, -1, N)
+                a = mlp.sigma_(arch.activation, z).view(k * P, -1, N)
         return z, a
 
     def losses(i0: int, i1: int) -> torch.Tensor:
@@ -174,7 +174,7 @@ def _curves_job(
     if dtype not in DTYPES:
         raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
     dev = check_device(device)
-    X, Y = deep.check_data(arch, X, Y)
+    X, Y = mlp.check_data(arch, X, Y)
     as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype], device=dev)
     theta, d = np.atleast_2d(theta), np.atleast_2d(d)
     losses = slice_kernel(arch, as_t(theta), as_t(d), as_t(t), as_t(X), as_t(Y))
@@ -197,8 +197,8 @@ def loss_rounding(arch: Arch, theta, X, Y, dtype: str) -> float:
     tests/engine/test_landscape.py, whose curves a fixed 1e-12 all read as dipping below L*.
     """
     eps = torch.finfo(DTYPES[dtype]).eps
-    theta, X = deep.tensors(theta, X)
-    Ws, bs = deep.unpack(arch, theta)
+    theta, X = mlp.tensors(theta, X)
+    Ws, bs = mlp.unpack(arch, theta)
     a = X.T
     err = eps * a.abs()  # the inputs, rounded to dtype
     for l, (W, b) in enumerate(zip(Ws, bs), 1):
@@ -206,9 +206,9 @@ def loss_rounding(arch: Arch, theta, X, Y, dtype: str) -> float:
         terms = W.abs() @ a.abs() + (0 if b is None else b.abs()[:, None])
         err = W.abs() @ err + (W.shape[1] + 1) * eps * terms
         if l < arch.n_layers:
-            a = deep.sigma(arch.activation, z)
-            err = deep.sigma(arch.activation, z, 1).abs() * err + eps * a.abs()
-    r = z[0] - torch.as_tensor(deep.as_targets(Y))
+            a = mlp.sigma(arch.activation, z)
+            err = mlp.sigma(arch.activation, z, 1).abs() * err + eps * a.abs()
+    r = z[0] - torch.as_tensor(mlp.as_targets(Y))
     return float(2 * r.abs() @ err[0] + len(r) * eps * (r @ r))
 
 
@@ -258,10 +258,10 @@ def slices_job(
 
 def summarize(arch: Arch, theta, X, Y, t: np.ndarray, curves: np.ndarray, dtype: str) -> Slices:
     """``Slices`` of curves computed in ``dtype`` through θ: L*, the envelope and the dips."""
-    L_star = deep.loss(arch, theta, X, Y)
+    L_star = mlp.loss(arch, theta, X, Y)
     envelope = curves.min(0)
     # Every curve is L* at t = 0 only up to rounding (another dtype, another summation order
-    # than deep.loss): only a dip beyond both evaluations' rounding counts.
+    # than mlp.loss): only a dip beyond both evaluations' rounding counts.
     tol = loss_rounding(arch, theta, X, Y, dtype) + loss_rounding(arch, theta, X, Y, "float64")
     below = (curves < L_star - tol).any(1)
     gap = float(envelope[t != 0].min() - L_star)  # t = 0 would pin the gap to 0
@@ -324,7 +324,7 @@ def lambda_slices_job(
         raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
     out = arch.block(f"W{arch.n_layers}")
     total = float(np.asarray(e, float)[out.slice].reshape(out.shape)[0, pair[0]])
-    X, Y = deep.check_data(arch, X, Y)
+    X, Y = mlp.check_data(arch, X, Y)
     as_t = lambda a: torch.as_tensor(np.asarray(a), dtype=DTYPES[dtype])
     t = np.linspace(-T, T, P)
     forward = slice_kernel(arch, as_t(np.atleast_2d(theta)), as_t(directions), as_t(t), as_t(X), as_t(Y)).forward
@@ -401,16 +401,16 @@ def plane_job(
             raise EngineInputError(f"direction {name} has shape {d.shape}; expected ({arch.n_params},)")
     s = np.linspace(-T, T, n)
     losses = yield from _curves_job(arch, theta + s[:, None] * d1, d2, s, X, Y, dtype, None, threads, device)
-    return Plane(s, s.copy(), losses, deep.loss(arch, theta, X, Y))
+    return Plane(s, s.copy(), losses, mlp.loss(arch, theta, X, Y))
 
 
 def losses_per_point(arch: Arch, thetas, X, Y, dtype: str = "float64") -> np.ndarray:
     """Reference: one forward per parameter vector (what per-point landscape tools do)."""
-    Xt, yt = deep.tensors(X, deep.as_targets(Y), dtype=DTYPES[dtype])
+    Xt, yt = mlp.tensors(X, mlp.as_targets(Y), dtype=DTYPES[dtype])
     with torch.no_grad():
         return np.array(
             [
-                float(deep.loss_t(arch, torch.as_tensor(th, dtype=DTYPES[dtype]), Xt, yt))
+                float(mlp.loss_t(arch, torch.as_tensor(th, dtype=DTYPES[dtype]), Xt, yt))
                 for th in np.asarray(thetas, float)
             ]
         )

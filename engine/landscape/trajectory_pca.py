@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob
 from engine.core.runtime import configure_torch_threads
 from engine.landscape.plane import PlaneResult, check_grid, grid_losses_job
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 OPTIMIZERS = ("gd", "adam", "sgd")
 MAX_STEPS = 100_000
@@ -76,7 +76,7 @@ def train_job(
     check_optimizer(optimizer)
     if not 1 <= steps <= MAX_STEPS:
         raise EngineInputError(f"training steps {steps} must be within 1 .. {MAX_STEPS}")
-    X, _ = deep.check_data(arch, X, Y, kind)
+    X, _ = mlp.check_data(arch, X, Y, kind)
     if (steps + 1) * arch.n_params > MAX_TRAJECTORY_FLOATS:
         raise EngineInputError(
             f"{steps} steps × {arch.n_params} parameters exceed the trajectory limit "
@@ -86,7 +86,7 @@ def train_job(
     if not (np.isfinite(lr) and lr > 0):
         raise EngineInputError(f"learning rate {lr} must be a positive number")
     Xt = torch.as_tensor(X)
-    y = deep.target_tensor(arch, Y, kind)
+    y = mlp.target_tensor(arch, Y, kind)
     t = torch.tensor(np.asarray(theta, float), requires_grad=True)
     opt = torch.optim.Adam([t], lr=lr) if optimizer == "adam" else torch.optim.SGD([t], lr=lr)
     rng = np.random.default_rng(seed)
@@ -95,7 +95,7 @@ def train_job(
     last = time.perf_counter()
     for k in range(steps + 1):
         params[k] = t.detach().numpy()
-        full = deep.loss_t(arch, t, Xt, y, kind)
+        full = mlp.loss_t(arch, t, Xt, y, kind)
         losses[k] = float(full.detach())
         if not np.isfinite(losses[k]):
             raise EngineInputError(
@@ -110,7 +110,7 @@ def train_job(
             idx = torch.as_tensor(order[pos : pos + batch])
             pos += batch
             yb = y[idx] if y.ndim == 1 else y[:, idx]
-            objective = deep.loss_t(arch, t, Xt[idx], yb, kind) * (len(X) / len(idx) if kind == "sum" else 1.0)
+            objective = mlp.loss_t(arch, t, Xt[idx], yb, kind) * (len(X) / len(idx) if kind == "sum" else 1.0)
         else:
             objective = full
         opt.zero_grad()
@@ -199,7 +199,7 @@ def pca_plane_job(
         center,
         comps[0],
         comps[1],
-        deep.loss(arch, center, X, Y, kind),
+        mlp.loss(arch, center, X, Y, kind),
         kind,
         "pca",
         "none",

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import scipy_optimize
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
-from engine.minima import deep
-from engine.minima.deep import Arch
 from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Definiteness, Interval, Verdict
 
 # An eigenvalue counts as zero when |e| ≤ EIG_TOL_REL · max(1, max|e|). Rounding in a float64
@@ -47,7 +47,7 @@ class HessianSummary:
 
 def hessian_spectrum(arch: Arch, theta, X, Y) -> tuple[np.ndarray, HessianSummary]:
     """Sorted eigenvalues of the full Hessian and their summary (``tol`` is what counts as zero)."""
-    eigs = np.linalg.eigvalsh(deep.hessian(arch, theta, X, Y))
+    eigs = np.linalg.eigvalsh(mlp.hessian(arch, theta, X, Y))
     return eigs, HessianSummary.of(eigs)
 
 
@@ -91,12 +91,12 @@ def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
     """B and D (B3) for every hidden neuron, from one forward/backward pass."""
     import torch
 
-    t, Xt, yt = deep.tensors(theta, X, deep.as_targets(Y))
+    t, Xt, yt = mlp.tensors(theta, X, mlp.as_targets(Y))
     t.requires_grad_(True)
-    f, zs, acts = deep.forward_batch(arch, t.unsqueeze(0), Xt, keep=True)
+    f, zs, acts = mlp.forward_batch(arch, t.unsqueeze(0), Xt, keep=True)
     # δ_{α,s} = ∂ℓ_α/∂z_{l+1,s}(x_α): the summed loss's gradient w.r.t. pre-activations is per-sample.
     deltas = torch.autograd.grad(((f - yt) ** 2).sum(), zs)
-    Ws, _ = deep.unpack(arch, t.detach())
+    Ws, _ = mlp.unpack(arch, t.detach())
     out = []
     for l in range(1, arch.n_layers):
         a = Xt if l == 1 else acts[l - 1][0].detach().T  # (N, n_{l-1}); acts[0] is the unbatched Xᵀ
@@ -106,8 +106,8 @@ def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
         z = zs[l - 1][0].detach()  # (n_l, N)
         for r in range(arch.widths[l]):
             back = (delta * Ws[l][:, r : r + 1]).sum(0)  # Σ_s δ_{α,s} v_{s,r}
-            B = (a.T * (back * deep.sigma(arch.activation, z[r], 2))) @ a
-            D = (a.T * deep.sigma(arch.activation, z[r], 1)) @ delta.T
+            B = (a.T * (back * mlp.sigma(arch.activation, z[r], 2))) @ a
+            D = (a.T * mlp.sigma(arch.activation, z[r], 1)) @ delta.T
             B, D = B.numpy(), D.numpy()
             eigs = np.linalg.eigvalsh(B)
             out.append(NeuronBD(l, r, B, eigs, definiteness(eigs), D, float(np.linalg.norm(D))))
@@ -117,7 +117,7 @@ def neuron_bd(arch: Arch, theta, X, Y) -> list[NeuronBD]:
 def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_steps: int = 8, stop=None):
     """L-BFGS to near-convergence, then Newton steps (least squares if H is singular) to polish.
     ``stop`` (a threading.Event, set when the job is cancelled) ends the work early."""
-    fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
+    fun = lambda p: mlp.loss_and_grad(arch, p, X, Y)
     configure_torch_threads()  # one BLAS thread: a multi-threaded OpenBLAS made L-BFGS 14x slower
 
     def callback(intermediate_result):
@@ -137,7 +137,7 @@ def train_to_critical(arch: Arch, X, Y, theta0, gtol: float = GRAD_TOL, newton_s
     for _ in range(newton_steps):
         if np.linalg.norm(g) < 1e-3 * gtol or (stop is not None and stop.is_set()):
             break
-        step = np.linalg.lstsq(deep.hessian(arch, theta, X, Y), g, rcond=None)[0]
+        step = np.linalg.lstsq(mlp.hessian(arch, theta, X, Y), g, rcond=None)[0]
         cand_value, cand_g = fun(theta - step)
         if not np.isfinite(cand_value) or np.linalg.norm(cand_g) >= np.linalg.norm(g):
             break
@@ -161,7 +161,7 @@ def embed(arch: Arch, theta, layer: int, neuron: int, lam: float) -> tuple[Arch,
         raise EngineInputError(f"layer {layer} is not a hidden layer of {arch.widths}; use 1..{arch.n_layers - 1}")
     if not 0 <= neuron < arch.widths[layer]:
         raise EngineInputError(f"neuron {neuron} does not exist in layer {layer} (width {arch.widths[layer]})")
-    Ws, bs = deep.unpack(arch, np.asarray(theta, float))
+    Ws, bs = mlp.unpack(arch, np.asarray(theta, float))
     Ws, bs = [W.copy() for W in Ws], [None if b is None else b.copy() for b in bs]
     i = layer - 1  # list index of W_layer
     Ws[i] = np.vstack([Ws[i], Ws[i][neuron]])
@@ -173,7 +173,7 @@ def embed(arch: Arch, theta, layer: int, neuron: int, lam: float) -> tuple[Arch,
     new_arch = Arch(
         arch.widths[:layer] + (arch.widths[layer] + 1,) + arch.widths[layer + 1 :], arch.activation, arch.bias
     )
-    return new_arch, deep.pack(Ws, bs if arch.bias else None)
+    return new_arch, mlp.pack(Ws, bs if arch.bias else None)
 
 
 def choose_split(
@@ -186,7 +186,7 @@ def choose_split(
     not vanish. If every copy's B is negative, split once with ``lam_outside`` ∉ [0, 1]: the new
     copy's outgoing weight has the opposite sign, hence a positive B, and the rest follow from it.
     """
-    Ws, bs = deep.unpack(arch, np.asarray(theta, float))
+    Ws, bs = mlp.unpack(arch, np.asarray(theta, float))
     rows = Ws[layer - 1] if bs[0] is None else np.column_stack([Ws[layer - 1], bs[layer - 1]])
     copies = np.flatnonzero((rows == rows[neuron]).all(1))
     badge = {n.neuron: n.badge for n in neuron_bd(arch, theta, X, Y) if n.layer == layer}
@@ -259,7 +259,7 @@ def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None 
         if not ok
     )
     verdict = Verdict.SADDLE if h.n_negative else (Verdict.CONDITIONS_NOT_MET if unmet else Verdict.NON_ATTRACTING)
-    return Verification(lam, interval, B_eigs, D_norm, deep.loss(arch, theta, X, Y), h, verdict, unmet, B, eigs)
+    return Verification(lam, interval, B_eigs, D_norm, mlp.loss(arch, theta, X, Y), h, verdict, unmet, B, eigs)
 
 
 def split_lambda(arch: Arch, theta, split: Split) -> float:
@@ -343,7 +343,7 @@ class Construction:
     @property
     def weights(self) -> list:
         """W1, W2, … of the final net, (n_l, n_{l−1}) each."""
-        return [np.array(W) for W in deep.unpack(self.arch, self.params)[0]]
+        return [np.array(W) for W in mlp.unpack(self.arch, self.params)[0]]
 
     @property
     def split_lams(self) -> list[float]:
@@ -380,11 +380,11 @@ def search_minimum_job(
     Theorem 9 has an interval for each) in every layer of ``split_layers``.
     Returns (theta, loss, grad_norm, restarts)."""
     configure_torch_threads()
-    X, Y = deep.check_data(arch, X, Y)
+    X, Y = mlp.check_data(arch, X, Y)
     rng = np.random.default_rng(seed)
     restarts = []
     for k in range(max_restarts):
-        theta0 = deep.init_params(arch, rng, init_scale)
+        theta0 = mlp.init_params(arch, rng, init_scale)
         theta, value, gnorm, reason = yield from wait_for(
             lambda stop: _restart(arch, X, Y, theta0, split_layers, stop), f"restart {k + 1}"
         )
@@ -400,7 +400,7 @@ def search_minimum_job(
 
 def step_of(description: str, arch: Arch, theta, X, Y, verdict: Verdict | None = None, eigs=None) -> Step:
     """One row of the steps table; ``eigs`` (the Hessian's eigenvalues) when already computed."""
-    value, g = deep.loss_and_grad(arch, theta, X, Y)
+    value, g = mlp.loss_and_grad(arch, theta, X, Y)
     if eigs is None:
         eigs = hessian_spectrum(arch, theta, X, Y)[0]
     h = HessianSummary.of(eigs)
@@ -436,7 +436,7 @@ def construct_job(
     Partials are the tuple of Steps so far."""
     configure_torch_threads()
     arch = Arch(tuple(small_widths), activation, bias)
-    X, Y = deep.check_data(arch, X, Y)
+    X, Y = mlp.check_data(arch, X, Y)
     schedule = [(int(l), int(c)) for l, c in schedule]
     for l, _ in schedule:
         if not 1 <= l < arch.n_layers:
@@ -586,7 +586,7 @@ def line_losses(c: Construction, theta, d, ts) -> Line:
     """L(θ + t d) for every t, in one batch."""
     import torch
 
-    Xt, yt = deep.tensors(c.X, c.Y)
+    Xt, yt = mlp.tensors(c.X, c.Y)
     ts = np.asarray(ts, float)
-    values = deep.loss_batch(c.arch, torch.as_tensor(np.asarray(theta, float) + np.outer(ts, d)), Xt, yt).numpy()
+    values = mlp.loss_batch(c.arch, torch.as_tensor(np.asarray(theta, float) + np.outer(ts, d)), Xt, yt).numpy()
     return Line(np.asarray(d), ts, values)

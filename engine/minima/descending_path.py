@@ -11,13 +11,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import scipy_special
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
-from engine.minima import deep
 from engine.minima.construction import Construction
-from engine.minima.deep import Arch
 from engine.minima.pipeline import Figure3Settings, construction_job
 
 
@@ -45,26 +45,26 @@ def nonincreasing_path(arch: Arch, theta, X, Y, n: int = 41) -> NonincreasingPat
     (a constructed minimum) and whose last hidden layer has ≥ N + 1 neurons: (A) gather the
     copies' outgoing weights, (B) re-point the freed copies to a constant and N − 1 staircase
     features, (C) move the output weights linearly so f(t) = z + t (y − z)."""
-    X, y = deep.check_data(arch, X, Y)
+    X, y = mlp.check_data(arch, X, Y)
     N, L = len(X), arch.n_layers
     if L < 3 or arch.widths[L - 1] < N + 1 or arch.widths[L - 2] < 3:
         raise EngineInputError(
             f"path needs two hidden layers, the last ≥ N + 1 = {N + 1} wide and the one before "
             f"≥ 3 wide; got {arch.widths}"
         )
-    c0 = float(deep.sigma(arch.activation, deep.tensors(np.zeros(1))[0])[0])
+    c0 = float(mlp.sigma(arch.activation, mlp.tensors(np.zeros(1))[0])[0])
     if c0 == 0:
         raise EngineInputError(f"{arch.activation}(0) = 0 gives no constant feature; use sigmoid")
     theta0 = np.asarray(theta, float)
-    Ws, bs = deep.unpack(arch, theta0.copy())
+    Ws, bs = mlp.unpack(arch, theta0.copy())
     if not (_copies(Ws[L - 2]) and _copies(Ws[L - 3])):
         raise EngineInputError("the last two hidden layers must consist of identical copies (a constructed minimum)")
     # (A) gather: copies are identical, so only the sums of their outgoing weights matter.
     Ws[L - 1][0] = np.r_[Ws[L - 1][0].sum(), np.zeros(arch.widths[L - 1] - 1)]
     Ws[L - 2][0] = np.r_[Ws[L - 2][0].sum(), np.zeros(arch.widths[L - 2] - 1)]
-    theta_a = deep.pack(Ws, bs if arch.bias else None)
+    theta_a = mlp.pack(Ws, bs if arch.bias else None)
     # (B) re-point: previous layer copy 1 -> constant σ(0), copy 2 -> a monotone feature g = σ(s ω·h)
-    _, _, acts = deep.forward_batch(arch, deep.tensors(theta_a)[0][None], deep.tensors(X)[0], keep=True)
+    _, _, acts = mlp.forward_batch(arch, mlp.tensors(theta_a)[0][None], mlp.tensors(X)[0], keep=True)
     h = X if L - 2 == 1 else acts[L - 3][0].T.numpy()
     omegas = np.random.default_rng(0).standard_normal((256, h.shape[1]))
     proj = np.sort(h @ omegas.T, axis=0)
@@ -84,15 +84,15 @@ def nonincreasing_path(arch: Arch, theta, X, Y, n: int = 41) -> NonincreasingPat
     Ws[L - 2][1:] = rows
     if arch.bias:
         bs[L - 2][1:] = 0.0
-    theta_b = deep.pack(Ws, bs if arch.bias else None)
+    theta_b = mlp.pack(Ws, bs if arch.bias else None)
     # (C) descend: minimum-norm output-weight change realizing f(t) = z + t (y − z).
-    _, _, acts = deep.forward_batch(arch, deep.tensors(theta_b)[0][None], deep.tensors(X)[0], keep=True)
+    _, _, acts = mlp.forward_batch(arch, mlp.tensors(theta_b)[0][None], mlp.tensors(X)[0], keep=True)
     H = acts[L - 1][0].T.numpy()
     if arch.bias:
         H = np.column_stack([H, np.ones(N)])
     sv = np.linalg.svd(H, compute_uv=False)
     cond = float(sv[0] / sv[N - 1])
-    z = deep.predict(arch, theta_b, X)
+    z = mlp.predict(arch, theta_b, X)
     delta = np.linalg.lstsq(H, y - z, rcond=None)[0]
     step = np.zeros(arch.n_params)
     step[arch.block(f"W{L}").slice] = delta[: arch.widths[L - 1]]
@@ -102,13 +102,13 @@ def nonincreasing_path(arch: Arch, theta, X, Y, n: int = 41) -> NonincreasingPat
     u = np.linspace(0, 1, n)[:, None]
     path = np.vstack([theta0 + u * (theta_a - theta0), theta_a + u[1:] * (theta_b - theta_a), theta_b + u[1:] * step])
     straight = theta0 + np.linspace(0, 1, len(path))[:, None] * (theta_end - theta0)
-    Xt, yt = deep.tensors(X, y)
+    Xt, yt = mlp.tensors(X, y)
     import torch
 
-    loss_path = deep.loss_batch(arch, torch.as_tensor(path), Xt, yt).numpy()
-    loss_straight = deep.loss_batch(arch, torch.as_tensor(straight), Xt, yt).numpy()
+    loss_path = mlp.loss_batch(arch, torch.as_tensor(path), Xt, yt).numpy()
+    loss_straight = mlp.loss_batch(arch, torch.as_tensor(straight), Xt, yt).numpy()
     targets = z + u * (y - z)
-    outputs = deep.forward_batch(arch, torch.as_tensor(path[-n:]), Xt).numpy()
+    outputs = mlp.forward_batch(arch, torch.as_tensor(path[-n:]), Xt).numpy()
     return NonincreasingPath(
         np.linspace(0, 3, len(path)),
         path,

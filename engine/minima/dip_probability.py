@@ -20,14 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import scipy_integrate, torch
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, run_to_completion
 from engine.core.runtime import configure_torch_threads
 from engine.landscape import hessian
-from engine.minima import deep
 from engine.minima.construction import EIG_TOL_REL
-from engine.minima.deep import Arch
 
 FAMILY_KINDS = ("all", "layer", "neuron", "pair")
 # Default slice grid for the curve check: small |t| so that second order dominates, as in a plot
@@ -175,7 +175,7 @@ def restricted_hessian(
     """VᵀHV from H (given, or formed when the net has at most ``max_full`` parameters), else
     from HVPs with the family's columns only."""
     if H is None and arch.n_params <= max_full:
-        H = deep.hessian(arch, theta, X, Y)
+        H = mlp.hessian(arch, theta, X, Y)
     if H is not None:
         return family.restrict(H)
     if family.dim > MAX_FAMILY_DIM:
@@ -240,16 +240,16 @@ def dip_fractions_job(
     yield Progress(0.0, f"predicted {predicted:.3g}; sampling {n} directions", partial={"predicted": predicted})
     z = np.random.default_rng(seed).standard_normal((n, family.dim))
     quadratic = float((((z @ HF) * z).sum(1) < 0).mean())  # a BLAS product: einsum took 18 s at dim 504
-    L_star = deep.loss(arch, theta, X, Y)
+    L_star = mlp.loss(arch, theta, X, Y)
     margin = 1e-12 * max(1.0, abs(L_star)) if margin is None else margin
     ts_t = torch.as_tensor(np.asarray(ts, float))
-    th, Xt, yt = deep.tensors(theta, X, deep.as_targets(Y))
+    th, Xt, yt = mlp.tensors(theta, X, mlp.as_targets(Y))
     dips, chunk = 0, max(1, CURVE_POINTS // len(ts_t))
     for i0 in range(0, n, chunk):
         d = family.directions(z[i0 : i0 + chunk])
         d = torch.from_numpy(d / np.linalg.norm(d, axis=1, keepdims=True))
         points = th + ts_t[None, :, None] * d[:, None, :]  # (chunk, len(ts), P)
-        losses = deep.loss_batch(arch, points.reshape(-1, arch.n_params), Xt, yt).reshape(len(d), -1)
+        losses = mlp.loss_batch(arch, points.reshape(-1, arch.n_params), Xt, yt).reshape(len(d), -1)
         dips += int((losses.min(1).values < L_star - margin).sum())
         done = min(i0 + chunk, n)
         yield Progress(done / n, f"loss curves: {done}/{n} directions", partial={"curve_dips": dips, "done": done})

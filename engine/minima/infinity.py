@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import scipy_optimize, scipy_special
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 YIELD_EVERY_S = 0.02
 
@@ -31,7 +31,7 @@ def infinity_data(seed: int, n_samples: int = 20):
 def infinity_point(X, Y, width: int = 2):
     """B10 recipe for one hidden layer with biases: incoming weights W (width, n0) and output weights
     v (width,) (output bias 0, Σv = mean y) such that L(b) > L∞ for all large shared biases b."""
-    X, y = np.asarray(X, float), deep.as_targets(Y)
+    X, y = np.asarray(X, float), mlp.as_targets(Y)
     c = y.mean()
     r = c - y
     g = r @ X
@@ -55,8 +55,8 @@ def infinity_point(X, Y, width: int = 2):
 
 
 def shallow_theta(W, b, v, b_out=0.0):
-    """The flat vector (engine.minima.deep layout) of the one-hidden-layer net with biases."""
-    return deep.pack([W, v[None, :]], [b, np.array([b_out])])
+    """The flat vector (engine.core.mlp layout) of the one-hidden-layer net with biases."""
+    return mlp.pack([W, v[None, :]], [b, np.array([b_out])])
 
 
 def shallow_loss(W, b, v, b_out, X, y) -> float:
@@ -82,7 +82,7 @@ class BiasCurve:
 
 
 def loss_vs_bias(X, Y, W, v, bs) -> BiasCurve:
-    X, y = np.asarray(X, float), deep.as_targets(Y)
+    X, y = np.asarray(X, float), mlp.as_targets(Y)
     bs = np.asarray(bs, float)
     L_inf = float(((y.mean() - y) ** 2).sum())
     excess = np.array([_excess(W, np.full(len(v), b), v, 0.0, X, y) for b in bs])
@@ -116,7 +116,7 @@ def gd_from_infinity(
     """Plain GD on all parameters of the one-hidden-layer net from shared bias b0 (analytic numpy
     gradient: ~20x faster than autograd at this size). Yields every ~20 ms of work.
     Near infinity the Hessian in (v, b_out) is ≈ 2N·11ᵀ, so stability needs lr < 1/(N (width + 1))."""
-    X, y = np.asarray(X, float), deep.as_targets(Y)
+    X, y = np.asarray(X, float), mlp.as_targets(Y)
     W, v = np.array(W, float), np.array(v, float)
     b, b_out = np.full(len(v), float(b0)), 0.0
     L_inf = float(((y.mean() - y) ** 2).sum())
@@ -164,7 +164,7 @@ class LowerPoint:
 
 def lbfgs_from_job(X, Y, W, b, v) -> Job[LowerPoint]:
     arch = Arch((X.shape[1], len(v), 1), "sigmoid", True)
-    fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
+    fun = lambda p: mlp.loss_and_grad(arch, p, X, Y)
 
     def run(stop):
         configure_torch_threads()  # one BLAS thread for scipy's L-BFGS too
@@ -178,7 +178,7 @@ def lbfgs_from_job(X, Y, W, b, v) -> Job[LowerPoint]:
         )
 
     res = yield from wait_for(run, "L-BFGS from the recipe's weights")
-    Ws, bs = deep.unpack(arch, res.x)
+    Ws, bs = mlp.unpack(arch, res.x)
     return LowerPoint(Ws[0], bs[0], Ws[1][0], float(bs[1][0]), float(res.fun))
 
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
+from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.landscape import slices as landscape
 from engine.minima import construction as C
-from engine.minima import deep
 from engine.minima.construction import Construction, DegeneratePath, HessianSummary, LambdaProbe, Line
-from engine.minima.deep import Arch
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,9 @@ def teacher_data(widths, n_samples: int, seed: int, scale: float = 4.0, input_sc
     """Samples of a random teacher net: the student of the same widths fits them exactly (loss 0)."""
     rng = np.random.default_rng(seed)
     arch = Arch(tuple(widths), "sigmoid", False)
-    theta = deep.init_params(arch, rng, scale)
+    theta = mlp.init_params(arch, rng, scale)
     X = input_scale * rng.standard_normal((n_samples, widths[0]))
-    return X, deep.predict(arch, theta, X)
+    return X, mlp.predict(arch, theta, X)
 
 
 def data_draw(s: Figure3Settings, k: int):
@@ -306,7 +306,7 @@ class DragSlices:
             key == self.key
             and s.arch == c.arch
             and np.array_equal(s.X, np.asarray(c.X, float))
-            and np.array_equal(s.Y, deep.as_targets(c.Y))
+            and np.array_equal(s.Y, mlp.as_targets(c.Y))
             and np.allclose(s.theta + (lam - s.lam0) * s.e, theta, rtol=0, atol=1e-12 * (1 + np.abs(theta).max()))
         )
 

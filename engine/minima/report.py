@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
+from engine.core.mlp import Arch
 from engine.core.progress import Job, run_to_completion, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.io.netfile import load_network, save_network
 from engine.landscape.hessian import FULL_SPECTRUM_MAX_PARAMS, HessianReport, hessian_report, hessian_report_job
 from engine.minima import construction as C
-from engine.minima import deep
-from engine.minima.deep import Arch
 from engine.minima.verdicts import Verdict
 
 
@@ -151,7 +151,7 @@ def inspect_job(net, file: str = "") -> Job[NetworkReport]:
     """One Hessian report (full or Lanczos) and one B/D pass of a read network."""
     configure_torch_threads()
     arch, theta, X, Y = net.arch, net.params, net.X, net.Y
-    value, g = yield from wait_for(lambda stop: deep.loss_and_grad(arch, theta, X, Y), "loss and gradient")
+    value, g = yield from wait_for(lambda stop: mlp.loss_and_grad(arch, theta, X, Y), "loss and gradient")
     if arch.n_params <= FULL_SPECTRUM_MAX_PARAMS:  # one uninterruptible eigensolve: on a helper thread
         r = yield from wait_for(lambda stop: hessian_report(arch, theta, X, Y), "Hessian")
     else:  # Lanczos and Hutchinson yield between products, so Cancel lands within one

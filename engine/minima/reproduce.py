@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.exports import save_arrays, write_metrics
 from engine.core.progress import Job, Progress, subjob
 from engine.io import netfile as netio
-from engine.minima import deep, figures
+from engine.minima import figures
 from engine.minima.construction import Step
 from engine.minima.descending_path import descending_path_job
 from engine.minima.infinity import infinity_job
@@ -101,7 +102,7 @@ def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     s = deep_settings(quick, seed)
     fig = yield from subjob(figure3_job(s), 0.0, 0.95, partial=lambda _: None)
     c, path, slices = fig.construction, fig.path, {"minimum": fig.slices_min, "saddle": fig.saddle.slices}
-    small_eigs = np.linalg.eigvalsh(deep.hessian(c.small_arch, c.small_params, c.X, c.Y))
+    small_eigs = np.linalg.eigvalsh(mlp.hessian(c.small_arch, c.small_params, c.X, c.Y))
     netio.save_network(out_dir / "small_min.npz", c.small_arch, c.small_params, c.X, c.Y)
     netio.save_network(out_dir / "big_min.npz", c.arch, c.params, c.X, c.Y)
     save_arrays(out_dir, "spectrum.npz", small=small_eigs, big=fig.eigs)

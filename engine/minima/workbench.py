@@ -13,12 +13,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
+from engine.core.mlp import Arch
 from engine.core.progress import Job, wait_for
 from engine.io.netfile import History, NetFile
 from engine.minima import construction as C
-from engine.minima import deep
-from engine.minima.deep import Arch
 
 
 def history_of(c: C.Construction) -> History:
@@ -58,7 +58,7 @@ def construction_of(net: NetFile, base_step: C.Step, neurons: tuple) -> C.Constr
     """A loaded network as a construction. With a history, the splits are restored and every
     intermediate network is re-verified (one Hessian each); the file's weights stay the final ones.
     ``base_step``/``neurons``: the loaded network's own inspection (used when there is no history)."""
-    X, Y = deep.check_data(net.arch, net.X, net.Y)  # Y as 1-D targets, like a built construction's
+    X, Y = mlp.check_data(net.arch, net.X, net.Y)  # Y as 1-D targets, like a built construction's
     if net.history is None or not net.history.splits:
         base_arch = (
             net.arch if net.history is None else Arch(net.history.base_widths, net.arch.activation, net.arch.bias)

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.minima.deep import ACTIVATIONS
+from engine.core.mlp import ACTIVATIONS
 from engine.minima.verdicts import Verdict
 
 SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
@@ -248,7 +248,7 @@ class TorchFileDialog(QDialog):
         self.setWindowTitle("Load a PyTorch network")
         self._exported = path.lower().endswith(".pt2")
         self.activation = QComboBox()
-        for name in ACTIVATIONS:  # what engine.minima.deep computes
+        for name in ACTIVATIONS:  # what engine.core.mlp computes
             self.activation.addItem(name, name)
         if hand_over_relu:  # paper B's constructions need a smooth σ; a ReLU net is paper A's
             self.activation.addItem("ReLU (opens on the topology tab)", "relu")

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.minima import construction as C
-from engine.minima import deep
 from engine.minima.pipeline import teacher_data
 from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Verdict
 
@@ -19,13 +19,13 @@ def second_difference(f, h=1e-4):
 
 def test_B_and_D_match_finite_differences_in_B4_coordinates():
     rng = np.random.default_rng(1)
-    arch = deep.Arch((2, 3, 2, 1), "tanh", True)
+    arch = mlp.Arch((2, 3, 2, 1), "tanh", True)
     X, Y = rng.normal(size=(7, 2)), rng.normal(size=7)
-    theta = deep.init_params(arch, rng, 1.5)
+    theta = mlp.init_params(arch, rng, 1.5)
     bd = {(n.layer, n.neuron): n for n in C.neuron_bd(arch, theta, X, Y)}
     lam, r = 0.3, 1
     big, t2 = C.embed(arch, theta, 1, r, lam)
-    L = lambda p: deep.loss(big, p, X, Y)
+    L = lambda p: mlp.loss(big, p, X, Y)
 
     def pair_direction(e):  # ε_d = e, ε̄ = 0
         d = np.zeros(big.n_params)
@@ -52,15 +52,15 @@ def test_B_and_D_match_finite_differences_in_B4_coordinates():
 
 def test_embedding_preserves_function_and_rejects_bad_splits():
     rng = np.random.default_rng(2)
-    arch = deep.Arch((2, 3, 2, 1), "sigmoid", True)
+    arch = mlp.Arch((2, 3, 2, 1), "sigmoid", True)
     theta = rng.normal(size=arch.n_params)
     X = rng.normal(size=(11, 2))
     for layer, lam in ((1, 0.3), (2, 2.5), (2, -1.0)):
         big, t2 = C.embed(arch, theta, layer, 1, lam)
         assert big.widths[layer] == arch.widths[layer] + 1
-        assert np.abs(deep.predict(big, t2, X) - deep.predict(arch, theta, X)).max() < 1e-12
+        assert np.abs(mlp.predict(big, t2, X) - mlp.predict(arch, theta, X)).max() < 1e-12
     with pytest.raises(EngineInputError, match="no hidden layer"):
-        C.embed(deep.Arch((2, 1)), np.zeros(2), 1, 0, 0.5)
+        C.embed(mlp.Arch((2, 1)), np.zeros(2), 1, 0, 0.5)
     with pytest.raises(EngineInputError, match="not a hidden layer"):
         C.embed(arch, theta, 3, 0, 0.5)
     with pytest.raises(EngineInputError, match="no hidden layer"):
@@ -82,12 +82,12 @@ def test_constructed_minimum_is_psd_and_turns_saddle_outside_I(built):
     # fractions are in [0, 1], or NaN (unknown) while a Hessian or an L-BFGS run is under way
     assert updates and all(0 <= u.fraction <= 1 or u.fraction != u.fraction for u in updates)
     assert c.arch.widths == (2, 4, 4, 1) and len(c.steps) == 7 and len(c.restarts) >= 1
-    small_eigs = np.linalg.eigvalsh(deep.hessian(c.small_arch, c.small_params, c.X, c.Y))
+    small_eigs = np.linalg.eigvalsh(mlp.hessian(c.small_arch, c.small_params, c.X, c.Y))
     assert small_eigs.min() > 0 and c.steps[0].grad_norm < 1e-8
     # same loss, critical, PSD Hessian with a kernel (the degenerate directions)
     assert abs(c.steps[-1].loss - c.steps[0].loss) < 1e-12
     assert c.steps[-1].grad_norm < 1e-8
-    eigs = np.linalg.eigvalsh(deep.hessian(c.arch, c.params, c.X, c.Y))
+    eigs = np.linalg.eigvalsh(mlp.hessian(c.arch, c.params, c.X, c.Y))
     assert eigs.min() > -1e-10 and (np.abs(eigs) < 1e-9).sum() > 0
     v = c.verification
     assert v.verdict is Verdict.NON_ATTRACTING and v.unmet == ()
@@ -99,7 +99,7 @@ def test_constructed_minimum_is_psd_and_turns_saddle_outside_I(built):
     for lam, saddle in ((0.9, False), (1.0, False), (1.3, True), (-0.5, True)):
         probe = C.move_last_lambda(c, lam)
         assert abs(probe.loss - c.steps[-1].loss) < 1e-12
-        independent_min = np.linalg.eigvalsh(deep.hessian(c.arch, probe.params, c.X, c.Y)).min()
+        independent_min = np.linalg.eigvalsh(mlp.hessian(c.arch, probe.params, c.X, c.Y)).min()
         assert (independent_min < -1e-7) == saddle
         assert (probe.verdict is Verdict.SADDLE) == saddle
         assert v.interval.contains(lam) == (not saddle) or lam == 1.0  # λ = 1: on I's boundary
@@ -114,7 +114,7 @@ def test_descent_direction_lowers_loss_as_B6_predicts(built):
     curve = C.descent_curve(c, probe, ts)
     assert all(value < probe.loss for value in curve.loss)
     d = curve.direction
-    H = deep.hessian(c.arch, probe.params, c.X, c.Y)
+    H = mlp.hessian(c.arch, probe.params, c.X, c.Y)
     # the change is quadratic in t to leading order: ½ dᵀHd t² (higher orders ~1% at t = 0.01)
     assert (curve.loss[1] - probe.loss) / (0.5 * d @ H @ d * 1e-4) == pytest.approx(1, abs=0.03)
     # B4 with ε_d = e (B's top eigenvector), normalised: ‖d_raw‖² = (1−λ)² + λ²
@@ -125,7 +125,7 @@ def test_descent_direction_lowers_loss_as_B6_predicts(built):
 def test_search_reports_rejected_restarts():
     X, Y = teacher_data((2, 5, 5, 1), 20, seed=1)
     with pytest.raises(EngineInputError, match="restarts"):
-        run_to_completion(C.search_minimum_job(deep.Arch((2, 1, 1, 1)), X, Y, [1, 2], seed=0, max_restarts=2))
+        run_to_completion(C.search_minimum_job(mlp.Arch((2, 1, 1, 1)), X, Y, [1, 2], seed=0, max_restarts=2))
 
 
 def test_degenerate_direction_moves_lambda_and_keeps_the_loss(built):
@@ -158,7 +158,7 @@ def test_any_split_can_be_moved_and_the_path_carries_verdicts(built):
 
 def test_hessian_spectrum_and_step_of_agree_with_finite_differences(built):
     """The spectrum against the eigenvalues of a Hessian from second differences of a numpy loss
-    (no torch.func, no deep.hessian); the summary's counts against counts on that spectrum, whose
+    (no torch.func, no mlp.hessian); the summary's counts against counts on that spectrum, whose
     zero block (the splits' flat directions) and next eigenvalue lie farther from the zero tolerance
     than the differences' own error; step_of's loss and gradient against the same numpy loss.
 
@@ -210,7 +210,7 @@ def test_descent_line_and_plane_need_no_hessian(built, monkeypatch):
     def no_hessian(*args, **kwargs):
         raise AssertionError("a full Hessian was computed")
 
-    monkeypatch.setattr(deep, "hessian", no_hessian)
+    monkeypatch.setattr(mlp, "hessian", no_hessian)
     assert C.descent_curve(c, probe, [0.2]).loss == pytest.approx(expected.loss, abs=0)
     plane = run_to_completion(figure3.plane_job(c, probe, 5, 0.5))
     assert plane.losses[2, 2] == pytest.approx(probe.loss, rel=1e-12)

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import scipy.optimize
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.runtime import configure_torch_threads
-from engine.minima import deep
 from engine.minima import dip_probability as DP
 
 
@@ -61,7 +61,7 @@ def test_semidefinite_and_rounding_level_eigenvalues():
 
 
 def test_family_indices():
-    arch = deep.Arch((2, 3, 2, 1), "tanh", True)  # W1 0:6 b1 6:9 W2 9:15 b2 15:17 W3 17:19 b3 19
+    arch = mlp.Arch((2, 3, 2, 1), "tanh", True)  # W1 0:6 b1 6:9 W2 9:15 b2 15:17 W3 17:19 b3 19
     assert DP.family_indices(arch, "all").tolist() == list(range(20))
     assert DP.family_indices(arch, "layer", layer=2).tolist() == list(range(9, 17))
     assert DP.family_indices(arch, "neuron", layer=1, neuron=2).tolist() == [4, 5, 8]
@@ -77,22 +77,22 @@ def test_family_indices():
 
 
 def _critical_point(arch, X, Y, theta):
-    fun = lambda p: deep.loss_and_grad(arch, p, X, Y)
+    fun = lambda p: mlp.loss_and_grad(arch, p, X, Y)
     theta = scipy.optimize.minimize(
         fun, theta, jac=True, method="L-BFGS-B", options=dict(maxiter=5000, gtol=1e-10, ftol=1e-16)
     ).x
     for _ in range(6):  # Newton polish to a gradient at rounding level
-        theta = theta - np.linalg.lstsq(deep.hessian(arch, theta, X, Y), fun(theta)[1], rcond=None)[0]
+        theta = theta - np.linalg.lstsq(mlp.hessian(arch, theta, X, Y), fun(theta)[1], rcond=None)[0]
     return theta
 
 
 def _split_first_neuron(arch, theta, lam):
     """γ^0_λ on a one-hidden-layer net (docs/MATH.md B2), written out here to stay independent of construction."""
-    (W1, W2), _ = deep.unpack(arch, theta)
+    (W1, W2), _ = mlp.unpack(arch, theta)
     W1 = np.vstack([W1, W1[0]])
     W2 = np.hstack([W2, lam * W2[:, :1]])
     W2[:, 0] *= 1 - lam
-    return deep.Arch((arch.widths[0], arch.widths[1] + 1, 1), arch.activation), deep.pack([W1, W2])
+    return mlp.Arch((arch.widths[0], arch.widths[1] + 1, 1), arch.activation), mlp.pack([W1, W2])
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +101,8 @@ def minimum_and_saddle():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(20, 2))
     Y = np.tanh(X @ [1.0, -2.0]) + 0.5 * np.sin(3 * X[:, 0])
-    small = deep.Arch((2, 2, 1), "sigmoid")
-    theta = _critical_point(small, X, Y, deep.init_params(small, np.random.default_rng(3)))
+    small = mlp.Arch((2, 2, 1), "sigmoid")
+    theta = _critical_point(small, X, Y, mlp.init_params(small, np.random.default_rng(3)))
     big, saddle = _split_first_neuron(small, theta, 0.5)
     return X, Y, (small, theta), (big, saddle)
 
@@ -112,8 +112,8 @@ TS = (-0.05, -0.02, 0.02, 0.05)
 
 def test_predicted_matches_observed_at_a_saddle(minimum_and_saddle):
     X, Y, _, (arch, theta) = minimum_and_saddle
-    assert np.linalg.norm(deep.loss_and_grad(arch, theta, X, Y)[1]) < 1e-12
-    H = deep.hessian(arch, theta, X, Y)
+    assert np.linalg.norm(mlp.loss_and_grad(arch, theta, X, Y)[1]) < 1e-12
+    H = mlp.hessian(arch, theta, X, Y)
     eigs = np.linalg.eigvalsh(H)
     assert eigs[0] < -1e-3 * eigs[-1]  # a saddle: one clearly negative eigenvalue
     seen = {}
@@ -135,7 +135,7 @@ def test_predicted_matches_observed_at_a_saddle(minimum_and_saddle):
 
 def test_predicted_and_observed_zero_at_a_strict_minimum(minimum_and_saddle):
     X, Y, (arch, theta), _ = minimum_and_saddle
-    H = deep.hessian(arch, theta, X, Y)
+    H = mlp.hessian(arch, theta, X, Y)
     assert np.linalg.eigvalsh(H)[0] > 1e-3
     for family in (DP.index_family(arch, "all"), DP.index_family(arch, "neuron", layer=1, neuron=1)):
         r = DP.dip_fractions(arch, theta, X, Y, family, n=2_000, ts=TS, H=H)
@@ -144,7 +144,7 @@ def test_predicted_and_observed_zero_at_a_strict_minimum(minimum_and_saddle):
 
 def test_restricted_hessian_from_hvps_equals_block_of_formed_hessian(minimum_and_saddle):
     X, Y, _, (arch, theta) = minimum_and_saddle
-    H = deep.hessian(arch, theta, X, Y)
+    H = mlp.hessian(arch, theta, X, Y)
     family = DP.index_family(arch, "pair", layer=1, pair=(0, 2))
     V = np.linalg.qr(np.random.default_rng(2).normal(size=(arch.n_params, 3)))[0]
     basis = DP.Family("random 3-D span", arch.n_params, basis=V)
@@ -156,8 +156,8 @@ def test_restricted_hessian_from_hvps_equals_block_of_formed_hessian(minimum_and
 def test_family_directions_stay_in_their_family_and_have_unit_norm():
     from engine.minima.dip_probability import family_directions, family_indices, slice_family
 
-    arch = deep.Arch((2, 3, 2, 1), "sigmoid", True)
-    theta = deep.init_params(arch, np.random.default_rng(0), 1.0)
+    arch = mlp.Arch((2, 3, 2, 1), "sigmoid", True)
+    theta = mlp.init_params(arch, np.random.default_rng(0), 1.0)
     X, Y = np.random.default_rng(1).normal(size=(6, 2)), np.random.default_rng(2).normal(size=6)
     for kind, where in (("layer", {"layer": 2}), ("neuron", {"layer": 1, "neuron": 2}), ("pair", {"pair": (1, 0, 2)})):
         fam = slice_family(arch, theta, X, Y, kind, **where)

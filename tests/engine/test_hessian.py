@@ -7,19 +7,19 @@ import numpy as np
 import pytest
 import torch
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import Progress
 from engine.landscape import hessian
-from engine.minima import deep
 
 
 @pytest.fixture(scope="module")
 def net():
     rng = np.random.default_rng(3)
-    arch = deep.Arch((3, 7, 5, 1), "tanh", True)  # 70 parameters: small enough to form H
-    theta = deep.init_params(arch, rng, 1.5)
+    arch = mlp.Arch((3, 7, 5, 1), "tanh", True)  # 70 parameters: small enough to form H
+    theta = mlp.init_params(arch, rng, 1.5)
     X, Y = rng.normal(size=(12, 3)), rng.normal(size=12)
-    H = deep.hessian(arch, theta, X, Y)
+    H = mlp.hessian(arch, theta, X, Y)
     return arch, theta, X, Y, H, np.linalg.eigh(H)
 
 
@@ -114,6 +114,6 @@ def test_report_job_can_be_cancelled_during_lanczos(net, monkeypatch):
 
 
 def test_bad_k():
-    arch = deep.Arch((2, 1))
+    arch = mlp.Arch((2, 1))
     with pytest.raises(EngineInputError, match="k = 0"):
         hessian.hessian_report(arch, np.zeros(2), np.zeros((3, 2)), np.zeros(3), k=0)

@@ -4,16 +4,17 @@ import numpy as np
 import pytest
 import torch
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import slices as landscape
-from engine.minima import construction, deep
+from engine.minima import construction
 from engine.minima.pipeline import teacher_data
 
 from ..references import numpy_loss
 
 rng = np.random.default_rng(0)
-ARCH = deep.Arch((2, 5, 4, 1), "sigmoid", True)
+ARCH = mlp.Arch((2, 5, 4, 1), "sigmoid", True)
 THETA = rng.normal(size=ARCH.n_params)
 X, Y = rng.normal(size=(8, 2)), rng.normal(size=8)
 
@@ -28,7 +29,7 @@ def test_batched_slices_equal_per_point(threads):
     d = landscape.random_directions(ARCH, THETA, 7, seed=0)
     ref = np.array([landscape.losses_per_point(ARCH, THETA + np.outer(s.t, dk), X, Y) for dk in d])
     assert np.allclose(s.curves, ref, rtol=1e-13, atol=0)
-    assert s.L_star == pytest.approx(deep.loss(ARCH, THETA, X, Y), rel=1e-15)
+    assert s.L_star == pytest.approx(mlp.loss(ARCH, THETA, X, Y), rel=1e-15)
     assert np.allclose(s.envelope, ref.min(0), rtol=1e-13, atol=0)
     assert s.envelope_gap == pytest.approx(np.delete(ref.min(0), 4).min() - s.L_star)
 
@@ -51,7 +52,7 @@ def test_neuron_normalization_and_plane():
 def test_envelope_stays_above_minimum_of_a_convex_problem():
     # one hidden layer with fixed features is least squares in the output weights; at its
     # minimum along output-only directions every curve rises
-    arch = deep.Arch((1, 3, 1))
+    arch = mlp.Arch((1, 3, 1))
     theta = rng.normal(size=arch.n_params)
     Xs, Ys = rng.normal(size=(10, 1)), rng.normal(size=10)
     H = 1 / (1 + np.exp(-(Xs @ theta[:3].reshape(3, 1).T)))
@@ -92,10 +93,10 @@ def test_loss_rounding_bounds_the_float32_error():
             q = np.random.default_rng([seed, k])
             th = theta * (1 + q.uniform(-eps32, eps32, theta.shape))
             Xk = X * (1 + q.uniform(-eps32, eps32, X.shape))
-            L32 = float(deep.loss_batch(ARCH, *deep.tensors(th[None], Xk, Y, dtype=torch.float32)))
-            worst = max(worst, abs(L32 - deep.loss(ARCH, th, Xk, Y)))
+            L32 = float(mlp.loss_batch(ARCH, *mlp.tensors(th[None], Xk, Y, dtype=torch.float32)))
+            worst = max(worst, abs(L32 - mlp.loss(ARCH, th, Xk, Y)))
         assert worst <= bound <= 60 * worst, (seed, bound / worst)
-        assert landscape.loss_rounding(ARCH, theta, X, Y, "float64") < 1e-12 * deep.loss(ARCH, theta, X, Y)
+        assert landscape.loss_rounding(ARCH, theta, X, Y, "float64") < 1e-12 * mlp.loss(ARCH, theta, X, Y)
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +115,7 @@ def test_float32_and_float64_give_the_same_verdict(minimum_and_saddle, where):
     c, saddle = minimum_and_saddle
     theta = c.params if where == "minimum" else saddle
     d = landscape.random_directions(c.arch, theta, 300, seed=1)
-    d[0] = np.linalg.eigh(deep.hessian(c.arch, theta, c.X, c.Y))[1][:, 0]  # sees the negative eigenvalue, if any
+    d[0] = np.linalg.eigh(mlp.hessian(c.arch, theta, c.X, c.Y))[1][:, 0]  # sees the negative eigenvalue, if any
     verdicts = []
     for dtype in ("float64", "float32"):
         s = run_to_completion(landscape.slices_job(c.arch, theta, c.X, c.Y, P=41, directions=d, dtype=dtype))

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.io import netfile as netio
-from engine.minima import deep
 
 
 @pytest.fixture
 def saved(tmp_path):
     rng = np.random.default_rng(0)
-    arch = deep.Arch((2, 3, 1), "tanh", True)
+    arch = mlp.Arch((2, 3, 1), "tanh", True)
     theta = rng.normal(size=arch.n_params)
     X, Y = rng.normal(size=(5, 2)), rng.normal(size=(5, 1))
     path = netio.save_network(tmp_path / "net.npz", arch, theta, X, Y, descent_direction=np.ones(arch.n_params))
@@ -72,8 +72,8 @@ def test_not_a_zip_and_truncated(saved, tmp_path):
 
 def test_history_round_trip(tmp_path):
     rng = np.random.default_rng(4)
-    arch = deep.Arch((2, 3, 2, 1), "sigmoid", False)  # 2—1—1—1 split twice in layer 1, once in layer 2
-    base = deep.Arch((2, 1, 1, 1), "sigmoid", False)
+    arch = mlp.Arch((2, 3, 2, 1), "sigmoid", False)  # 2—1—1—1 split twice in layer 1, once in layer 2
+    base = mlp.Arch((2, 1, 1, 1), "sigmoid", False)
     history = netio.History(
         base.widths, rng.normal(size=base.n_params), ((1, 0, 0.25, 1), (1, 1, -1.5, 2), (2, 0, 2.0, 1))
     )
@@ -99,7 +99,7 @@ def test_history_round_trip(tmp_path):
 )
 def test_inconsistent_history_is_refused(tmp_path, splits, message):
     rng = np.random.default_rng(5)
-    arch = deep.Arch((2, 3, 1, 1), "sigmoid")
+    arch = mlp.Arch((2, 3, 1, 1), "sigmoid")
     history = netio.History((2, 1, 1, 1), np.zeros(4), splits)
     with pytest.raises(EngineInputError, match=message):  # refused when saving …
         netio.save_network(
@@ -237,4 +237,4 @@ def test_data_loaders_refuse_complex_and_timedelta_instead_of_casting(tmp_path):
 def test_crafted_but_valid_npz_loads(tmp_path):
     """The hand-written archive is a valid network: the refusals above are for the bad member."""
     net = netio.load_network(crafted_npz(tmp_path / "ok.npz"))
-    assert net.arch == deep.Arch((2, 3, 1), "sigmoid", False)
+    assert net.arch == mlp.Arch((2, 3, 1), "sigmoid", False)

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
+from engine.core import mlp
 from engine.core.progress import run_to_completion
 from engine.experiments import run_experiment
 from engine.io import netfile as netio
-from engine.minima import deep
 from engine.minima import infinity as INF
 from engine.minima.report import inspect_network_file
 
@@ -69,7 +69,7 @@ def test_deep_writes_its_files_and_numbers(out):
     # The saved direction descends: at the step where metrics' descent curve is lowest (0.5 suited the
     # flat λ = 0.5 instance only; with λ = 0.99 the dip is deeper and narrower).
     t_low = m["descent"]["t"][int(np.argmin(m["descent"]["loss"]))]
-    assert deep.loss(saddle.arch, saddle.params + t_low * direction, saddle.X, saddle.Y) < m["saddle"]["loss"]
+    assert mlp.loss(saddle.arch, saddle.params + t_low * direction, saddle.X, saddle.Y) < m["saddle"]["loss"]
     report = inspect_network_file(d / "small_min.npz")
     assert report["critical_point"] == "strict minimum" and report["gamma_construction"]["possible"]
     json.dumps(report)
@@ -149,9 +149,9 @@ def test_infinity_loss_is_above_the_limit_and_accurate(out):
     X, Y = rng.normal(size=(12, 1)), rng.normal(size=12)
     W, v = INF.infinity_point(X, Y, 3)
     curve = INF.loss_vs_bias(X, Y, W, v, [1.0, 3.0])
-    arch = deep.Arch((1, 3, 1), "sigmoid", True)
+    arch = mlp.Arch((1, 3, 1), "sigmoid", True)
     for b, excess in zip(curve.b, curve.loss_minus_Linf):
-        direct = deep.loss(arch, deep.pack([W, v[None]], [np.full(3, b), np.zeros(1)]), X, Y) - curve.L_inf
+        direct = mlp.loss(arch, mlp.pack([W, v[None]], [np.full(3, b), np.zeros(1)]), X, Y) - curve.L_inf
         assert excess == pytest.approx(direct, rel=1e-8)
 
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch import nn
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.io import pt2 as pt2io
-from engine.minima import deep
 
 from ..files import pickled_pt2
 
@@ -34,10 +34,10 @@ def test_exported_sequential_gives_the_models_loss(tmp_path, data, dtype, activa
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(3, 5), module(), nn.Linear(5, 4), module(), nn.Linear(4, 1)).to(dtype)
     net = pt2io.load_exported_network(export(model, tmp_path / "m.pt2", 3), data_path)
-    assert net.arch == deep.Arch((3, 5, 4, 1), activation, True)
+    assert net.arch == mlp.Arch((3, 5, 4, 1), activation, True)
     model = model.double()  # the same weights, widened exactly; the loss in float64 on both sides
     want = float(((model(torch.from_numpy(X)) - torch.from_numpy(Y)) ** 2).sum())
-    assert deep.loss(net.arch, net.params, net.X, net.Y) == pytest.approx(want, rel=1e-12)
+    assert mlp.loss(net.arch, net.params, net.X, net.Y) == pytest.approx(want, rel=1e-12)
 
 
 def test_unsupported_activation_and_missing_activation(tmp_path, data):

@@ -3,22 +3,22 @@
 import numpy as np
 import pytest
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import density
-from engine.minima import deep
 from tests.engine import toolkit_numpy as ref
 from tests.references import finite_difference_hessian
 
-ARCH = deep.landscape_arch((3, 5, 4, 2), "tanh", True)  # 46 parameters
+ARCH = mlp.landscape_arch((3, 5, 4, 2), "tanh", True)  # 46 parameters
 
 
 @pytest.fixture(scope="module")
 def problem():
     rng = np.random.default_rng(0)
-    theta = deep.init_params(ARCH, rng, 1.5)
+    theta = mlp.init_params(ARCH, rng, 1.5)
     X, Y = rng.normal(size=(14, 3)), rng.normal(size=(14, 2))
-    H = deep.hessian(ARCH, theta, X, Y)
+    H = mlp.hessian(ARCH, theta, X, Y)
     return theta, X, Y, H, np.linalg.eigvalsh(H)
 
 
@@ -66,7 +66,7 @@ def test_full_krylov_space_recovers_the_spectrum_and_its_statistics(problem):
 def test_density_for_cross_entropy_and_bad_requests(problem):
     theta, X, _, _, _ = problem
     labels = np.arange(14) % 2
-    H = deep.hessian(ARCH, theta, X, labels, "cross-entropy")
+    H = mlp.hessian(ARCH, theta, X, labels, "cross-entropy")
     r = run_to_completion(
         density.density_job(ARCH, theta, X, labels, probes=3, steps=ARCH.n_params, kind="cross-entropy")
     )

@@ -5,18 +5,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import directions as D
 from engine.landscape import slices
-from engine.minima import deep
 from tests.engine import toolkit_numpy as ref
 
-ARCH = deep.landscape_arch((4, 6, 5, 3), "tanh", True)
+ARCH = mlp.landscape_arch((4, 6, 5, 3), "tanh", True)
 
 
 def theta_of(arch, seed=0):
-    return deep.init_params(arch, np.random.default_rng(seed), 1.3) + 0.1 * np.random.default_rng(seed + 1).normal(
+    return mlp.init_params(arch, np.random.default_rng(seed), 1.3) + 0.1 * np.random.default_rng(seed + 1).normal(
         size=arch.n_params
     )
 
@@ -63,7 +63,7 @@ def test_seeded_and_reproducible():
 
 
 def test_slices_run_along_filter_normalised_directions():
-    arch = deep.Arch((2, 4, 1), "sigmoid", False)
+    arch = mlp.Arch((2, 4, 1), "sigmoid", False)
     theta = theta_of(arch)
     X, Y = np.random.default_rng(0).normal(size=(6, 2)), np.random.default_rng(1).normal(size=6)
     d = D.directions(arch, theta, 4, seed=2, normalization="filter")
@@ -80,7 +80,7 @@ def test_slices_run_along_filter_normalised_directions():
     seed=st.integers(0, 2**31),
 )
 def test_filter_norms_match_for_any_shape(widths, bias, seed):
-    arch = deep.landscape_arch(tuple(widths), "relu", bias)
+    arch = mlp.landscape_arch(tuple(widths), "relu", bias)
     theta = np.random.default_rng(seed).normal(size=arch.n_params)
     d = D.directions(arch, theta, 1, seed=seed, normalization="filter")[0]
     for (W, _), (Wd, _) in zip(ref.layers(theta, arch.widths, bias), ref.layers(d, arch.widths, bias)):

@@ -5,11 +5,11 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import plane, slices, vtk
 from engine.landscape.losses import paper_b_hypotheses
-from engine.minima import deep
 from tests.engine import toolkit_numpy as ref
 
 CASES = [
@@ -30,8 +30,8 @@ def data(arch, kind, n=9, seed=0):
 
 @pytest.mark.parametrize("widths, act, bias, kind", CASES)
 def test_plane_losses_match_numpy_at_every_grid_point(widths, act, bias, kind):
-    arch = deep.landscape_arch(widths, act, bias)
-    theta = deep.init_params(arch, np.random.default_rng(1), 1.5)
+    arch = mlp.landscape_arch(widths, act, bias)
+    theta = mlp.init_params(arch, np.random.default_rng(1), 1.5)
     X, Y = data(arch, kind)
     r = run_to_completion(plane.plane_job(arch, theta, X, Y, n=7, extent=0.8, kind=kind, seed=4))
     expect = np.array(
@@ -44,8 +44,8 @@ def test_plane_losses_match_numpy_at_every_grid_point(widths, act, bias, kind):
 
 
 def test_float32_plane_is_close_and_matches_the_paper_b_plane():
-    arch = deep.Arch((2, 4, 3, 1), "sigmoid", True)
-    theta = deep.init_params(arch, np.random.default_rng(2), 2.0)
+    arch = mlp.Arch((2, 4, 3, 1), "sigmoid", True)
+    theta = mlp.init_params(arch, np.random.default_rng(2), 2.0)
     X, Y = data(arch, "sum", 12)
     r64 = run_to_completion(plane.plane_job(arch, theta, X, Y, n=9, normalization="random", seed=1))
     old = run_to_completion(slices.plane_job(arch, theta, X, Y[:, 0], r64.d1, r64.d2, n=9))
@@ -56,10 +56,10 @@ def test_float32_plane_is_close_and_matches_the_paper_b_plane():
 
 @pytest.mark.parametrize("widths, act, bias, kind", CASES)
 def test_loss_kinds_and_gradients(widths, act, bias, kind):
-    arch = deep.landscape_arch(widths, act, bias)
-    theta = deep.init_params(arch, np.random.default_rng(3), 1.0)
+    arch = mlp.landscape_arch(widths, act, bias)
+    theta = mlp.init_params(arch, np.random.default_rng(3), 1.0)
     X, Y = data(arch, kind)
-    value, g = deep.loss_and_grad(arch, theta, X, Y, kind)
+    value, g = mlp.loss_and_grad(arch, theta, X, Y, kind)
     assert value == pytest.approx(ref.loss(theta, widths, bias, act, X, Y, kind), rel=1e-12)
     h = 1e-6
     for i in np.random.default_rng(0).choice(arch.n_params, 6, replace=False):
@@ -72,24 +72,24 @@ def test_loss_kinds_and_gradients(widths, act, bias, kind):
 
 
 def test_mean_is_sum_over_n_and_sum_is_unchanged_for_one_output():
-    arch = deep.Arch((2, 3, 1), "tanh", False)
-    theta = deep.init_params(arch, np.random.default_rng(4), 1.0)
+    arch = mlp.Arch((2, 3, 1), "tanh", False)
+    theta = mlp.init_params(arch, np.random.default_rng(4), 1.0)
     X, Y = data(arch, "sum", 10)
-    s = deep.loss(arch, theta, X, Y)
-    assert deep.loss(arch, theta, X, Y, "mean") == pytest.approx(s / 10, rel=1e-14)
+    s = mlp.loss(arch, theta, X, Y)
+    assert mlp.loss(arch, theta, X, Y, "mean") == pytest.approx(s / 10, rel=1e-14)
     F = ref.outputs(theta, arch.widths, False, "tanh", X)
     assert s == pytest.approx(((F - Y) ** 2).sum(), rel=1e-13)
 
 
 def test_bad_losses_and_grids():
-    arch = deep.Arch((2, 3, 1), "tanh", False)
+    arch = mlp.Arch((2, 3, 1), "tanh", False)
     theta = np.zeros(arch.n_params)
     X, Y = data(arch, "sum")
     with pytest.raises(EngineInputError, match="e ≥ 2"):
-        deep.loss(arch, theta, X, Y, "cross-entropy")
-    wide = deep.landscape_arch((2, 3, 3), "tanh", False)
+        mlp.loss(arch, theta, X, Y, "cross-entropy")
+    wide = mlp.landscape_arch((2, 3, 3), "tanh", False)
     with pytest.raises(EngineInputError, match="integer class labels"):
-        deep.loss(wide, np.zeros(wide.n_params), X, np.full(len(X), 0.5), "cross-entropy")
+        mlp.loss(wide, np.zeros(wide.n_params), X, np.full(len(X), 0.5), "cross-entropy")
     with pytest.raises(EngineInputError, match="plane size"):
         run_to_completion(plane.plane_job(arch, theta, X, Y, n=1))
     with pytest.raises(EngineInputError, match="unknown loss"):
@@ -100,7 +100,7 @@ def test_paper_b_verdicts_say_when_their_hypotheses_are_unmet():
     assert paper_b_hypotheses("sum").met and paper_b_hypotheses("mean").met
     ce = paper_b_hypotheses("cross-entropy")
     assert not ce.met and "unmet" in ce.note
-    assert not paper_b_hypotheses("sum", deep.landscape_arch((2, 3, 4), "relu")).met
+    assert not paper_b_hypotheses("sum", mlp.landscape_arch((2, 3, 4), "relu")).met
 
 
 def test_vts_parses_back_to_the_plane(tmp_path):

@@ -4,18 +4,18 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import interpolation, trajectory_pca
-from engine.minima import deep
 from tests.engine import toolkit_numpy as ref
 
-ARCH = deep.landscape_arch((2, 5, 3), "tanh", True)
+ARCH = mlp.landscape_arch((2, 5, 3), "tanh", True)
 
 
 def setup(seed=0, n=15):
     rng = np.random.default_rng(seed)
-    theta = deep.init_params(ARCH, rng, 1.5)
+    theta = mlp.init_params(ARCH, rng, 1.5)
     return theta, rng.normal(size=(n, 2)), rng.integers(0, 3, n)
 
 
@@ -65,8 +65,8 @@ def test_bad_training_requests():
     with pytest.raises(EngineInputError, match="optimizer"):
         run_to_completion(trajectory_pca.train_job(ARCH, theta, X, Y, 3, "lbfgs"))
     with pytest.raises(EngineInputError, match="diverged"):
-        one = deep.Arch((2, 5, 1), "tanh", True)
-        start = deep.init_params(one, np.random.default_rng(0))
+        one = mlp.Arch((2, 5, 1), "tanh", True)
+        start = mlp.init_params(one, np.random.default_rng(0))
         run_to_completion(trajectory_pca.train_job(one, start, X, Y.astype(float), 200, "gd", lr=1e8))
 
 

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import torch
 
+from engine.core import mlp
 from engine.landscape import density, interpolation, plane, trajectory_pca
-from engine.minima import deep
 
 from .job_timing import largest_work_between_yields
 
 BOUND_S = 0.2
-ARCH = deep.landscape_arch((100, 64, 64, 10), "relu", True)
+ARCH = mlp.landscape_arch((100, 64, 64, 10), "relu", True)
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def net():
     # it at start-up (engine.core.runtime.import_lazy_torch_modules), so the test does too
     torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
     rng = np.random.default_rng(0)
-    theta = deep.init_params(ARCH, rng, 1.4)
+    theta = mlp.init_params(ARCH, rng, 1.4)
     return theta, rng.normal(size=(500, 100)), rng.integers(0, 10, 500)
 
 

@@ -7,14 +7,14 @@ import pytest
 import torch
 from torch import nn
 
+from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.io import netfile as netio
 from engine.io import torch_state as torchio
-from engine.minima import deep
 
 
 @pytest.fixture
-def mlp(tmp_path):
+def saved_mlp(tmp_path):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 5), nn.Sigmoid(), nn.Linear(5, 4), nn.Sigmoid(), nn.Linear(4, 1)).double()
     rng = np.random.default_rng(0)
@@ -28,13 +28,13 @@ def model_loss(model, X, Y):
     return ((model(torch.from_numpy(X)) - torch.from_numpy(Y)) ** 2).sum()
 
 
-def test_state_dict_gives_the_models_loss_gradient_and_hessian(mlp):
-    model, X, Y, d = mlp
+def test_state_dict_gives_the_models_loss_gradient_and_hessian(saved_mlp):
+    model, X, Y, d = saved_mlp
     net = torchio.load_state_dict_network(d / "model.pt", "sigmoid", d / "data.npz")
-    assert net.arch == deep.Arch((3, 5, 4, 1), "sigmoid", True)
+    assert net.arch == mlp.Arch((3, 5, 4, 1), "sigmoid", True)
     # the loss of the torch model itself, computed by torch's own modules
-    assert deep.loss(net.arch, net.params, net.X, net.Y) == pytest.approx(float(model_loss(model, X, Y)), rel=1e-12)
-    # flat layout W1, b1, W2, b2, …: the model's parameter order, so its own Hessian is deep.hessian
+    assert mlp.loss(net.arch, net.params, net.X, net.Y) == pytest.approx(float(model_loss(model, X, Y)), rel=1e-12)
+    # flat layout W1, b1, W2, b2, …: the model's parameter order, so its own Hessian is mlp.hessian
     names = [n for n, _ in model.named_parameters()]
     shapes = [p.shape for _, p in model.named_parameters()]
 
@@ -46,18 +46,18 @@ def test_state_dict_gives_the_models_loss_gradient_and_hessian(mlp):
         return ((out - torch.from_numpy(Y)) ** 2).sum()
 
     H_model = torch.autograd.functional.hessian(loss_of_flat, torch.from_numpy(net.params)).numpy()
-    H = deep.hessian(net.arch, net.params, net.X, net.Y)
+    H = mlp.hessian(net.arch, net.params, net.X, net.Y)
     assert np.abs(H - H_model).max() < 1e-12 * np.abs(H).max()
     # and the project's .npz of the same weights is the same network to 1e-12
     npz = netio.load_network(netio.save_network(d / "same.npz", net.arch, net.params, X, Y))
-    assert deep.loss(npz.arch, npz.params, npz.X, npz.Y) == pytest.approx(
-        deep.loss(net.arch, net.params, X, Y), rel=1e-12
+    assert mlp.loss(npz.arch, npz.params, npz.X, npz.Y) == pytest.approx(
+        mlp.loss(net.arch, net.params, X, Y), rel=1e-12
     )
-    assert np.abs(deep.hessian(npz.arch, npz.params, npz.X, npz.Y) - H).max() < 1e-12 * np.abs(H).max()
+    assert np.abs(mlp.hessian(npz.arch, npz.params, npz.X, npz.Y) - H).max() < 1e-12 * np.abs(H).max()
 
 
-def test_named_layers_and_numeric_order(mlp, tmp_path):
-    model, X, Y, d = mlp
+def test_named_layers_and_numeric_order(saved_mlp, tmp_path):
+    model, X, Y, d = saved_mlp
     state = model.state_dict()
     reference = torchio.load_state_dict_network(d / "model.pt", "sigmoid", d / "data.npz")
     shuffled = {k: state[k] for k in ("4.weight", "0.bias", "2.weight", "4.bias", "0.weight", "2.bias")}
@@ -68,8 +68,8 @@ def test_named_layers_and_numeric_order(mlp, tmp_path):
         assert np.array_equal(net.params, reference.params)
 
 
-def test_csv_data_with_header(mlp, tmp_path):
-    model, X, Y, d = mlp
+def test_csv_data_with_header(saved_mlp, tmp_path):
+    model, X, Y, d = saved_mlp
     path = tmp_path / "data.csv"
     np.savetxt(path, np.hstack([X, Y]), delimiter=",", header="x1,x2,x3,y", comments="")
     net = torchio.load_state_dict_network(d / "model.pt", "sigmoid", path)
@@ -87,8 +87,8 @@ class Payload:
 
 
 @pytest.mark.parametrize("writer", ["torch.save", "pickle.dump"])
-def test_pickle_payload_is_refused_and_never_runs(mlp, tmp_path, writer):
-    model, X, Y, d = mlp
+def test_pickle_payload_is_refused_and_never_runs(saved_mlp, tmp_path, writer):
+    model, X, Y, d = saved_mlp
     marker, control = tmp_path / "payload_ran", tmp_path / "control_ran"
 
     def write(path, marker_path):
@@ -118,8 +118,8 @@ def test_pickle_payload_is_refused_and_never_runs(mlp, tmp_path, writer):
     assert control.exists()
 
 
-def test_broken_files_name_what_is_wrong(mlp, tmp_path):
-    model, X, Y, d = mlp
+def test_broken_files_name_what_is_wrong(saved_mlp, tmp_path):
+    model, X, Y, d = saved_mlp
     state = model.state_dict()
 
     def attempt(sd, activation="sigmoid", data=d / "data.npz"):

@@ -5,7 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 import pytest
 
-from engine.minima import deep
+from engine.core import mlp
 
 from .conftest import save_screenshot, wait_until_idle
 from .test_minima_workspace import open_quick
@@ -37,10 +37,10 @@ def test_plane_draws_the_loss_at_its_grid_points(window, qtbot, toolkit):
     assert drawn.shape == (11, 11)
     for i, j in ((0, 0), (3, 7), (10, 5)):
         theta = net.params + plane.alpha[i] * plane.d1 + plane.beta[j] * plane.d2
-        assert drawn[j, i] == pytest.approx(deep.loss(net.arch, theta, net.X, net.Y), rel=1e-10)
+        assert drawn[j, i] == pytest.approx(mlp.loss(net.arch, theta, net.X, net.Y), rel=1e-10)
     # filter normalisation: each neuron's row of d1 has the norm of the same row of θ
-    Ws, _ = deep.unpack(net.arch, net.params)
-    D1, _ = deep.unpack(net.arch, plane.d1)
+    Ws, _ = mlp.unpack(net.arch, net.params)
+    D1, _ = mlp.unpack(net.arch, plane.d1)
     for W, D in zip(Ws, D1):
         np.testing.assert_allclose(np.linalg.norm(D, axis=1), np.linalg.norm(W, axis=1), rtol=1e-10)
     assert len(ws.plane.isocurves) > 0
@@ -67,7 +67,7 @@ def test_density_and_interpolation_on_the_same_network(window, qtbot, toolkit, t
     ws = toolkit
     result = run_mode(window, qtbot, ws, "density", density={"probes": 6, "steps": 60})
     net, d = result.network, result.density
-    eigs = np.linalg.eigvalsh(deep.hessian(net.arch, net.params, net.X, net.Y))
+    eigs = np.linalg.eigvalsh(mlp.hessian(net.arch, net.params, net.X, net.Y))
     # Lanczos with as many steps as parameters is exact: the extreme Ritz values are the spectrum's
     lo, hi = d.extremes
     assert hi == pytest.approx(eigs.max(), rel=1e-6)
@@ -82,5 +82,5 @@ def test_density_and_interpolation_on_the_same_network(window, qtbot, toolkit, t
     x, y = ws.interpolation.getPlotItem().listDataItems()[0].getData()
     for k in (0, 7, 20):
         theta = net.params + x[k] * (other - net.params)
-        assert y[k] == pytest.approx(deep.loss(net.arch, theta, net.X, net.Y), rel=1e-10)
+        assert y[k] == pytest.approx(mlp.loss(net.arch, theta, net.X, net.Y), rel=1e-10)
     assert x[0] == pytest.approx(-0.5) and x[-1] == pytest.approx(1.5)

@@ -8,8 +8,8 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QTimer
 
+from engine.core import mlp
 from engine.core.progress import Progress
-from engine.minima import deep
 from engine.minima.construction import HessianSummary, set_split_lambda
 from engine.minima.verdicts import Verdict
 
@@ -68,7 +68,7 @@ def test_shallow_preset_draws_and_lambda_flips_verdict(window, qtbot):
         # Hessian recomputed here from the slider's λ.
         c = ws.figure.construction
         theta = set_split_lambda(c.arch, c.params, c.splits[-1], box.value())
-        eigs = np.linalg.eigvalsh(deep.hessian(c.arch, theta, c.X, c.Y))
+        eigs = np.linalg.eigvalsh(mlp.hessian(c.arch, theta, c.X, c.Y))
         tol = HessianSummary.of(eigs).tol
         shown = ws.shown["spectrum"]
         assert f"λ = {box.value():.3g}" in shown["caption"]
@@ -291,14 +291,14 @@ def test_load_a_torch_state_dict_and_find_its_critical_point(window, qtbot, tmp_
     "Find critical point": the inspector says how far it moved and the new gradient norm."""
     import torch
 
-    from engine.minima import deep
+    from engine.core import mlp
     from gui.panels.inspector import TorchFileDialog
     from gui.presets import apply_values
 
     from ..networks import strict_minimum_net
 
     net = strict_minimum_net()
-    Ws, _ = deep.unpack(net.arch, net.params + 0.05)
+    Ws, _ = mlp.unpack(net.arch, net.params + 0.05)
     torch.save({"0.weight": torch.as_tensor(Ws[0]), "2.weight": torch.as_tensor(Ws[1])}, tmp_path / "net.pt")
     np.savetxt(tmp_path / "data.csv", np.column_stack([net.X, net.Y]), delimiter=",")
     dialog = TorchFileDialog(str(tmp_path / "net.pt"), window)

@@ -1,4 +1,6 @@
-"""Deep MLPs ``n0 — n1 — … — e`` as ONE flat float64 parameter vector (docs/MATH.md B1).
+"""Deep MLPs ``n0 — n1 — … — e`` as ONE flat float64 parameter vector (docs/MATH.md B1): the
+network description that paper B (engine.minima), the landscape toolkit (engine.landscape) and
+the file readers (engine.io) share, so it lives in core and imports none of them.
 
 Layout of the flat vector, layer by layer: ``W1, b1, W2, b2, …, W_L, b_L`` where ``W_l`` has
 shape ``(n_l, n_{l-1})`` stored row-major (row p = incoming weights of neuron p of layer l) and
