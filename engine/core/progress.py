@@ -54,13 +54,19 @@ def subjob(
         yield Progress(start + (stop - start) * frac if frac == frac else float("nan"), prefix + update.message, shown)
 
 
-def wait_for(call: Callable[[threading.Event], R], message: str, every_s: float = 0.05) -> Job[R]:
+def wait_for(
+    call: Callable[[threading.Event], R],
+    message: str,
+    every_s: float = 0.05,
+    status: Callable[[], tuple[float, str]] | None = None,
+) -> Job[R]:
     """Job: run one blocking call (an L-BFGS run, a Hessian) on a helper thread, yielding every
     ``every_s`` while it runs, so pause and cancel stay responsive around work that cannot yield.
 
     ``call(stop)`` gets an Event that is set when the job is closed (cancelled); a call that can
     check it (an optimizer callback) should stop early. Exceptions re-raise in the job. The
-    numbers are exactly those of calling ``call`` directly.
+    numbers are exactly those of calling ``call`` directly. ``status()``, when given, says how far
+    the call has come: each yield is then ``Progress(*status())`` instead of (NaN, ``message``).
     """
     stop, box = threading.Event(), {}
 
@@ -77,7 +83,7 @@ def wait_for(call: Callable[[threading.Event], R], message: str, every_s: float 
             thread.join(every_s)
             if not thread.is_alive():
                 break
-            yield Progress(float("nan"), message)
+            yield Progress(*status()) if status else Progress(float("nan"), message)
     finally:
         stop.set()
     if "error" in box:

@@ -1,0 +1,251 @@
+"""The loss of any PyTorch module over its data, as a function of one flat parameter vector θ.
+
+The landscape toolkit's operations (planes, lines, PCA paths, Hessians) all need the same three
+things of a model: L(θ), ∇L(θ) and H(θ)v, where θ is the flat concatenation of the module's
+``named_parameters()`` in their order (what ``torch.nn.utils.parameters_to_vector`` gives, and
+what plane.npz's ``param_names`` lists). ``ModuleLoss`` provides them for any ``nn.Module``:
+
+- **Functional.** The module is never modified: every evaluation is
+  ``torch.func.functional_call(module, {params from θ, buffers}, x)``, with θ's views as the
+  parameters and the buffers (batch norm's running statistics) held fixed, so batch norm stays
+  in eval mode and nothing is written back. Parameters and buffers are copied once into
+  ``dtype`` (float64 by default, so the surfaces' small differences are not rounding).
+- **Chunked.** The data are evaluated ``batch_size`` samples at a time and the chunks' sums
+  added, so memory is one chunk's activations whatever N is. An archive exported with a fixed
+  batch (``net.fixed_batch``) is fed exactly that many samples every time: the last chunk is
+  padded with zeros and its padded outputs are dropped before the loss (eval mode makes samples
+  independent, so padding changes nothing else).
+- **Losses** as engine.landscape.losses: "sum" Σ_α ‖f(x_α) − y_α‖², "mean" that over N,
+  "cross-entropy" (1/N) Σ_α [log Σ_c e^{f_c} − f_{y_α}] for integer labels (mlp.loss_of_outputs).
+  Outputs are (N,) / (N, 1) for one output, (N, e) otherwise; targets as ``mlp.as_targets``.
+- **Exact Hessian-vector products**, forward-over-reverse (``torch.func.jvp`` of
+  ``torch.func.grad``) summed over the chunks: one forward-mode pass through the backward, about
+  the cost of a gradient and a half, and no retained graph between calls. Several vectors at once
+  go through ``torch.func.vmap`` in groups of ``HVP_GROUP``, so memory stays a few chunks' worth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+from engine.core import mlp
+from engine.core.errors import EngineInputError
+from engine.core.lazy import torch
+from engine.core.validation import integer
+from engine.landscape.slices import DTYPES, check_device
+
+# Samples per chunk when none is asked for. A CIFAR-shaped ResNet-20 holds ~0.3 M activations a
+# sample in its forward, ~2.4 MB in float64: 256 samples keep a gradient's graph near 1 GB.
+DEFAULT_BATCH_SIZE = 256
+MAX_BATCH_SIZE = 1 << 20
+# Vectors per vmapped HVP: each costs one more copy of a chunk's forward-over-reverse graph.
+HVP_GROUP = 8
+
+
+class ModuleLoss:
+    """L(θ) of ``net.module`` on (``net.X``, ``net.Y``) for flat parameter vectors θ.
+
+    ``net``: an ``engine.io.module_network.ModuleNetwork`` (or anything with ``module``, ``X``,
+    ``Y`` and ``fixed_batch``). ``kind``: "sum", "mean" or "cross-entropy". ``batch_size``:
+    samples per chunk (default ``DEFAULT_BATCH_SIZE``; for a fixed-batch archive it must be that
+    batch, the default). Flat vectors may be numpy arrays or tensors; ``None`` means θ itself.
+
+    Attributes: ``names``, ``shapes`` (the parameters, in ``named_parameters()`` order),
+    ``n_params``, ``theta`` (the flat θ, a tensor of ``dtype`` on ``device``), ``buffers``,
+    ``n_samples``, ``n_outputs``, ``classifier`` (cross-entropy: accuracy is defined).
+    The input is checked whole here, including one forward pass on the first chunk.
+    """
+
+    def __init__(self, net, kind: str = "sum", batch_size: int | None = None, dtype: str = "float64", device="cpu"):
+        self.kind = mlp.check_loss(kind)
+        if dtype not in DTYPES:
+            raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+        self.dtype, self.device = DTYPES[dtype], check_device(device)
+        self.module, self.fixed_batch = net.module, net.fixed_batch
+        self.batch_size = self._check_batch_size(batch_size, net.fixed_batch)
+        named = list(self.module.named_parameters())
+        if not named:
+            raise EngineInputError("the model has no parameters to draw a landscape over")
+        self.names = tuple(name for name, _ in named)
+        self.shapes = tuple(tuple(p.shape) for _, p in named)
+        self.sizes = tuple(int(np.prod(s, dtype=np.int64)) for s in self.shapes)
+        self.n_params = sum(self.sizes)
+        self.theta = torch.cat([self._as_tensor(p.detach()).reshape(-1) for _, p in named])
+        self.buffers = {name: self._as_tensor(b) for name, b in self.module.named_buffers()}
+        self.X = self._inputs(net.X)
+        self.n_samples = len(self.X)
+        self.n_outputs = self._output_width()
+        targets = mlp.as_targets(net.Y, self.n_outputs, self.kind)
+        if len(targets) != self.n_samples:
+            raise EngineInputError(f"X has {self.n_samples} samples but Y has {len(targets)}")
+        if self.kind == "cross-entropy":
+            self.Y = torch.as_tensor(targets.astype(np.int64), device=self.device)
+        else:
+            self.Y = torch.as_tensor(targets.reshape(self.n_samples, -1), dtype=self.dtype, device=self.device)
+        self.classifier = self.kind == "cross-entropy"
+        # the per-chunk sums add up to N·L for "mean" and "cross-entropy", to L for "sum"
+        self.scale = 1.0 if self.kind == "sum" else 1.0 / self.n_samples
+
+    # ── checks ────────────────────────────────────────────────────────────────────────────────
+
+    @staticmethod
+    def _check_batch_size(batch_size, fixed_batch) -> int:
+        if fixed_batch is not None:
+            if batch_size is not None and batch_size != fixed_batch:
+                raise EngineInputError(
+                    f"--batch-size {batch_size}: this archive was exported with a fixed batch of {fixed_batch}; "
+                    f"leave --batch-size out, or export with a dynamic batch dimension"
+                )
+            return int(fixed_batch)
+        if batch_size is None:
+            return DEFAULT_BATCH_SIZE
+        return integer("--batch-size", batch_size, 1, MAX_BATCH_SIZE)
+
+    def _as_tensor(self, t) -> torch.Tensor:
+        """A copy on ``device``; floating tensors in ``dtype``, integer ones (counters, labels) kept."""
+        t = torch.as_tensor(t)
+        return t.to(self.device, self.dtype if t.is_floating_point() else t.dtype, copy=True)
+
+    def _inputs(self, X) -> torch.Tensor:
+        X = np.asarray(X)
+        if X.ndim < 1 or len(X) < 1:
+            raise EngineInputError(f"inputs X have shape {X.shape}; expected at least one sample, batch first")
+        if X.dtype.kind not in "biuf":
+            raise EngineInputError(f"inputs X have dtype {X.dtype}; expected real numbers")
+        if X.dtype.kind == "f" and not np.isfinite(X).all():
+            raise EngineInputError("inputs X contain NaN or inf")
+        # integer inputs (token ids, indices) stay integers; everything else is computed in dtype
+        return torch.as_tensor(X, device=self.device).to(torch.int64 if X.dtype.kind in "biu" else self.dtype)
+
+    def _output_width(self) -> int:
+        x, valid = next(self._chunks(self.X))
+        try:
+            with torch.no_grad():
+                f = self._forward(self.theta, x)
+        except Exception as error:  # the user's graph: any failure is one line about the data
+            text = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+            raise EngineInputError(
+                f"the model does not take inputs X of shape {tuple(self.X.shape)} (batch first): {text}"
+            ) from None
+        if not isinstance(f, torch.Tensor) or f.ndim not in (1, 2) or len(f) != len(x):
+            shape = tuple(f.shape) if isinstance(f, torch.Tensor) else type(f).__name__
+            raise EngineInputError(f"the model's output is {shape}; expected (batch,) or (batch, outputs)")
+        return 1 if f.ndim == 1 else f.shape[1]
+
+    # ── flat vectors ──────────────────────────────────────────────────────────────────────────
+
+    def flat(self, v=None) -> torch.Tensor:
+        """``v`` (numpy or tensor, (n_params,)) as a tensor of ``dtype`` on ``device``; θ for None."""
+        if v is None:
+            return self.theta
+        t = torch.as_tensor(v).to(self.device, self.dtype)
+        if t.shape != (self.n_params,):
+            raise EngineInputError(f"a parameter vector has shape {tuple(t.shape)}; expected ({self.n_params},)")
+        return t
+
+    def unflatten(self, flat) -> dict[str, torch.Tensor]:
+        """{name: view of ``flat`` in that parameter's shape}, in ``names`` order."""
+        parts = self.flat(flat).split(self.sizes)
+        return {name: part.view(shape) for name, part, shape in zip(self.names, parts, self.shapes)}
+
+    def flatten(self, state: Mapping[str, object]) -> torch.Tensor:
+        """The flat vector of a state_dict's parameters (its buffers are ignored), in ``names`` order."""
+        missing = [name for name in self.names if name not in state]
+        if missing:
+            raise EngineInputError(f"the state has no parameter {missing[0]!r} of the model")
+        parts = []
+        for name, shape in zip(self.names, self.shapes):
+            t = torch.as_tensor(state[name])
+            if tuple(t.shape) != shape:
+                raise EngineInputError(f"parameter {name!r} has shape {tuple(t.shape)}; the model's is {shape}")
+            parts.append(t.reshape(-1).to(self.device, self.dtype))
+        return torch.cat(parts)
+
+    def state_buffers(self, state: Mapping[str, object]) -> dict[str, torch.Tensor]:
+        """The model's buffers found in a state_dict (batch norm's running statistics), converted."""
+        return {name: self._as_tensor(state[name]) for name in self.buffers if name in state}
+
+    # ── evaluation ────────────────────────────────────────────────────────────────────────────
+
+    def _chunks(self, X: torch.Tensor) -> Iterator[tuple[torch.Tensor, int]]:
+        """(chunk, valid rows): ``batch_size`` rows at a time; zero-padded to it for a fixed batch."""
+        B = self.batch_size
+        for i in range(0, len(X), B):
+            x = X[i : i + B]
+            valid = len(x)
+            if self.fixed_batch is not None and valid < B:
+                x = torch.cat([x, x.new_zeros((B - valid, *x.shape[1:]))])
+            yield x, valid
+
+    def _forward(self, flat: torch.Tensor, x: torch.Tensor, buffers=None) -> torch.Tensor:
+        state = {**self.unflatten(flat), **(self.buffers if buffers is None else buffers)}
+        return torch.func.functional_call(self.module, state, (x,))
+
+    def merged_buffers(self, buffers) -> dict | None:
+        """The module's buffers with ``buffers`` ({name: tensor}) replacing some; None for none."""
+        if not buffers:
+            return None
+        unknown = sorted(set(buffers) - set(self.buffers))
+        if unknown:
+            raise EngineInputError(f"the model has no buffer {unknown[0]!r}")
+        return {**self.buffers, **{k: self._as_tensor(v) for k, v in buffers.items()}}
+
+    def _chunk_sum(self, f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The chunk's summed loss: Σ ‖f − y‖² for squared losses, Σ of the cross-entropies."""
+        if self.kind == "cross-entropy":
+            return mlp.loss_of_outputs(f.T, y, "cross-entropy") * len(y)
+        return (f.reshape(len(y), -1) - y).square().sum()
+
+    def _pieces(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, int]]:
+        """(inputs, their targets, valid rows) per chunk."""
+        start = 0
+        for x, valid in self._chunks(self.X):
+            yield x, self.Y[start : start + valid], valid
+            start += valid
+
+    def loss_and_accuracy(self, flat=None, buffers=None) -> tuple[float, float | None]:
+        """(L(θ), the share of samples whose largest output is their label, or None unless a
+        classifier). ``buffers``: {name: tensor} replacing some of the module's buffers."""
+        flat, merged = self.flat(flat), self.merged_buffers(buffers)
+        total, correct = 0.0, 0
+        with torch.no_grad():
+            for x, y, valid in self._pieces():
+                f = self._forward(flat, x, merged)[:valid]
+                total += float(self._chunk_sum(f, y).double())
+                if self.classifier:
+                    correct += int((f.argmax(1) == y).sum())
+        return total * self.scale, (correct / self.n_samples if self.classifier else None)
+
+    def loss(self, flat=None, buffers=None) -> float:
+        """L(θ) in float64 (the chunk sums are added in float64 whatever ``dtype``)."""
+        return self.loss_and_accuracy(flat, buffers)[0]
+
+    def _objective(self, x: torch.Tensor, y: torch.Tensor, valid: int):
+        """θ ↦ this chunk's share of L, for torch.func."""
+        return lambda flat: self._chunk_sum(self._forward(flat, x)[:valid], y) * self.scale
+
+    def gradient(self, flat=None) -> torch.Tensor:
+        """∇L(θ), shape (n_params,), summed over the chunks."""
+        flat = self.flat(flat)
+        g = torch.zeros_like(flat)
+        for x, y, valid in self._pieces():
+            g += torch.func.grad(self._objective(x, y, valid))(flat)
+        return g
+
+    def hvp(self, flat, V) -> torch.Tensor:
+        """H(θ) V, exactly, for V of shape (n_params,) or (n_params, k); same shape back."""
+        flat = self.flat(flat)
+        V = torch.as_tensor(V).to(self.device, self.dtype)
+        if V.ndim not in (1, 2) or V.shape[0] != self.n_params:
+            raise EngineInputError(f"HVP vectors have shape {tuple(V.shape)}; expected ({self.n_params},) or (n, k)")
+        rows = V.reshape(self.n_params, -1).T  # (k, n): one vector a row
+        out = torch.zeros_like(rows)
+        for x, y, valid in self._pieces():
+            grad = torch.func.grad(self._objective(x, y, valid))
+            one = lambda v, grad=grad: torch.func.jvp(grad, (flat,), (v,))[1]
+            for i in range(0, len(rows), HVP_GROUP):
+                group = rows[i : i + HVP_GROUP]
+                out[i : i + len(group)] += one(group[0])[None] if len(group) == 1 else torch.func.vmap(one)(group)
+        return out.T.reshape(V.shape)
