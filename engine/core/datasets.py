@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.errors import EngineInputError
+from engine.core.npz import npz_names, read_npz
 from engine.core.validation import integer
-from engine.io.session_arrays import npz_names, read_npz
 
 
 def toy_dataset(n: int = 8000, seed: int = 0, d: int = 2) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ import numpy as np
 from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.mlp import Arch
-from engine.io.session_arrays import read_npz
+from engine.core.npz import read_npz
 
 # Largest |entry| of a loaded weight or data array: sigmoid nets saturate long before this, and
 # squares of anything much larger overflow float64 in the loss and the Hessian.

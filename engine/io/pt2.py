@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.errors import EngineInputError
+from engine.core.npz import MAX_ARRAY_BYTES
 from engine.io.netfile import NetFile
-from engine.io.session_arrays import MAX_ARRAY_BYTES
 from engine.io.torch_state import network_from_layers
 
 # torch._export.serde.schema.ScalarType codes of the float dtypes a Linear layer may hold

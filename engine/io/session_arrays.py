@@ -1,11 +1,6 @@
-"""Arrays read from files, checked before anything uses them.
+"""Saved arrays checked against what they must be before anything uses them (Qt-free, so every
+front end and the tests can call it; reading them, header first, is engine.core.npz):
 
-Two checks, both Qt-free so every front end (and the tests) can call them:
-
-- ``read_npz``: the arrays of an ``.npz`` (a zip of ``.npy`` members), each member's ``.npy``
-  header read and checked (format version, dtype, declared size) *before* its data is read: a
-  header may claim an 8 TB array, which must be refused by reading a few bytes, not by running out
-  of memory. ``check_npy_header`` is that check for one member, for other zip formats (sessions).
 - ``check_arrays``: a dict of named arrays against a declared ``Schema`` (dtype kinds, axes, and
   which axes share a length, e.g. "loss has the same length as step"), raising EngineInputError
   naming the first problem. The schemas below are exactly the arrays a session saves
@@ -15,84 +10,12 @@ Two checks, both Qt-free so every front end (and the tests) can call them:
 
 from __future__ import annotations
 
-import math
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from engine.core.errors import EngineInputError
-
-# One array's declared size, and all of one archive's arrays together: a header may claim terabytes.
-MAX_ARRAY_BYTES = 2_000_000_000
-MAX_ARCHIVE_BYTES = 4_000_000_000
-# dtype kinds an archive may hold: booleans, integers, floats, complex (refused later where a
-# network or data is read), text. Not objects, datetimes, timedeltas or structured records.
-PLAIN_KINDS = "biufcUS"
-_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-
-
-# ------------------------------------------------------------------------ .npy headers in zips
-def check_npy_header(stream, name: str, where: str = "", limit: int = MAX_ARRAY_BYTES):
-    """(shape, fortran_order, dtype) from the ``.npy`` header at the start of ``stream``, or
-    EngineInputError when the version is unknown, the dtype is not plain numbers or text, or the
-    declared size passes ``limit`` bytes. Reads the header only."""
-    at = f"{where}: " if where else ""
-    try:
-        version = np.lib.format.read_magic(stream)
-    except ValueError:
-        raise EngineInputError(f"{at}{name} is not an .npy array") from None
-    read_header = _HEADER_READERS.get(version)
-    if read_header is None:
-        raise EngineInputError(
-            f"{at}{name} is .npy format version {version[0]}.{version[1]}; this app reads 1.0 and 2.0"
-        )
-    shape, fortran, dtype = read_header(stream)
-    if dtype.hasobject or dtype.kind not in PLAIN_KINDS or dtype.fields is not None:
-        raise EngineInputError(f"{at}{name} has dtype {dtype}, which is not plain numbers or text")
-    size = math.prod(shape) * dtype.itemsize
-    if size > limit:
-        raise EngineInputError(
-            f"{at}{name} declares shape {shape} of {dtype} ({size:.3g} bytes); the limit is {limit:.3g} bytes per array"
-        )
-    return shape, fortran, dtype
-
-
-def npz_names(path) -> list[str]:
-    """The array names of an ``.npz``, as ``np.load`` shows them (no data read)."""
-    with zipfile.ZipFile(path) as z:
-        return [n[:-4] if n.endswith(".npy") else n for n in z.namelist()]
-
-
-def read_npz(path, keys=None) -> dict[str, np.ndarray]:
-    """{name: array} of the ``.npz`` at ``path`` (only ``keys`` when given), every member's header
-    checked before any data is read. Limits and dtypes raise EngineInputError naming the array and
-    the limit; a damaged zip raises what zipfile / numpy raise (BadZipFile, OSError, ValueError,
-    EOFError), for the caller to word; a missing file raises FileNotFoundError."""
-    path = Path(path)
-    with open(path, "rb") as f:
-        if f.read(6) == b"\x93NUMPY":
-            raise EngineInputError(f"{path}: a single .npy array, not an .npz archive of named arrays")
-    with zipfile.ZipFile(path) as z:
-        members = {(n[:-4] if n.endswith(".npy") else n): n for n in z.namelist()}
-        wanted = [k for k in members if keys is None or k in keys]
-        total = 0
-        for key in wanted:
-            with z.open(members[key]) as raw:
-                shape, _, dtype = check_npy_header(raw, key, str(path))
-            total += math.prod(shape) * dtype.itemsize
-            if total > MAX_ARCHIVE_BYTES:
-                raise EngineInputError(
-                    f"{path}: the arrays declare {total:.3g} bytes together; the limit is {MAX_ARCHIVE_BYTES:.3g} bytes"
-                )
-        arrays = {}
-        for key in wanted:
-            with z.open(members[key]) as raw:
-                arrays[key] = np.lib.format.read_array(raw, allow_pickle=False)
-        return arrays
-
 
 # ------------------------------------------------------------------------------- array schemas
 KIND_NAMES = {"f": "floating-point", "iu": "integer", "b": "boolean", "biuf": "real numeric"}

@@ -26,8 +26,8 @@ import numpy as np
 from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
+from engine.core.npz import read_npz
 from engine.io.netfile import NetFile
-from engine.io.session_arrays import read_npz
 
 
 def load_state_dict_network(path, activation: str, data_path) -> NetFile:

@@ -1,4 +1,4 @@
-"""engine.io.session_arrays: saved results against their schemas, and .npy headers in zips.
+"""engine.io.session_arrays: saved results against their schemas; engine.core.npz: .npy headers in zips.
 
 The valid inputs are what the engine's own results become in a session (the same fields, built
 the same way as the workspaces' ``session_state``), so the schemas are checked against real data.
@@ -11,6 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from engine.core import npz
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.io import session_arrays as sa
@@ -170,17 +171,17 @@ def _npy_header(shape, dtype, version=(1, 0)) -> io.BytesIO:
 
 
 def test_npy_headers_are_checked_without_reading_data():
-    assert sa.check_npy_header(_npy_header((3, 4), "<f8"), "a")[0] == (3, 4)
-    assert sa.check_npy_header(_npy_header((3,), "<U7", (2, 0)), "a")[2] == np.dtype("<U7")
+    assert npz.check_npy_header(_npy_header((3, 4), "<f8"), "a")[0] == (3, 4)
+    assert npz.check_npy_header(_npy_header((3,), "<U7", (2, 0)), "a")[2] == np.dtype("<U7")
     with pytest.raises(EngineInputError, match=r"f.npz: W declares shape \(1000000, 1000000\) of float64"):
-        sa.check_npy_header(_npy_header((10**6, 10**6), "<f8"), "W", "f.npz")
+        npz.check_npy_header(_npy_header((10**6, 10**6), "<f8"), "W", "f.npz")
     with pytest.raises(EngineInputError, match="timedelta64"):
-        sa.check_npy_header(_npy_header((3,), "<m8[s]"), "W")
+        npz.check_npy_header(_npy_header((3,), "<m8[s]"), "W")
     with pytest.raises(EngineInputError, match="not an .npy array"):
-        sa.check_npy_header(io.BytesIO(b"PK\x03\x04 zip"), "W")
+        npz.check_npy_header(io.BytesIO(b"PK\x03\x04 zip"), "W")
     bad_version = io.BytesIO(b"\x93NUMPY\x09\x00" + b"\0" * 16)
     with pytest.raises(EngineInputError, match="format version 9.0"):
-        sa.check_npy_header(bad_version, "W")
+        npz.check_npy_header(bad_version, "W")
 
 
 def test_read_npz_reads_only_the_keys_asked_for(tmp_path):
@@ -188,8 +189,8 @@ def test_read_npz_reads_only_the_keys_asked_for(tmp_path):
     np.savez(path, X=np.ones((2, 2)), Y=np.zeros(2))
     with zipfile.ZipFile(path, "a") as z:  # an 8 TB member nobody asked for
         z.writestr("huge.npy", _npy_header((10**6, 10**6), "<f8").getvalue())
-    arrays = sa.read_npz(path, keys=("X", "Y"))
+    arrays = npz.read_npz(path, keys=("X", "Y"))
     assert set(arrays) == {"X", "Y"} and np.array_equal(arrays["X"], np.ones((2, 2)))
-    assert sa.npz_names(path) == ["X", "Y", "huge"]
+    assert npz.npz_names(path) == ["X", "Y", "huge"]
     with pytest.raises(EngineInputError, match="huge declares shape"):
-        sa.read_npz(path)
+        npz.read_npz(path)
