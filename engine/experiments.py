@@ -38,12 +38,12 @@ _EXPERIMENTS = [
     Experiment(
         "topo-breast-cancer",
         "Paper Fig. 4: test BCE on breast cancer vs hidden size l and free neurons l+",
-        "engine.topology.reproduce:run_breast_cancer",
+        "engine.sweeps.reproduce:run_breast_cancer",
     ),
     Experiment(
         "topo-probability",
         "Paper Fig. 5: probability of an obstruction at init vs (d, l), closed form and Monte Carlo",
-        "engine.topology.reproduce:run_probability",
+        "engine.sweeps.reproduce:run_probability",
     ),
     Experiment(
         "nonattr-deep",

@@ -24,6 +24,11 @@ def json_default(value):
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
+def grid_to_json(a) -> list:
+    """A 2-D map as nested lists, NaN and inf as null: JSON has no non-finite numbers."""
+    return [[None if not np.isfinite(x) else float(x) for x in row] for row in np.asarray(a)]
+
+
 def write_metrics(out_dir: Path, metrics: dict) -> dict:
     """Write ``metrics.json`` in ``out_dir`` and return ``metrics`` unchanged."""
     (Path(out_dir) / "metrics.json").write_text(json.dumps(metrics, indent=2, default=json_default))

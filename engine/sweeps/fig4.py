@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.core import datasets
 from engine.core.errors import EngineInputError
+from engine.core.exports import grid_to_json
 from engine.core.validation import integer
 from engine.sweeps.executors import Cancelled, stopping
 from engine.sweeps.runner import SweepPlan, SweepRun
@@ -189,10 +190,6 @@ def assemble(run: SweepRun) -> Fig4Result:
     return Fig4Result(s, np.array(s.ls), np.arange(L + 1), mean, std, runs, bce, W1, W2, int(np.sum(~np.isfinite(bce))))
 
 
-def _grid_to_json(a: np.ndarray) -> list:
-    return [[None if not np.isfinite(x) else float(x) for x in row] for row in a]
-
-
 def metrics(run: SweepRun, res: Fig4Result) -> dict:
     s = res.settings
     return {
@@ -201,8 +198,8 @@ def metrics(run: SweepRun, res: Fig4Result) -> dict:
         "dataset": run.plan.settings["dataset"],
         "data_sha256": run.plan.settings["data_sha256"],
         "l_plus": res.l_plus.tolist(),
-        "mean_test_bce": _grid_to_json(res.mean),
-        "std_test_bce": _grid_to_json(res.std),
+        "mean_test_bce": grid_to_json(res.mean),
+        "std_test_bce": grid_to_json(res.std),
         "n_diverged": res.n_diverged,
         "init": "kaiming_normal",
         "loss": "BCE with logits",

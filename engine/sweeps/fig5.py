@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.core.errors import EngineInputError
+from engine.core.exports import grid_to_json
 from engine.core.validation import integer
 from engine.sweeps.executors import run_job
 from engine.sweeps.runner import SweepPlan, SweepRun
@@ -88,19 +89,15 @@ def grids(s: Fig5Settings, cells) -> dict[str, np.ndarray]:
     return out
 
 
-def _grid_to_json(a: np.ndarray) -> list:
-    return [[None if not np.isfinite(x) else float(x) for x in row] for row in a]
-
-
 def metrics(run: SweepRun) -> dict:
     s: Fig5Settings = run.plan.context
     g = grids(s, run.cells)
     z = [(g[f"mc_{sc}"] - g[f"closed_{sc}"]) / g[f"se_{sc}"] for sc in s.schemes if sc in CLOSED_FORM_SCHEMES]
     return {
         **dict(run.plan.settings),
-        "monte_carlo": {sc: _grid_to_json(g[f"mc_{sc}"]) for sc in s.schemes},
-        "std_error": {sc: _grid_to_json(g[f"se_{sc}"]) for sc in s.schemes},
-        "closed_form": {sc: _grid_to_json(g[f"closed_{sc}"]) for sc in s.schemes if sc in CLOSED_FORM_SCHEMES},
+        "monte_carlo": {sc: grid_to_json(g[f"mc_{sc}"]) for sc in s.schemes},
+        "std_error": {sc: grid_to_json(g[f"se_{sc}"]) for sc in s.schemes},
+        "closed_form": {sc: grid_to_json(g[f"closed_{sc}"]) for sc in s.schemes if sc in CLOSED_FORM_SCHEMES},
         "max_abs_z": float(max(np.max(np.abs(x)) for x in z)) if z else None,
     }
 

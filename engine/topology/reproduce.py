@@ -1,9 +1,10 @@
 """The paper's topological-obstruction experiments (MATH A8), as ``reproduce`` jobs.
 
-``topo-toy`` (Fig. 3), ``topo-breast-cancer`` (Fig. 4) and ``topo-probability`` (Fig. 5) each
-write metrics.json and the arrays behind every number in it (docs/EXPORTS.md), then a figure.
-They run the same engine code as the GUI: ``toy_init`` is the init the Fig. 3 presets select,
-Fig. 4 and the Monte Carlo of Fig. 5 are thin calls of the sweeps of engine.sweeps (``main.py sweep``).
+``topo-toy`` (Fig. 3) writes metrics.json and the arrays behind every number in it
+(docs/EXPORTS.md), then a figure. It runs the same engine code as the GUI: ``toy_init`` is the
+init the Fig. 3 presets select. ``topo-breast-cancer`` (Fig. 4) and ``topo-probability`` (Fig. 5)
+are sweeps, so they live with them (engine.sweeps.reproduce), which import this package, not
+the other way round.
 """
 
 from __future__ import annotations
@@ -17,21 +18,11 @@ from engine.core import datasets
 from engine.core.exports import save_arrays, write_metrics
 from engine.core.progress import Job, Progress, subjob
 from engine.core.runtime import configure_torch_threads
-from engine.topology.figures import probability_figure, toy_figure
+from engine.topology.figures import toy_figure
 from engine.topology.initialization import initial_params
 from engine.topology.invariants import component_label
-from engine.topology.probability import (
-    CLOSED_FORM_SCHEMES,
-    obstruction_probability,
-    probability_grid,
-)
 from engine.topology.training import TrainConfig, train
 from engine.topology.two_layer import ShallowNet, ShallowParams
-
-
-def _grid_to_json(a: np.ndarray) -> list:
-    return [[None if not np.isfinite(x) else float(x) for x in row] for row in a]
-
 
 # --- topo-toy (Fig. 3) -----------------------------------------------------------------------
 
@@ -124,104 +115,4 @@ def run_toy(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     }
     toy_figure(out_dir / "toy.png", trajs, mean_y2)
     yield Progress(1.0, "topo-toy done")
-    return write_metrics(out_dir, metrics)
-
-
-# --- topo-breast-cancer (Fig. 4) ---------------------------------------------------------------
-
-
-def run_breast_cancer(out_dir: Path, quick: bool = False, seed: int = 0, sign_policy: str = "positive") -> Job[dict]:
-    """The Fig. 4 sweep of engine.sweeps on breast cancer at the paper's grid (l = 2..9), cells kept
-    under out_dir/cells; sweep.npz, the figure and metrics.json are assembled from them."""
-    from engine.sweeps import fig4
-    from engine.sweeps.jobs import fig4_job
-
-    out_dir = Path(out_dir)
-    plan = fig4.plan("breast-cancer", seed=seed, sign_policy=sign_policy, **(fig4.QUICK if quick else fig4.FULL))
-    metrics = yield from subjob(fig4_job(plan, out_dir, mode="replace"), 0.0, 1.0)
-    yield Progress(1.0, "topo-breast-cancer done")
-    return write_metrics(out_dir, {**metrics, "quick": quick})
-
-
-# --- topo-probability (Fig. 5) -----------------------------------------------------------------
-
-PROBABILITY_GRID = range(1, 51)  # d and l
-CHECKS_AT = [(1, 1), (2, 5), (5, 3), (10, 10), (30, 1), (30, 10)]  # Monte Carlo against the closed forms
-TORCH_DS, TORCH_LS = [1, 2, 3, 5, 10, 20, 30, 50], [1, 2, 3, 5, 10, 20, 50]  # PyTorch default init (no closed form)
-
-
-def run_probability(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
-    """Closed forms on the 50 × 50 grid, then one Fig. 5 sweep (engine.sweeps.fig5) of Monte Carlo
-    cells: Xavier and Kaiming at CHECKS_AT (the checks against the closed forms) and PyTorch's
-    default init on TORCH_DS × TORCH_LS (its map)."""
-    from engine.sweeps import fig5
-    from engine.sweeps.runner import sweep_job
-
-    out_dir = Path(out_dir)
-    ds = ls = list(PROBABILITY_GRID)
-    n_mc = 4000 if quick else 40000
-    grids = {s: probability_grid(ds, ls, s) for s in CLOSED_FORM_SCHEMES}
-    yield Progress(0.05, "closed forms done")
-    points = [(s, d, l) for d, l in CHECKS_AT for s in CLOSED_FORM_SCHEMES]
-    points += [("pytorch", d, l) for d in TORCH_DS for l in TORCH_LS]
-    schemes = (*CLOSED_FORM_SCHEMES, "pytorch")
-    settings = fig5.Fig5Settings(tuple(TORCH_DS), tuple(TORCH_LS), schemes, n_mc, seed, tuple(points))
-    run = yield from subjob(sweep_job(fig5.plan(settings), out_dir, mode="replace"), 0.05, 0.95)
-    mc = fig5.grids(settings, run.cells)
-    checks = []
-    for d, l in CHECKS_AT:
-        a, b = TORCH_DS.index(d), TORCH_LS.index(l)
-        for s in CLOSED_FORM_SCHEMES:
-            est, se = float(mc[f"mc_{s}"][a, b]), float(mc[f"se_{s}"][a, b])
-            exact = obstruction_probability(d, l, s)
-            checks.append(
-                {
-                    "d": d,
-                    "l": l,
-                    "init": s,
-                    "closed_form": exact,
-                    "monte_carlo": est,
-                    "std_error": se,
-                    "z": (est - exact) / se,
-                }
-            )
-    torch_p, torch_se = mc["mc_pytorch"], mc["se_pytorch"]
-    d1_exact = [1 - (1 - 1 / (2 * math.sqrt(l))) ** l for l in TORCH_LS]  # MATH A8, d = 1
-    save_arrays(
-        out_dir,
-        "probability.npz",
-        d=ds,
-        l=ls,
-        **{f"closed_{s}": g for s, g in grids.items()},
-        checks=[
-            [c["d"], c["l"], CLOSED_FORM_SCHEMES.index(c["init"]), c["closed_form"], c["monte_carlo"], c["std_error"]]
-            for c in checks
-        ],
-        torch_d=TORCH_DS,
-        torch_l=TORCH_LS,
-        torch_p=torch_p,
-        torch_se=torch_se,
-    )
-    probability_figure(out_dir / "probability.png", ds, ls, grids, TORCH_DS, TORCH_LS, torch_p, torch_se)
-    metrics = {
-        "ds": ds,
-        "ls": ls,
-        "xavier_normal": _grid_to_json(grids["xavier_normal"]),
-        "kaiming_normal": _grid_to_json(grids["kaiming_normal"]),
-        "mc_checks": checks,
-        "max_abs_z": float(max(abs(c["z"]) for c in checks)),
-        "n_samples": n_mc,
-        "pytorch_default": {
-            "ds": TORCH_DS,
-            "ls": TORCH_LS,
-            "p": _grid_to_json(torch_p),
-            "std_error": _grid_to_json(torch_se),
-            "d1_exact": d1_exact,
-        },
-        "d30_l1": {
-            "pytorch_default": float(torch_p[TORCH_DS.index(30), 0]),
-            "kaiming_normal": obstruction_probability(30, 1, "kaiming_normal"),
-        },
-    }
-    yield Progress(1.0, "topo-probability done")
     return write_metrics(out_dir, metrics)
