@@ -55,8 +55,9 @@ def write_plane(out_dir, p: PlaneResult, arch: Arch, vts: bool = True) -> list[P
     return out
 
 
-def write_pca_plane(out_dir, r: PCAPlane, vts: bool = True) -> list[Path]:
-    """plane.npz in --train mode: the plane's arrays plus the first run's trajectory and every run's."""
+def write_pca_plane(out_dir, r: PCAPlane, vts: bool = True, **extra) -> list[Path]:
+    """plane.npz in --train mode: the plane's arrays plus the first run's trajectory and every run's
+    (and ``extra`` arrays)."""
     first = r.runs[0]
     arrays = dict(
         _plane_arrays(r.plane),
@@ -73,13 +74,16 @@ def write_pca_plane(out_dir, r: PCAPlane, vts: bool = True) -> list[Path]:
     )
     if len(r.runs) > 1:
         arrays["trajectories"] = np.stack([run.params for run in r.runs])
-    out = [_save(Path(out_dir) / "plane.npz", **arrays)]
+    out = [_save(Path(out_dir) / "plane.npz", **arrays, **extra)]
     if vts:
         out.append(write_vts(Path(out_dir) / "plane.vts", r.plane.alpha, r.plane.beta, r.plane.loss))
     return out
 
 
-def write_interpolation(out_dir, r: Interpolation) -> Path:
+def write_interpolation(out_dir, r: Interpolation, **extra) -> Path:
+    """interp.npz (with the accuracy along the line for a classifier, and ``extra`` arrays)."""
+    if r.accuracy is not None:
+        extra = dict(accuracy=r.accuracy, accuracy_a=r.accuracy_a, accuracy_b=r.accuracy_b, **extra)
     return _save(
         Path(out_dir) / "interp.npz",
         alpha=r.alpha,
@@ -89,6 +93,7 @@ def write_interpolation(out_dir, r: Interpolation) -> Path:
         loss_a=r.loss_a,
         loss_b=r.loss_b,
         loss_kind=np.array(r.kind),
+        **extra,
     )
 
 

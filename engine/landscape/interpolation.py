@@ -28,13 +28,29 @@ class Interpolation:
     loss_a: float  # L(θ_a), float64
     loss_b: float
     kind: str = "sum"
+    # classifiers (engine.landscape.module_interpolation): the share of correct labels along the line
+    accuracy: np.ndarray | None = None  # (M,)
+    accuracy_a: float | None = None
+    accuracy_b: float | None = None
+
+    def _above_chord(self, values, a: float, b: float) -> float:
+        """max over α ∈ [0, 1] of ``values`` − the chord from a to b."""
+        inside = (self.alpha >= 0) & (self.alpha <= 1)
+        line = (1 - self.alpha) * a + self.alpha * b
+        return float((values - line)[inside].max()) if inside.any() else float("nan")
 
     @property
     def barrier(self) -> float:
         """max over α ∈ [0, 1] of L − the chord between the ends' losses: 0 when the curve stays below it."""
-        inside = (self.alpha >= 0) & (self.alpha <= 1)
-        line = (1 - self.alpha) * self.loss_a + self.alpha * self.loss_b
-        return float((self.loss - line)[inside].max()) if inside.any() else float("nan")
+        return self._above_chord(self.loss, self.loss_a, self.loss_b)
+
+    @property
+    def accuracy_barrier(self) -> float | None:
+        """The most accuracy lost below the chord between the ends' accuracies, over α ∈ [0, 1]
+        (linear mode connectivity's error barrier); None unless a classifier."""
+        if self.accuracy is None:
+            return None
+        return self._above_chord(-self.accuracy, -self.accuracy_a, -self.accuracy_b)
 
 
 def interpolation_job(

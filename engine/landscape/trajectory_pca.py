@@ -154,6 +154,18 @@ def pca_directions(trajectories, center) -> tuple[np.ndarray, np.ndarray]:
     return comps, evals[:2] / evals[evals > 0].sum()
 
 
+def path_grid(paths, n: int, extent: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The plane's axes α, β (n,) each: covering every path (…, 2) with a ``MARGIN`` share of its
+    range beyond it on each side, or [−extent, extent] when given."""
+    if extent is not None:
+        alpha = np.linspace(-extent, extent, n)
+        return alpha, alpha.copy()
+    points = np.asarray(paths, float).reshape(-1, 2)
+    lo, hi = points.min(0), points.max(0)
+    pad = MARGIN * np.maximum(hi - lo, 1e-12)
+    return tuple(np.linspace(lo[k] - pad[k], hi[k] + pad[k], n) for k in (0, 1))
+
+
 def pca_plane_job(
     arch: Arch,
     theta,
@@ -184,12 +196,7 @@ def pca_plane_job(
     center = runs[0].params[-1]
     comps, explained = pca_directions([run.params for run in runs], center)
     paths = np.stack([(run.params - center) @ comps.T for run in runs])
-    if extent is None:
-        lo, hi = paths.reshape(-1, 2).min(0), paths.reshape(-1, 2).max(0)
-        pad = MARGIN * np.maximum(hi - lo, 1e-12)
-        alpha, beta = (np.linspace(lo[k] - pad[k], hi[k] + pad[k], n) for k in (0, 1))
-    else:
-        alpha = beta = np.linspace(-extent, extent, n)
+    alpha, beta = path_grid(paths, n, extent)
     job = grid_losses_job(arch, center, comps[0], comps[1], alpha, beta, X, Y, kind, dtype, device, threads)
     loss = yield from subjob(job, 0.6, 1.0, "PCA plane: ")
     plane = PlaneResult(

@@ -1,0 +1,53 @@
+"""The module toolkit's files: plane.npz, interp.npz as engine.landscape.exports writes them, plus
+what says which number of a flat vector is which parameter (docs/EXPORTS.md, "Any PyTorch model").
+
+``param_names`` (the module's ``named_parameters()`` order) and ``param_shapes`` (each as
+comma-separated sizes, "" for a scalar) rebuild every tensor of ``theta``, ``d1``, ``d2``:
+split the flat vector at the cumulative products of the shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from engine.landscape import exports
+from engine.landscape import module_directions as MD
+from engine.landscape.interpolation import Interpolation
+from engine.landscape.module_loss import ModuleLoss
+from engine.landscape.plane import PlaneResult
+from engine.landscape.trajectory_pca import PCAPlane
+from engine.landscape.vtk import write_vts
+
+
+def layout(loss: ModuleLoss) -> dict:
+    """The arrays that name θ's pieces."""
+    return dict(
+        param_names=np.array(loss.names),
+        param_shapes=np.array([",".join(map(str, s)) for s in loss.shapes]),
+        batch_size=np.int64(loss.batch_size),
+    )
+
+
+def write_plane(out_dir, p: PlaneResult, loss: ModuleLoss, vts: bool = True) -> list[Path]:
+    """plane.npz (and plane.vts): the plane's arrays, the layout, and the filter norms of θ, d1 and
+    d2 (``*_filter_norms``: every filter of every tensor of ≥ 2 dimensions, in parameter order)."""
+    norms = {
+        f"{k}_filter_norms": MD.filter_norms(loss.shapes, v)
+        for k, v in (("theta", p.theta), ("d1", p.d1), ("d2", p.d2))
+    }
+    out = [exports._save(Path(out_dir) / "plane.npz", **exports._plane_arrays(p), **norms, **layout(loss))]
+    if vts:
+        out.append(write_vts(Path(out_dir) / "plane.vts", p.alpha, p.beta, p.loss))
+    return out
+
+
+def write_checkpoint_plane(out_dir, r: PCAPlane, loss: ModuleLoss, checkpoints, vts: bool = True) -> list[Path]:
+    """plane.npz of ``--trajectory``: the PCA plane's arrays, the layout and the checkpoint files."""
+    names = np.array([str(c) for c in checkpoints])
+    return exports.write_pca_plane(out_dir, r, vts, checkpoints=names, **layout(loss))
+
+
+def write_interpolation(out_dir, r: Interpolation, loss: ModuleLoss) -> Path:
+    return exports.write_interpolation(out_dir, r, **layout(loss))
