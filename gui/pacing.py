@@ -17,9 +17,12 @@ from PySide6.QtCore import QObject, QTimer
 
 
 class Pacer(QObject):
-    def __init__(self, intervals: dict[str, float] | None = None, parent=None):
+    def __init__(
+        self, intervals: dict[str, float] | None = None, parent=None, clock: Callable[[], float] = time.monotonic
+    ):
         super().__init__(parent)
         self.intervals = dict(intervals or {})
+        self._clock = clock  # seconds; a test passes its own, to count intervals without timing them
         self._pending: dict[str, Callable[[], None]] = {}  # insertion order: oldest first
         self._last: dict[str, float] = {}
         self._timer = QTimer(self, singleShot=True)
@@ -37,7 +40,7 @@ class Pacer(QObject):
         while self._pending:
             name, draw = next(iter(self._pending.items()))
             del self._pending[name]
-            self._last[name] = time.monotonic()
+            self._last[name] = self._clock()
             draw()
 
     def clear(self) -> None:
@@ -55,11 +58,11 @@ class Pacer(QObject):
 
     def _schedule(self) -> None:
         if self._pending and not self._timer.isActive():
-            wait = min(self._due(name) for name in self._pending) - time.monotonic()
+            wait = min(self._due(name) for name in self._pending) - self._clock()
             self._timer.start(max(0, round(1000 * wait)))
 
     def _run_next(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         due = [name for name in self._pending if self._due(name) <= now]
         if due:
             name = due[0]  # the oldest waiting part that may run

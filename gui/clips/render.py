@@ -114,8 +114,6 @@ class ClipJob(QObject):
         self.encoder.failed.connect(self._on_failed)
         self.done = 0
         self._steps = None  # the frame being rendered, part by part
-        # The longest the event loop waited on us: what a click on Cancel may wait at most.
-        self.longest_tick = 0.0
         self.active = False
         self._timer = QTimer(self, interval=0)
         self._timer.timeout.connect(self._tick)
@@ -127,7 +125,6 @@ class ClipJob(QObject):
 
     def _tick(self):
         """One costly part of a frame (posing, one 3D view, one plot) per turn of the event loop."""
-        started = time.perf_counter()
         try:
             if self._steps is None:
                 if not self.encoder.has_room:
@@ -138,8 +135,6 @@ class ClipJob(QObject):
                 return
             except StopIteration as done:
                 frame = done.value
-            finally:
-                self.longest_tick = max(self.longest_tick, time.perf_counter() - started)
             self._steps = None
             self.encoder.add(frame)
         except Exception as error:  # a frame that cannot render must not leave a half file

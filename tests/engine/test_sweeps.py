@@ -6,11 +6,13 @@ Each sweep on Ray starts a local Ray of this machine's cores in a driver process
 ``ray_installed`` fixture.
 """
 
+import dataclasses
 import importlib.util
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,11 +23,12 @@ from engine.core import datasets
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.sweeps import fig4, fig5, jobs
+from engine.sweeps.executors import Cancelled, stopping
 from engine.sweeps.grid import MAX_CELLS, int_range
 from engine.sweeps.runner import MAX_TASK_S, MIN_TASK_S, SweepPartial, SweepPlan, pack, sweep_job, task_seconds
 from engine.sweeps.store import CellStore
 from engine.topology.probability import obstruction_probability
-from engine.topology.width_sweep import held_out_bce, sweep_init, train_run_bce
+from engine.topology.width_sweep import SweepSettings, held_out_bce, sweep_init, train_cell, train_run_bce
 
 from ..files import output_bytes
 
@@ -102,15 +105,24 @@ def test_local_and_ray_give_identical_fig4_and_fig5_results(tmp_path, ray_instal
         assert out[("ray", None)] == out[("local", None)] == out[("ray", 3)], name
 
 
-def _stop_after(job, cells: int) -> float:
-    """Drive ``job`` until ``cells`` cells are finished, then close it, as a GUI cancel or Ctrl-C does;
-    the seconds the close took."""
-    for update in job:
-        if isinstance(update.partial, SweepPartial) and update.partial.done >= cells:
-            break
-    began = time.perf_counter()
-    job.close()
-    return time.perf_counter() - began
+def _first_cells_only(context, cell):
+    """The Fig. 4 cell, for the cells in ``context``'s first set; any other never finishes: it
+    runs until its sweep is closed (a local stop, or Ray cancelling its task)."""
+    inner, allowed = context
+    if tuple(cell) in allowed:
+        return fig4.compute_cell(inner, cell)
+    while not stopping():
+        time.sleep(1e-3)  # the sweep's close must stop this cell: it can end no other way
+    raise Cancelled
+
+
+def _closed_within(job, seconds: float) -> bool:
+    """Close ``job`` on a thread of its own; False if the close was still waiting after ``seconds``
+    (a hang guard far past any machine's speed, not a time the test measures)."""
+    closer = threading.Thread(target=job.close, name="test-close", daemon=True)
+    closer.start()
+    closer.join(seconds)
+    return not closer.is_alive()
 
 
 @pytest.mark.parametrize("executor", ["local", "ray"])
@@ -119,12 +131,19 @@ def test_a_stopped_sweep_resumed_equals_an_uninterrupted_one(tmp_path, executor,
         request.getfixturevalue("ray_installed")
     plan = fig4.plan(ls=(2, 3, 4, 5, 6), n_inits=2, steps=300)  # 25 cells of ~50 ms
     whole = run_to_completion(sweep_job(plan, tmp_path / "whole"))
+    # Three cells come back, the rest never do until the close stops them: the job is closed with
+    # cells in flight on every machine, and the close must stop them (local) or cancel them (Ray).
+    first = plan.cells[:3]
+    gated = dataclasses.replace(plan, compute=_first_cells_only, context=(plan.context, first))
     part = tmp_path / "part"
-    closing = _stop_after(jobs.fig4_job(plan, part, figure=False, executor=executor, cells_per_task=1), 3)
-    assert closing < 2.0  # a cancel stops the cells in flight within a GD step (local) or kills them (Ray)
+    job = jobs.fig4_job(gated, part, figure=False, executor=executor, cells_per_task=1)
+    for update in job:
+        if isinstance(update.partial, SweepPartial) and update.partial.done == len(first):
+            break
+    assert _closed_within(job, 120), "closing the sweep did not stop the cells in flight"
     store = CellStore(part)
     kept = store.finished()
-    assert 3 <= len(kept) < len(plan.cells)
+    assert kept == {plan.name(c) for c in first}  # the finished cells, and no cell cut short
     stamps = {n: os.stat(store.cells_dir / f"{n}.npz").st_mtime_ns for n in kept}
     resumed = run_to_completion(sweep_job(plan, part, executor=executor, mode="resume"))
     assert resumed.reused == len(kept) and resumed.computed == len(plan.cells) - len(kept)
@@ -133,6 +152,23 @@ def test_a_stopped_sweep_resumed_equals_an_uninterrupted_one(tmp_path, executor,
     assert fig4.metrics(resumed, fig4.assemble(resumed)) == fig4.metrics(whole, fig4.assemble(whole))
     # Resuming a finished sweep computes nothing.
     assert run_to_completion(sweep_job(plan, part, mode="resume")).computed == 0
+
+
+def test_a_cancelled_fig4_cell_stops_at_its_next_gd_step():
+    """train_cell asks ``stop`` once a GD step and returns at the first yes: a cancelled sweep's
+    cell does the step in hand and no more (counted, not timed)."""
+    split = datasets.breast_cancer(seed=0)
+    settings = SweepSettings(ls=(2,), n_inits=2, steps=300)
+    asked = []
+
+    def stop_at_the_fifth_question() -> bool:
+        asked.append(None)
+        return len(asked) == 5
+
+    y, y_test = split.Y_train[:, 0], split.Y_test[:, 0]
+    out = train_cell(split.X_train, y, split.X_test, y_test, settings, 2, 1, stop_at_the_fifth_question)
+    assert out is None and len(asked) == 5
+    assert train_cell(split.X_train, y, split.X_test, y_test, settings, 2, 1, lambda: False) is not None
 
 
 def test_resume_with_changed_settings_is_refused(tmp_path):
