@@ -14,6 +14,11 @@ COLORMAP = "viridis"
 SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units
 
 
+def cell_step(x: np.ndarray) -> float:
+    """The spacing of an evenly spaced grid (1 for a single point, so its pixel still has a size)."""
+    return float(x[1] - x[0]) if len(x) > 1 else 1.0
+
+
 class PlaneView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -53,7 +58,10 @@ class PlaneView(QWidget):
         """``loss[i, j]`` at (a[j], b[i]); ``center`` is the construction point in (a, b)."""
         a, b, loss = np.asarray(a, float), np.asarray(b, float), np.asarray(loss, float)
         self.image.setImage(loss, autoLevels=False)
-        self.image.setRect(a[0], b[0], a[-1] - a[0], b[-1] - b[0])
+        # Each pixel is centred on its grid point: the image reaches half a step past the ends
+        # (spread over [a₀, a_end] its n pixels had drifted up to half a cell off their points).
+        da, db = cell_step(a), cell_step(b)
+        self.image.setRect(a[0] - da / 2, b[0] - db / 2, da * len(a), db * len(b))
         low, high = float(np.nanmin(loss)), float(np.nanpercentile(loss, 98))
         self.colorbar.setLevels((low, max(high, low + 1e-12)))
         self.point.setData([center[0]], [center[1]])

@@ -4,15 +4,19 @@ live, the invariants panel shows the engine's numbers, and bad input starts noth
 import dataclasses
 
 import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.opengl as gl
 import pytest
 
 from engine.topology import invariants as inv
 from engine.topology.initialization import initial_params
 from engine.topology.two_layer import ShallowNet
 from gui.session import read_session, write_session
+from gui.views.quadric_view import MAX_SHOWN_POINTS
 from gui.views.training_curves import event_callouts
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
+from .drawn import neuron_points, plotted, xy
 
 TRAINING_PRESETS = [
     "fig3-obstructed",
@@ -35,11 +39,18 @@ def test_training_preset_runs_and_draws_3d(window, qtbot, preset):
     assert not window.message_bar.text, window.message_bar.text
     wait_until_idle(qtbot, window)
     ws = topology(window)
-    assert ws.timeline_length() > 1
-    views = ws.gl_views()
-    assert views
-    assert views[0].shown_points() > 1
-    assert_not_blank(gl_pixels(views[0]))
+    traj = ws._result
+    assert ws.timeline_length() == len(traj.step) > 1
+    assert len(traj.step) <= MAX_SHOWN_POINTS  # every row is drawn, none decimated away
+    # Each neuron's 3D view draws its (w₁, w₂, v) at every recorded row, read here from the
+    # run's weights: the line's vertices, the start and the head markers.
+    for k, cell in enumerate(ws.quadrics.cells[: traj.W1.shape[1]]):
+        want = neuron_points(traj, k)
+        assert [item.text for item in cell.view._frame if isinstance(item, gl.GLTextItem)] == ["w₁", "w₂", "v"]
+        np.testing.assert_allclose(cell.view.trajectory.pos, want, rtol=1e-6, atol=1e-7)  # float32
+        np.testing.assert_allclose(cell.view.start_marker.pos, want[:1], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(cell.view.head_marker.pos, want[-1:], rtol=1e-6, atol=1e-7)
+    assert_not_blank(gl_pixels(ws.gl_views()[0]))
     save_screenshot(window, f"topology_{preset}")
 
 
@@ -49,8 +60,27 @@ def test_d1_preset_shows_the_exact_plane(window, qtbot):
     wait_until_idle(qtbot, window)
     ws = topology(window)
     # θ_k = (w, v) is a plane: the exact 2-D view replaces the 3D one.
-    assert ws.reduced.isVisible() and ws.reduced.shown_points() > 2
-    assert ws.gl_views() == []
+    assert ws.reduced.isVisible() and ws.gl_views() == []
+    traj = ws._result
+    w, v = traj.W1[:, :, 0], traj.W2[:, 0, :]  # (T, l): the run's signed weights
+    assert len(w) <= MAX_SHOWN_POINTS
+    for k, line in enumerate(ws.reduced.trajectories):
+        np.testing.assert_array_equal(xy(line), np.column_stack([w[:, k], v[:, k]]))
+    assert len(ws.reduced.trajectories) == w.shape[1]
+    # The curves are the hyperbolas w² − v² = c_k through the run's points, now and, dashed,
+    # at the start where c drifted: each drawn curve's c is one of them, and each c_k now is drawn.
+    c_now, c_start = w[-1] ** 2 - v[-1] ** 2, w[0] ** 2 - v[0] ** 2
+    curves = [xy(item) for item in plotted(ws.reduced) if item.opts["symbol"] is None]
+    drawn_c = []
+    for points in curves:
+        c = points[:, 0] ** 2 - points[:, 1] ** 2
+        np.testing.assert_allclose(c, c[0], atol=1e-9 * np.abs(points).max() ** 2)  # one hyperbola per curve
+        drawn_c.append(c[0])
+    scale = 1e-9 * max(1.0, np.abs(np.concatenate([c_now, c_start])).max())
+    for c in drawn_c:
+        assert np.isclose(c, c_now, atol=scale).any() or np.isclose(c, c_start, atol=scale).any(), c
+    for c in c_now:
+        assert np.isclose(drawn_c, c, atol=scale).any(), (c, drawn_c)
     save_screenshot(window, "topology_d1-input-signs")
 
 
@@ -171,8 +201,8 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot, tmp_path):
     window.run(steps=5)
     wait_until_idle(qtbot, window)
     assert not window.message_bar.text, window.message_bar.text
-    assert ws.fig4.has_data() and ws.fig4.heat.image.image is not None
     assert "done" in ws.fig4.caption.text()
+    assert_fig4_draws(ws.fig4, ws._result)
     save_screenshot(window, "topology_fig4-breast-cancer")
     assert_session_round_trip(ws, tmp_path / "fig4.lens", ws.fig4)
     window.load_preset("fig5-probability", run=False)
@@ -181,14 +211,63 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot, tmp_path):
     ws.parameters["fig5", "mc_samples"] = 200
     window.run()
     wait_until_idle(qtbot, window)
-    assert ws.fig5.has_data()
-    for scheme, heat in ws.fig5.maps.items():
-        assert np.isfinite(heat.values).all() and heat.image.image is not None
-        assert len(ws.fig5.dots[scheme].data) > 0
+    assert_fig5_draws(ws.fig5, ws._result)
     heat = ws.fig5.maps["kaiming_normal"]
     assert "closed form" in heat.describe(0, 0)
     save_screenshot(window, "topology_fig5-probability")
     assert_session_round_trip(ws, tmp_path / "fig5.lens", ws.fig5)
+
+
+def cell_centres(heat) -> np.ndarray:
+    """Where the image puts the centre of each of its pixels, in the plot's coordinates: (nx, ny, 2)."""
+    nx, ny = heat.image.image.shape
+    out = np.empty((nx, ny, 2))
+    for i in range(nx):
+        for j in range(ny):
+            p = heat.image.mapToParent(pg.Point(i + 0.5, j + 0.5))
+            out[i, j] = p.x(), p.y()
+    return out
+
+
+def assert_fig4_draws(view, result):
+    """The map is result.mean, cell (i, j) centred on (l_i, l₊_j), NaN where nothing ran; each
+    line is one l's finite means against l₊ / l."""
+    np.testing.assert_array_equal(view.heat.image.image, result.mean)  # NaN where the mean is
+    centres = cell_centres(view.heat)
+    np.testing.assert_allclose(centres[..., 0], np.broadcast_to(result.ls[:, None], result.mean.shape), atol=1e-9)
+    np.testing.assert_allclose(centres[..., 1], np.broadcast_to(result.l_plus[None, :], result.mean.shape), atol=1e-9)
+    want = []
+    for i, l in enumerate(result.ls):
+        ok = np.isfinite(result.mean[i]) & (result.l_plus <= l)
+        if ok.any():
+            want.append(np.column_stack([result.l_plus[ok] / l, result.mean[i, ok]]))
+    lines = [xy(item) for item in plotted(view.lines_widget)]
+    assert len(lines) == len(want) > 0
+    for got, expected in zip(lines, want):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def assert_fig5_draws(view, result):
+    """Each map is MATH A7's closed form P = 1 − F_{1,d}(ρ)^l, computed here with scipy, cell
+    (i, j) centred on (d_i, l_j); the dots sit at the Monte Carlo points, coloured by their p̂."""
+    from scipy.stats import f as f_distribution
+
+    d, l = np.meshgrid(result.d.astype(float), result.l.astype(float), indexing="ij")
+    rho = {"kaiming_normal": l, "xavier_normal": d * (l + 1) / (d + l)}
+    assert set(view.maps) == set(rho)
+    for scheme, heat in view.maps.items():
+        want = 1 - f_distribution.cdf(rho[scheme], 1, d) ** l
+        np.testing.assert_allclose(heat.image.image, want, rtol=1e-9, atol=1e-12)
+        centres = cell_centres(heat)
+        np.testing.assert_allclose(centres[..., 0], d, atol=1e-9)
+        np.testing.assert_allclose(centres[..., 1], l, atol=1e-9)
+        mc = result.mc[scheme]
+        dots = view.dots[scheme].data
+        assert len(dots) == len(mc) > 0
+        np.testing.assert_array_equal(np.column_stack([dots["x"], dots["y"]]), mc[:, :2])
+        colours = np.array([spot.brush().color().getRgbF()[:3] for spot in view.dots[scheme].points()])
+        want_colours = pg.colormap.get("viridis").map(np.clip(mc[:, 2], 0, 1), mode="float")[:, :3]
+        np.testing.assert_allclose(colours, want_colours, atol=1 / 255)
 
 
 def assert_session_round_trip(ws, path, view):
