@@ -12,20 +12,17 @@ archive is a zip of JSON and raw bytes, and only those are read here:
 
 from __future__ import annotations
 
-import json
-import math
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from engine.core.errors import EngineInputError
-from engine.core.npz import MAX_ARRAY_BYTES
 from engine.io.netfile import NetFile
+from engine.io.pt2_archive import read_archive, read_payload
 from engine.io.torch_state import network_from_layers
 
-# torch._export.serde.schema.ScalarType codes of the float dtypes a Linear layer may hold
-FLOAT_DTYPES = {7: "<f4", 8: "<f8"}
+FLOAT_DTYPES = (7, 8)  # torch._export.serde.schema.ScalarType codes of float32 and float64
 ACTIVATION_OPS = {"torch.ops.aten.sigmoid.default": "sigmoid", "torch.ops.aten.tanh.default": "tanh"}
 LINEAR_OP = "torch.ops.aten.linear.default"
 
@@ -50,47 +47,18 @@ def load_exported_network(path, data_path) -> NetFile:
 
 
 def _read_archive(path, z: zipfile.ZipFile) -> tuple[dict, dict]:
-    names = z.namelist()
-    models = [n for n in names if n.split("/")[1:2] == ["models"] and n.endswith(".json")]
-    configs = [n for n in names if n.endswith("/data/weights/model_weights_config.json")]
-    if len(models) != 1 or len(configs) != 1:
-        raise EngineInputError(f"{path}: expected one exported model in the archive, found {len(models)}")
-    byteorder = [n for n in names if n.endswith("/byteorder")]
-    if byteorder and z.read(byteorder[0]).strip() != b"little":
-        raise EngineInputError(f"{path}: weights are big-endian; only little-endian archives are read")
-    return json.loads(z.read(models[0]))["graph_module"], {
-        name: dict(meta, _dir=configs[0].rsplit("/", 1)[0])
-        for name, meta in json.loads(z.read(configs[0]))["config"].items()
-    }
+    """The graph and the weights' configs (name → meta) of the one exported program in ``z``."""
+    archive = read_archive(path, z)
+    return archive.program["graph_module"], archive.weights
 
 
 def _weight(path, z: zipfile.ZipFile, name: str, meta: dict) -> np.ndarray:
-    if meta.get("use_pickle", True):
+    """A Linear layer's weight or bias in float64, from its raw bytes."""
+    if not meta.get("use_pickle", True) and meta["tensor_meta"]["dtype"] not in FLOAT_DTYPES:
         raise EngineInputError(
-            f"{path}: refused: parameter {name!r} is stored as a pickle; "
-            "only raw tensor bytes are read from .pt2 archives"
+            f"{path}: parameter {name!r} has dtype code {meta['tensor_meta']['dtype']}; expected float32 or float64"
         )
-    tm = meta["tensor_meta"]
-    if tm["dtype"] not in FLOAT_DTYPES:
-        raise EngineInputError(f"{path}: parameter {name!r} has dtype code {tm['dtype']}; expected float32 or float64")
-    shape = tuple(int(s["as_int"]) for s in tm["sizes"])
-    strides = tuple(int(s["as_int"]) for s in tm["strides"])
-    contiguous = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
-    if int(tm["storage_offset"]["as_int"]) != 0 or (strides != contiguous and np.prod(shape) > 1):
-        raise EngineInputError(f"{path}: parameter {name!r} is not stored contiguously")
-    member, dtype = f"{meta['_dir']}/{meta['path_name']}", np.dtype(FLOAT_DTYPES[tm["dtype"]])
-    count = math.prod(shape)
-    if min(shape, default=0) < 0 or count * dtype.itemsize > MAX_ARRAY_BYTES:
-        raise EngineInputError(
-            f"{path}: parameter {name!r} declares shape {shape}; the limit is {MAX_ARRAY_BYTES:.3g} bytes per array"
-        )
-    if z.getinfo(member).file_size != count * dtype.itemsize:  # checked before the bytes are read
-        raise EngineInputError(
-            f"{path}: parameter {name!r} has {z.getinfo(member).file_size} bytes; shape {shape} needs "
-            f"{count * dtype.itemsize}"
-        )
-    data = np.frombuffer(z.read(member), dtype=dtype, count=count)
-    return data.astype(np.float64).reshape(shape)
+    return read_payload(path, z, name, meta).astype(np.float64)
 
 
 def chain(path, graph: dict, parameters: dict) -> tuple[list, str]:
