@@ -1,6 +1,6 @@
 """Networks for the landscape toolkit: the app's files, plus what paper B's loaders refuse.
 
-Paper B's readers (engine.minima.report.read_network) take one-output sigmoid or tanh networks.
+Paper B's readers (engine.io.readers.read_network) take one-output sigmoid or tanh networks.
 The toolkit also draws classifiers (e ≥ 2 outputs, integer labels for cross-entropy) and ReLU
 networks, as ``mlp.LandscapeArch``. Files paper B can read go through its readers unchanged;
 only the others are read here, with the same checks (finite numbers, chained shapes, data that
@@ -129,7 +129,7 @@ def read_network(path, activation: str | None = None, data=None) -> Network:
         X, Y = _read_data(data)
         Ws = [W for _, W, _ in layers]
         return from_layers(path, Ws, [b for *_, b in layers] if all(has_bias) else None, activation, X, Y)
-    from engine.minima.report import read_network as read_paper_b
+    from engine.io.readers import read_network as read_paper_b
 
     loaded = read_paper_b(path, activation, data)
     return Network(loaded.arch, loaded.params, loaded.X, loaded.Y)

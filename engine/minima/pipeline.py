@@ -458,7 +458,7 @@ def load_job(
     file has one (engine.minima.workbench), then slices and, with splits, the stages (b)–(d) of ``s``
     (default settings' path, saddle λ and descent; no plane). The file is read before the first
     yield, so a bad one fails at once. ``activation``/``data``: for PyTorch files (engine.minima.report)."""
-    from engine.minima.report import read_network
+    from engine.io.readers import read_network
 
     net = read_network(path, activation, data)
     return _inspected_job(net, str(path), replace(s or Figure3Settings(plane=None), slices=slices))

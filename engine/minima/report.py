@@ -11,7 +11,6 @@ their values), ``as_construction`` lets the Fig. 3 views draw a loaded net like 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -20,7 +19,8 @@ from engine.core.errors import EngineInputError
 from engine.core.mlp import Arch
 from engine.core.progress import Job, run_to_completion, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
-from engine.io.netfile import load_network, save_network
+from engine.io.netfile import save_network
+from engine.io.readers import read_network
 from engine.landscape.hessian import FULL_SPECTRUM_MAX_PARAMS, HessianReport, hessian_report, hessian_report_job
 from engine.minima import construction as C
 from engine.minima.verdicts import Verdict
@@ -110,35 +110,6 @@ class NetworkReport:
             },
             "extras": list(self.extras),
         }
-
-
-NPZ, STATE_DICT, EXPORTED = (".npz",), (".pt", ".pth"), (".pt2",)
-
-
-def read_network(path, activation: str | None = None, data=None):
-    """The saved network (cheap: reading only), or EngineInputError naming what is wrong.
-    ``.npz`` carries everything; a state_dict needs ``activation`` and ``data``; a .pt2 ``data``."""
-    suffix = Path(path).suffix.lower()
-    if suffix in STATE_DICT + EXPORTED and data is None:
-        raise EngineInputError(f"{path}: a PyTorch network needs its data file (--data data.npz|data.csv)")
-    if suffix in STATE_DICT:
-        if activation is None:
-            raise EngineInputError(
-                f"{path}: a state_dict does not record its activation; give one (--activation sigmoid)"
-            )
-        from engine.io.torch_state import load_state_dict_network
-
-        return load_state_dict_network(path, activation, data)
-    if suffix in EXPORTED:
-        from engine.io.pt2 import load_exported_network
-
-        return load_exported_network(path, data)
-    if suffix not in NPZ:
-        raise EngineInputError(
-            f"{path}: unknown network format {suffix or '(no suffix)'!r}; "
-            "use .npz, a state_dict .pt/.pth or a torch.export .pt2"
-        )
-    return load_network(path)
 
 
 def _hessian_summary(r: HessianReport) -> tuple[np.ndarray, C.HessianSummary]:

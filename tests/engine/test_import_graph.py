@@ -1,10 +1,13 @@
 """The engine's modules import each other without cycles (read statically, lazy imports included),
-and the modules the GUI uses import neither matplotlib nor Qt."""
+its top-level packages one way only (core none of them), and the modules the GUI uses import
+neither matplotlib nor Qt."""
 
 import ast
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.test_gui_layers import two_way
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "engine"
@@ -73,6 +76,31 @@ def test_the_import_reader_sees_relative_imports():
 
 def test_engine_import_graph_has_no_cycle():
     assert find_cycle(import_graph()) == []
+
+
+def package_edges(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded onto engine's top-level entries (core, io, …, experiments): an edge
+    a → b where any module of a imports any module of b."""
+
+    def top(module: str) -> str:
+        return module.split(".")[1] if "." in module else module
+
+    edges: dict[str, set[str]] = {top(m): set() for m in graph}
+    for module, targets in graph.items():
+        edges[top(module)] |= {top(t) for t in targets} - {top(module)}
+    return edges
+
+
+def test_the_package_folding_sees_cross_package_imports():
+    folded = package_edges({"engine.a.x": {"engine.b.y", "engine.a.z"}, "engine.b.y": set(), "engine.a.z": set()})
+    assert folded == {"a": {"b"}, "b": set()}
+    assert "core" in package_edges(import_graph())["topology"]
+
+
+def test_engine_packages_import_one_way():
+    edges = package_edges(import_graph())
+    assert two_way(edges) == []
+    assert edges["core"] == set(), "core imports no other engine package"
 
 
 def engine_modules_the_gui_imports() -> list[str]:
