@@ -21,28 +21,38 @@ def toy_dataset(n: int = 8000, seed: int = 0, d: int = 2) -> tuple[np.ndarray, n
 
 
 @dataclass(frozen=True)
-class Split:
+class DataSplit:
+    """A data set's training and test parts (not paper B's neuron split, construction.Split)."""
+
     X_train: np.ndarray
     Y_train: np.ndarray  # (N, 1), labels in {0, 1}
     X_test: np.ndarray
     Y_test: np.ndarray
 
 
-def breast_cancer(seed: int = 0, test_fraction: float = 0.2) -> Split:
-    """scikit-learn's bundled breast cancer set (569 × 30), stratified split, standardized
-    with the training split's mean and std only (no test information leaks into training)."""
-    from sklearn.datasets import load_breast_cancer
+def standardized_split(X, y, test_fraction: float = 0.2, seed: int = 0, name: str = "data") -> DataSplit:
+    """A stratified split of (X, labels y), standardized with the training part's mean and std only
+    (no test information leaks into training)."""
     from sklearn.model_selection import train_test_split
 
     if not 0.0 < test_fraction < 1.0:
         raise EngineInputError(f"test_fraction = {test_fraction!r} must lie strictly between 0 and 1")
-    X, y = load_breast_cancer(return_X_y=True)
-    X_tr, X_te, y_tr, y_te = train_test_split(
-        X, y.astype(np.float64), test_size=test_fraction, stratify=y, random_state=seed
-    )
+    try:
+        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=test_fraction, stratify=y, random_state=seed)
+    except ValueError as error:
+        parts = f"{round(100 * (1 - test_fraction))}/{round(100 * test_fraction)}"
+        raise EngineInputError(f"data set {name!r} cannot be split {parts} by class: {error}") from None
     mu, sd = X_tr.mean(axis=0), X_tr.std(axis=0)
     sd[sd == 0] = 1.0
-    return Split((X_tr - mu) / sd, y_tr[:, None], (X_te - mu) / sd, y_te[:, None])
+    return DataSplit((X_tr - mu) / sd, y_tr[:, None], (X_te - mu) / sd, y_te[:, None])
+
+
+def breast_cancer(seed: int = 0, test_fraction: float = 0.2) -> DataSplit:
+    """scikit-learn's bundled breast cancer set (569 × 30), split by ``standardized_split``."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return standardized_split(X, y.astype(np.float64), test_fraction, seed, "breast-cancer")
 
 
 def load_xy_file(path) -> tuple[np.ndarray, np.ndarray]:

@@ -32,19 +32,6 @@ QUICK = dict(ls=tuple(range(2, 10)), n_inits=4, steps=150)  # reproduce topo-bre
 FULL = dict(ls=tuple(range(2, 10)), n_inits=100, steps=1000)  # the paper's grid
 
 
-def _split(X: np.ndarray, y: np.ndarray, name: str) -> datasets.Split:
-    """Stratified 80/20 split standardized on the training part, as datasets.breast_cancer does."""
-    from sklearn.model_selection import train_test_split
-
-    try:
-        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, stratify=y, random_state=SPLIT_SEED)
-    except ValueError as error:
-        raise EngineInputError(f"data set {name!r} cannot be split 80/20 by class: {error}") from None
-    mu, sd = X_tr.mean(axis=0), X_tr.std(axis=0)
-    sd[sd == 0] = 1.0
-    return datasets.Split((X_tr - mu) / sd, y_tr[:, None], (X_te - mu) / sd, y_te[:, None])
-
-
 def _binary_labels(Y: np.ndarray, name: str) -> np.ndarray:
     if Y.shape[1] != 1:
         raise EngineInputError(f"{name!r}: Y has {Y.shape[1]} columns; the sweep needs one label column")
@@ -58,7 +45,7 @@ def _binary_labels(Y: np.ndarray, name: str) -> np.ndarray:
     return (Y[:, 0] == values[1]).astype(np.float64)
 
 
-def load_dataset(name: str) -> datasets.Split:
+def load_dataset(name: str) -> datasets.DataSplit:
     """breast-cancer (569 × 30, malignant 0 / benign 1: the paper's), wine (178 × 13, cultivar 0
     against the others), digits-binary (360 × 64, the digits 0 and 1), or FILE.csv / FILE.npz
     with the label in the last column (any two values; the larger is class 1)."""
@@ -68,19 +55,21 @@ def load_dataset(name: str) -> datasets.Split:
         from sklearn.datasets import load_wine
 
         X, y = load_wine(return_X_y=True)
-        return _split(X.astype(np.float64), (y == 0).astype(np.float64), name)
+        return datasets.standardized_split(
+            X.astype(np.float64), (y == 0).astype(np.float64), seed=SPLIT_SEED, name=name
+        )
     if name == "digits-binary":
         from sklearn.datasets import load_digits
 
         X, y = load_digits(n_class=2, return_X_y=True)
-        return _split(X.astype(np.float64), y.astype(np.float64), name)
+        return datasets.standardized_split(X.astype(np.float64), y.astype(np.float64), seed=SPLIT_SEED, name=name)
     if Path(name).suffix.lower() in (".csv", ".npz"):
         X, Y = datasets.load_xy_file(name)
-        return _split(X, _binary_labels(Y, Path(name).name), Path(name).name)
+        return datasets.standardized_split(X, _binary_labels(Y, Path(name).name), seed=SPLIT_SEED, name=Path(name).name)
     raise EngineInputError(f"data set {name!r} unknown; choose one of {', '.join(DATASETS)} or a FILE.csv")
 
 
-def digest(split: datasets.Split) -> str:
+def digest(split: datasets.DataSplit) -> str:
     h = hashlib.sha256()
     for a in (split.X_train, split.Y_train, split.X_test, split.Y_test):
         h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
@@ -124,7 +113,7 @@ def plan(
     c0: float = 1.0,
     sign_policy: str = "positive",
     seed: int = 0,
-    split: datasets.Split | None = None,
+    split: datasets.DataSplit | None = None,
 ) -> SweepPlan:
     """The Fig. 4 sweep on ``dataset``: cells (l, l₊) for l in ``ls``, l₊ = 0..l."""
     for l in ls:
