@@ -2,12 +2,15 @@
 
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from PySide6.QtGui import QImage
 
 from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
+from .drawn import nearest_colour_distance, neuron_points, projected_pixels, render_square
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,6 +36,30 @@ def test_3d_view_framebuffer_is_not_blank(window, qtbot):
     pixels = gl_pixels(view)
     assert_not_blank(pixels)
     save_screenshot(window, "window_initial")
+
+
+def test_3d_view_pixels_are_where_the_run_projects(window, qtbot):
+    """Where pyqtgraph's camera puts a point of the run (read from its weights), the rendered frame
+    has the line's colour, and the head marker's red at the last point."""
+    window.load_preset("fig3-free", steps=40)
+    wait_until_idle(qtbot, window)
+    ws = window.workspace
+    traj, view = ws._result, ws.gl_views()[0]
+    points = neuron_points(traj, view.neuron)
+    side = 400
+    pixels = render_square(view, side)
+    where = projected_pixels(view, points, side)
+    assert ((0 <= where) & (where < side)).all(), "the whole run is in the frame"
+    middle = len(points) // 2
+    line_rgb = view.trajectory.color[middle][:3]
+    assert nearest_colour_distance(pixels, where[middle], line_rgb) < 0.08, (where[middle], line_rgb)
+    col, row = np.round(where[-1]).astype(int)
+    r, g, b = pixels[row, col].astype(int)
+    assert r > 2 * g and r > 2 * b, ("the head marker is red", (r, g, b))
+    # And the frame is the points': off the run, a pixel far from it has neither colour.
+    empty = np.array([side * 0.02, side * 0.5])
+    assert np.min(np.linalg.norm(where - empty, axis=1)) > 20
+    assert nearest_colour_distance(pixels, empty, line_rgb, radius=0) > 0.2
 
 
 def test_blank_check_can_fail(window):
@@ -61,12 +88,32 @@ def start_long_run(window, qtbot) -> None:
     qtbot.waitUntil(lambda: view.shown_points() > 1, timeout=30000)
 
 
+def _counting_yields(job, log: list, cancelled: list):
+    """``job``, logging for each of its yields whether Cancel had been asked for by then."""
+    try:
+        while True:
+            try:
+                update = next(job)
+            except StopIteration as done:
+                return done.value
+            log.append(bool(cancelled))
+            yield update
+    finally:
+        job.close()
+
+
 def test_run_then_cancel_leaves_no_running_thread(window, qtbot):
     start_long_run(window, qtbot)
     thread = window.runner._thread
-    with qtbot.waitSignal(thread.finished, timeout=2000):  # the QThread really ends
+    yields, cancelled = [], []
+    # The worker reads its job afresh at every turn: from here on it drives the counting wrapper.
+    thread._job = _counting_yields(thread._job, yields, cancelled)
+    qtbot.waitUntil(lambda: len(yields) >= 2, timeout=30000)
+    with qtbot.waitSignal(thread.finished, timeout=60000):  # the QThread really ends (a hang guard)
+        cancelled.append(True)
         window.cancel()
-    wait_until_idle(qtbot, window, 2000)
+    assert yields.count(True) <= 1, "the job ran on past the yield in hand after Cancel"
+    wait_until_idle(qtbot, window, 30000)
     assert "Cancelled" in window.status_label.text()
     assert window.run_action.isEnabled()
 
@@ -140,13 +187,18 @@ def test_bad_arguments_give_one_line_and_exit_2():
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-def test_the_status_bar_shows_the_newest_update_the_throttle_held_back(window, qtbot):
+def test_the_status_bar_shows_the_newest_update_the_throttle_held_back(window, qtbot, monkeypatch):
     from engine.core.progress import Progress
+    from gui import main_window
 
+    # The throttle reads the window's clock; stopped here, the second update is inside the
+    # ~10 Hz interval however long the machine takes between the two lines.
+    stopped = time.monotonic() + 3600.0  # after every stamp earlier tests left
+    monkeypatch.setattr(main_window, "time", SimpleNamespace(monotonic=lambda: stopped))
     window.runner.progressed.emit(Progress(0.0, "fig4: 0/12 cells"))
-    window.runner.progressed.emit(Progress(1 / 12, "fig4: 1/12 cells"))  # within the ~10 Hz interval
+    window.runner.progressed.emit(Progress(1 / 12, "fig4: 1/12 cells"))
     assert window.status_label.text() == "fig4: 0/12 cells"
-    qtbot.waitUntil(lambda: window.status_label.text() == "fig4: 1/12 cells", timeout=2000)
+    qtbot.waitUntil(lambda: window.status_label.text() == "fig4: 1/12 cells", timeout=10000)
     assert window.progress_bar.value() == 83
     window.runner.progressed.emit(Progress(0.5, "fig4: 6/12 cells"))
     window.runner.progressed.emit(Progress(0.6, "fig4: 7/12 cells"))
