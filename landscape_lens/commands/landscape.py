@@ -5,12 +5,19 @@ Modes (any together; with none, a 51 × 51 random plane): ``--plane N`` a random
 turns it into the PCA plane of the trajectories), ``--interpolate NET2``, ``--density``. The
 network is written beside the files as network.npz, in the flat order of their vectors. Prints a
 JSON summary (also summary.json). See docs/EXPORTS.md, "Landscape toolkit".
+
+Any other PyTorch model (a .pt2 archive that is not a chain of Linear layers, or a state_dict
+with ``--model package.module:factory``) goes through the module toolkit
+(engine.landscape.module_*): ``--plane``, ``--trajectory CKPT …`` (its PCA plane instead of
+``--train``) and ``--interpolate MODEL2`` over the data in chunks of ``--batch-size``, on every
+core. See docs/EXPORTS.md, "Any PyTorch model".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from ..arguments import MAX_SEED, float_in, int_in
@@ -34,9 +41,23 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", required=True, help="directory for the .npz files (created if missing)")
     parser.add_argument("--activation", help="the state_dict's activation (sigmoid, tanh, relu)")
     parser.add_argument("--data", help="data for a PyTorch network: .npz with X, Y or .csv (last column y)")
-    parser.add_argument("--loss", default="sum", choices=("sum", "mean", "cross-entropy"), help="default: sum")
-    parser.add_argument("--directions", default="filter", choices=("random", "filter", "layer"), help="default: filter")
-    parser.add_argument("--ignore", default="none", choices=("none", "biases"), help="biases: zero their components")
+    parser.add_argument(
+        "--loss",
+        choices=("sum", "mean", "cross-entropy"),
+        help="default: sum; for a module, cross-entropy when Y holds integer labels",
+    )
+    parser.add_argument(
+        "--directions",
+        default="filter",
+        choices=("random", "filter", "layer", "hessian"),
+        help="default: filter; hessian: the top two eigenvectors (a module only)",
+    )
+    parser.add_argument(
+        "--ignore",
+        default="none",
+        choices=("none", "biases", "biasbn"),
+        help="biases, biasbn: zero every 1-D parameter (biases, batch norm) in the directions",
+    )
     parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
     parser.add_argument("--plane", type=int_in(2, 1001), metavar="N", help="N × N grid (default 51)")
     parser.add_argument("--extent", type=float_in(1e-12, 1e6), metavar="T", help="α, β ∈ [−T, T] (default 1)")
@@ -52,6 +73,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--no-vts", action="store_true", help="skip plane.vts")
+    parser.add_argument("--model", metavar="PACKAGE.MODULE:FACTORY", help="builds the module a state_dict is for")
+    parser.add_argument(
+        "--trajectory", nargs="+", metavar="CKPT", help="state_dicts saved in training, oldest first: their PCA plane"
+    )
+    parser.add_argument("--batch-size", type=int_in(1, 1 << 20), metavar="B", help="samples per chunk (a module)")
 
 
 def run(args) -> int:
@@ -72,8 +98,11 @@ def landscape(args) -> dict:
 
     if args.compare and args.train is None:
         raise EngineInputError("--compare needs --train STEPS")
-    net = read_network(args.network, args.activation, args.data)
-    arch, kind = net.arch, args.loss
+    net = read_any_network(args)
+    if not hasattr(net, "arch"):  # a module: engine.io.module_network.ModuleNetwork
+        return module_landscape(args, net)
+    arch, kind = net.arch, args.loss or "sum"
+    ignore = "biases" if args.ignore == "biasbn" else args.ignore
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     hyp = paper_b_hypotheses(kind, arch)
@@ -112,7 +141,7 @@ def landscape(args) -> dict:
     elif wants_plane:
         p = run_to_completion(
             plane.plane_job(
-                arch, net.params, net.X, net.Y, n, args.extent or 1.0, args.directions, args.ignore, args.seed, **common
+                arch, net.params, net.X, net.Y, n, args.extent or 1.0, args.directions, ignore, args.seed, **common
             )
         )
         summary["files"] += [str(path) for path in exports.write_plane(out, p, arch, not args.no_vts)]
@@ -147,3 +176,121 @@ def _plane_summary(p) -> dict:
         "loss_max": float(p.loss.max()),
         "directions": p.normalization,
     }
+
+
+def _module_flags(args) -> list[str]:
+    """The flags only the module toolkit reads."""
+    flags = [flag for attr, flag in (("model", "--model"), ("trajectory", "--trajectory")) if getattr(args, attr)]
+    flags += ["--batch-size"] if args.batch_size is not None else []
+    return flags + (["--directions hessian"] if args.directions == "hessian" else [])
+
+
+def read_any_network(args):
+    """Paper B's flat MLP when its readers take the file and no module flag is given (every MLP
+    behaviour as before); otherwise the file as any nn.Module (engine.io.module_network)."""
+    from engine.core.errors import EngineInputError
+    from engine.io.module_network import read_module_network
+    from engine.landscape.networks import read_network
+
+    flags, exported = _module_flags(args), Path(args.network).suffix.lower() == ".pt2"
+    if not (flags or exported):
+        return read_network(args.network, args.activation, args.data)
+    if flags and not (exported or args.model):
+        raise EngineInputError(
+            f"{flags[0]} needs a model read as a module: a .pt2 archive, or a state_dict with "
+            "--model package.module:factory"
+        )
+    if not args.data:
+        raise EngineInputError(f"{args.network}: a PyTorch model needs --data D.npz (X batch first, Y) or a .csv")
+    if exported and not flags:
+        try:
+            return read_network(args.network, args.activation, args.data)
+        except EngineInputError:
+            pass  # not a chain of Linear layers: the module reader says why, if it cannot read it either
+    return read_module_network(args.network, args.data, args.model)
+
+
+def module_landscape(args, net) -> dict:
+    """The module toolkit: every input read and checked first, then the modes run."""
+    from engine.core.errors import EngineInputError
+    from engine.core.exports import json_default
+    from engine.core.runtime import configure_torch_threads
+    from engine.io.module_network import check_state_dict, read_checkpoint, read_module_network
+    from engine.landscape import module_exports
+    from engine.landscape.module_interpolation import module_interpolation_job
+    from engine.landscape.module_loss import ModuleLoss
+    from engine.landscape.module_plane import check_grid, module_plane_job
+    from engine.landscape.module_trajectory import checkpoint_plane_job
+    from landscape_lens.progress_bar import progress_bar
+
+    configure_torch_threads(os.cpu_count() or 1)  # the command line uses every core
+    for flag, given in (("--train", args.train), ("--compare", args.compare), ("--activation", args.activation)):
+        if given:
+            raise EngineInputError(f"{flag} is for paper B's MLPs; a module's own training is read with --trajectory")
+    if args.density:
+        raise EngineInputError("--density is for paper B's MLPs; a module's Hessian measures come with --hessian")
+    kind = args.loss or ("cross-entropy" if net.Y.dtype.kind in "iu" else "sum")
+    loss = ModuleLoss(net, kind, args.batch_size, args.dtype, args.device)
+    ignore = "biasbn" if args.ignore == "biases" else args.ignore
+    n = args.plane or 51
+    check_grid(n, args.extent or 1.0)
+    states = [read_checkpoint(path, net) for path in args.trajectory or ()]
+    other = None
+    if args.interpolate:
+        if Path(args.interpolate).suffix.lower() == ".pt2":  # a second archive: its state, checked as a file's
+            state = read_module_network(args.interpolate, args.data).module.state_dict()
+            other = check_state_dict(args.interpolate, state, net.module)
+        else:
+            other = read_checkpoint(args.interpolate, net)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "network": str(args.network),
+        "source": net.source,
+        "n_params": loss.n_params,
+        "n_tensors": len(loss.names),
+        "n_samples": loss.n_samples,
+        "n_outputs": loss.n_outputs,
+        "loss_kind": kind,
+        "batch_size": loss.batch_size,
+        "fixed_batch": net.fixed_batch,
+        "threads": os.cpu_count() or 1,
+        "files": [],
+    }
+    vts = not args.no_vts
+    run = lambda job, what: _run(job, f"landscape {Path(args.network).name}: {what}", progress_bar)
+    wants_plane = args.plane is not None or not (args.interpolate or states)
+    if states:
+        r = run(checkpoint_plane_job(loss, states, n, args.extent), "checkpoints' PCA plane")
+        summary["files"] += [str(p) for p in module_exports.write_checkpoint_plane(out, r, loss, args.trajectory, vts)]
+        summary["pca"] = {"explained": r.explained, "checkpoints": len(states), "loss_end": float(r.runs[0].loss[-1])}
+        summary["plane"] = _plane_summary(r.plane)
+    elif wants_plane:
+        d1 = d2 = None
+        if args.directions == "hessian":
+            from engine.landscape.module_hessian import hessian_directions
+
+            d1, d2 = hessian_directions(loss, seed=args.seed)
+        job = module_plane_job(loss, n, args.extent or 1.0, args.directions, ignore, args.seed, d1, d2)
+        p = run(job, "plane")
+        summary["files"] += [str(path) for path in module_exports.write_plane(out, p, loss, vts)]
+        summary["plane"] = _plane_summary(p)
+    if other is not None:
+        theta_b = loss.flatten(other)
+        r = run(module_interpolation_job(loss, theta_b, loss.state_buffers(other), args.points), "line")
+        summary["files"].append(str(module_exports.write_interpolation(out, r, loss)))
+        summary["interpolation"] = {"loss_a": r.loss_a, "loss_b": r.loss_b, "barrier": r.barrier}
+        if r.accuracy is not None:
+            summary["interpolation"].update(
+                accuracy_a=r.accuracy_a, accuracy_b=r.accuracy_b, accuracy_barrier=r.accuracy_barrier
+            )
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default))
+    return summary
+
+
+def _run(job, description: str, progress_bar):
+    from engine.core.progress import run_to_completion
+
+    with progress_bar(description) as on_progress:  # a bar on a terminal's stderr, else nothing
+        return run_to_completion(job, on_progress)
