@@ -70,13 +70,13 @@ def read_module_network(path, data_path, model_spec: str | None = None) -> Modul
             raise EngineInputError(
                 f"{data_path}: X has samples of shape {X.shape[1:]}; the exported model takes {graph.input_shape}"
             )
-        net = ModuleNetwork(graph.module, X, Y, graph.fixed_batch, "pt2")
+        net, dtype = ModuleNetwork(graph.module, X, Y, graph.fixed_batch, "pt2"), graph.input_dtype
     else:
         module = build_module(model_spec)
         module.load_state_dict(check_state_dict(path, torch_state._read_state_dict(path), module))
-        X = _inputs_for(data_path, X, _float_dtype(module))
-        net = ModuleNetwork(module.eval(), X, Y, None, f"state_dict + {model_spec}")
-    _try_forward(path, net)
+        dtype = _float_dtype(module)
+        net = ModuleNetwork(module.eval(), _inputs_for(data_path, X, dtype), Y, None, f"state_dict + {model_spec}")
+    _try_forward(path, net, dtype)
     return net
 
 
@@ -208,14 +208,15 @@ def _inputs_for(data_path, X: np.ndarray, dtype) -> np.ndarray:
     return X.astype(np.int64)
 
 
-def _try_forward(path, net: ModuleNetwork) -> None:
-    """One forward pass on the first samples (a fixed batch padded with copies), so that a model
-    and data that do not fit are one line now. The output must be a tensor, one row a sample."""
+def _try_forward(path, net: ModuleNetwork, dtype) -> None:
+    """One forward pass on the first samples (a fixed batch padded with copies) in the model's
+    input ``dtype``, so that a model and data that do not fit are one line now. The output must
+    be a tensor, one row a sample."""
     n = net.fixed_batch or min(len(net.X), 2)
-    x = net.X[np.arange(n) % len(net.X)]
+    x = torch.from_numpy(net.X[np.arange(n) % len(net.X)]).to(dtype)
     try:
         with torch.no_grad():
-            out = net.module(torch.from_numpy(np.ascontiguousarray(x)))
+            out = net.module(x)
     except Exception as e:  # noqa: BLE001 -- a user's model fails with any error type
         raise EngineInputError(f"{path}: the model fails on the data's first {n} samples ({_first_line(e)})") from None
     if not isinstance(out, torch.Tensor) or out.ndim not in (1, 2) or len(out) != n:

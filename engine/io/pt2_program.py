@@ -30,7 +30,7 @@ from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
 from engine.io.pt2_archive import Archive, read_archive, read_payload
 
-EXPORT_HOW = 'torch.export.export(model.eval(), (x,), dynamic_shapes={"x": {0: torch.export.Dim("batch")}})'
+EXPORT_HOW = 'torch.export.export(model.eval(), (x,), dynamic_shapes=({0: torch.export.Dim("batch")},))'
 _ARITHMETIC = "getitem|add|sub|mul|floordiv|truediv|mod|neg|pow|eq|ne|lt|le|gt|ge"
 ALLOWED_TARGET = re.compile(
     rf"torch\.ops\.aten\.\w+\.\w+|_operator\.({_ARITHMETIC})|torch\.sym_(float|int|max|min|not|ite|sqrt|sum)"

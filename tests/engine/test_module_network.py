@@ -81,6 +81,13 @@ def test_module_network_from_pt2_and_npz(model, archives):
     assert_same_outputs(net.module, model, torch.from_numpy(net.X))
 
 
+def test_float64_data_for_a_float32_model(model, archives, tmp_path):
+    X = images(5, seed=6).double().numpy()
+    np.savez(tmp_path / "D64.npz", X=X, Y=np.arange(5) % CLASSES)
+    net = mn.read_module_network(archives["dynamic"], tmp_path / "D64.npz")
+    assert net.X.dtype == np.float64 and np.array_equal(net.X, X)  # kept: the loss chooses its precision
+
+
 def test_state_dict_with_its_factory(model, archives):
     path = archives["folder"] / "cnn_state.pt"
     torch.save(model.state_dict(), path)
