@@ -5,6 +5,7 @@ with θ loaded by ``torch.nn.utils.vector_to_parameters`` and one plain forward 
 dense Hessians by ``torch.autograd.functional.hessian``, numpy's SVD for the PCA plane.
 """
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ from engine.core.progress import run_to_completion
 from engine.landscape import module_directions as MD
 from engine.landscape.module_interpolation import module_interpolation_job
 from engine.landscape.module_loss import ModuleLoss
-from engine.landscape.module_plane import module_plane_job, plane_row
+from engine.landscape.module_plane import module_plane_job, plane_row, points_job
 from engine.landscape.module_trajectory import checkpoint_plane_job
 from tests.models import CLASSES, images, trained_cnn
 
@@ -329,3 +330,29 @@ def test_checkpoint_plane_is_numpy_svd_pca_of_the_checkpoints_minus_the_last():
         assert own[t] == pytest.approx(float(reference_loss(centre, P[t], "cross-entropy")), rel=1e3 * EPS)
     with pytest.raises(EngineInputError, match="at least 3 checkpoints"):
         run_to_completion(checkpoint_plane_job(loss, states[:2]))
+
+
+def test_points_job_yields_while_a_point_runs_and_a_close_stops_it_at_the_next_point():
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def evaluate(i):
+        calls.append(i)
+        if i == 1:  # the second point blocks until the test lets it go
+            started.set()
+            release.wait()
+        return float(i), None
+
+    job = points_job(5, evaluate)
+    while not started.is_set():
+        next(job)
+    held = [next(job) for _ in range(3)]  # the job yields while the point runs
+    assert [u.fraction for u in held] == [1 / 5] * 3 and held[-1].message == "point 1/5"
+    job.close()
+    release.set()
+    for thread in threading.enumerate():
+        if thread.name == "engine-wait-for":
+            thread.join()
+    assert calls == [0, 1]  # closed: no point after the one running
+    values, accuracy = run_to_completion(points_job(3, lambda i: (i * 2.0, 0.5)))
+    np.testing.assert_array_equal(values, [0, 2, 4])
+    np.testing.assert_array_equal(accuracy, [0.5] * 3)
