@@ -44,8 +44,12 @@ def points_job(
     (losses, accuracies) as float64 arrays (accuracy NaN where None)."""
     losses, accuracy = np.full(count, np.nan), np.full(count, np.nan)
     done = [0]
+    # OpenMP keeps a thread count per thread and a fresh one starts with every core: the helper
+    # thread takes the caller's (one in the window and in sweeps, every core from the command line)
+    threads = torch.get_num_threads()
 
     def work(stop: threading.Event):
+        torch.set_num_threads(threads)
         for i in range(count):
             if stop.is_set():
                 return None
