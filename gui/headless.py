@@ -63,23 +63,42 @@ def settle(ms: int = 300) -> None:
 
 
 def screenshot(
-    preset: str,
+    preset: str | None,
     out: str,
     size: tuple[int, int],
     steps: int | None,
     presentation: bool = False,
     theme: str | None = None,
+    session_in: str | None = None,
+    session_out: str | None = None,
 ) -> int:
+    """``main.py screenshot``: run ``preset`` (or open the saved ``session_in``, drawn from its
+    results without recomputing them) at ``size`` and save the window as ``out``. ``session_out``
+    also writes the session of what was shot, exactly as File ▸ Save session does."""
+    from . import session
+
     out_path = Path(out)
     if out_path.suffix.lower() != ".png":
         raise EngineInputError(f"--out {out} must name a .png file")
+    if (preset is None) == (session_in is None):
+        raise EngineInputError("screenshot needs exactly one of --preset NAME and --session FILE")
+    if session_in is not None and not Path(session_in).is_file():
+        raise EngineInputError(f"--session {session_in}: no such file")
     app, window = open_window(size)
     try:
         window.set_look(presentation, theme)
         if presentation:  # full screen would take the virtual screen's size, not the one asked for
             window.setFixedSize(*size)
         settle()
-        run_preset(window, preset, steps)
+        if session_in is not None:
+            if not session.load_session(window, session_in):
+                raise EngineInputError(window.message_bar.text or f"cannot open session {session_in}")
+            window.message_bar.clear()  # "Opened session …" is for a person at the window, not for the slide
+            settle()
+        else:
+            run_preset(window, preset, steps)
+        if session_out is not None:
+            session.write_session(session_out, session.capture_state(window))
         out_path.parent.mkdir(parents=True, exist_ok=True)
         from .capture import grab_widget
 
@@ -90,7 +109,7 @@ def screenshot(
             raise EngineInputError(f"could not write {out_path}")
     finally:
         close_window(window)
-    print(f"wrote {out_path} ({image.width()}x{image.height()})")
+    print(f"wrote {out_path} ({image.width()}x{image.height()})" + (f" and {session_out}" if session_out else ""))
     return 0
 
 

@@ -259,8 +259,8 @@ class MainWindow(QMainWindow):
             path, _ = QFileDialog.getOpenFileName(
                 self, "Open session", "", f"Sessions (*{session.SUFFIX});;All files (*)"
             )
-        if path and session.load_session(self, path):
-            self.replay_dock.refresh()
+        if path:
+            session.load_session(self, path)
 
     def set_look(self, presentation: bool = False, theme: str | None = None) -> None:
         """Theme and presentation mode, as the View menu sets them (command-line flags)."""

@@ -65,12 +65,26 @@ class WorkspaceState(BaseModel):
     results: dict[str, Any]
 
 
+Text = Annotated[str, Field(max_length=10_000)]
+
+
+class Frame(BaseModel):
+    """What the window shows around the tabs: the slide's title and line, the status bar."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    title: Text = ""
+    subtitle: Text = ""
+    status: Text = ""
+    progress: Annotated[int, Field(ge=0, le=1000)] = 0
+
+
 class SessionState(BaseModel):
     """The manifest's content: checked whole before anything in the window changes."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     current: str
     workspaces: dict[str, WorkspaceState]
+    frame: Frame | None = None  # absent in sessions written before it was saved
 
 
 def checked_state(state) -> SessionState:
@@ -184,8 +198,15 @@ def read_session(path) -> dict:
 
 # ------------------------------------------------------------ window <-> plain data
 def capture_state(window) -> dict:
+    slide = window.slide_title
     return {
         "current": window.workspace.key,
+        "frame": {
+            "title": slide.title.text() if slide.isVisibleTo(window) else "",
+            "subtitle": slide.subtitle.text() if slide.isVisibleTo(window) else "",
+            "status": window.status_label.text(),
+            "progress": window.progress_bar.value(),
+        },
         "workspaces": {
             key: {
                 "parameters": ws.parameters.saveState(filter="user"),
@@ -213,6 +234,10 @@ def apply_state(window, state: dict) -> None:
             set_camera(view, camera.model_dump())
     if checked.current in window.workspaces:
         window.show_workspace(checked.current)
+    if checked.frame is not None:
+        window.slide_title.show_slide(checked.frame.title, checked.frame.subtitle)
+        window.status_label.setText(checked.frame.status)
+        window.progress_bar.setValue(checked.frame.progress)
 
 
 def save_session(window, path) -> None:
@@ -238,6 +263,7 @@ def load_session(window, path) -> bool:
         window.message_bar.show_error(f"cannot open session {Path(path).name}: {error}")
         return False
     remember(path)
+    window.replay_dock.refresh()  # the restored run is a timeline to scrub, shown at its end
     window.message_bar.show_info(f"Opened session {Path(path).name}")
     return True
 

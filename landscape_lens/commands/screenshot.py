@@ -1,15 +1,20 @@
-"""``screenshot --preset NAME --out FILE.png``: run a preset in the window and save what it shows."""
+"""``screenshot --preset NAME --out FILE.png``: run a preset in the window and save what it shows;
+``--save-session S.lens`` also saves its session, and ``screenshot --session S.lens`` draws a saved
+session again (at any size, theme or mode) without recomputing it."""
 
 from __future__ import annotations
 
 from ..arguments import add_look_options, int_in, size
 
 NAME = "screenshot"
-HELP = "run a preset in the window and save a PNG"
+HELP = "run a preset (or redraw a saved session) in the window and save a PNG"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--preset", required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--preset", help="a preset to run")
+    source.add_argument("--session", metavar="S.lens", help="a saved session to draw again, without recomputing")
+    parser.add_argument("--save-session", metavar="S.lens", help="also save the session of what was shot")
     parser.add_argument("--out", required=True, help="FILE.png")
     parser.add_argument("--size", type=size, default=(1600, 960), help="WxH, default 1600x960")
     parser.add_argument("--steps", type=int_in(1, 10**7), default=None, help="training steps to run before the shot")
@@ -19,4 +24,6 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from gui.headless import screenshot
 
-    return screenshot(args.preset, args.out, args.size, args.steps, args.presentation, args.theme)
+    return screenshot(
+        args.preset, args.out, args.size, args.steps, args.presentation, args.theme, args.session, args.save_session
+    )

@@ -50,12 +50,16 @@ def saved(qtbot, window, tmp_path):
 def test_session_round_trips_into_a_fresh_window(qtbot, window, saved):
     before = session.capture_state(window)
     assert before["workspaces"]["topology"]["results"], "the workspace saved no results"
+    written = session.read_session(saved)["frame"]  # the status bar now says "Saved session …"
+    assert written["title"].startswith("Fig. 3") and written["progress"] == 1000
     fresh = MainWindow()
     qtbot.addWidget(fresh)
     fresh.show()
     fresh.open_session(str(saved))
     assert fresh.message_bar.text.startswith("Opened"), fresh.message_bar.text
     after = session.capture_state(fresh)
+    assert after["frame"]["status"] == written["status"] != before["frame"]["status"]
+    before["frame"]["status"] = after["frame"]["status"]
     assert_same(before, after)
     assert fresh.workspace.parameters["init", "seed"] == 3
     assert fresh.workspace.gl_views()[0].opts["azimuth"] == 123
