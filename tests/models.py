@@ -125,6 +125,8 @@ def crafted_archives(good: Path, folder: Path, marker: Path) -> dict[str, Path]:
     - "pickled_constant": an added constant, stored as a pickle;
     - "parameter_name": "head.weight" renamed so that the module's generated forward calls ``exec``
       (FX splices the name into Python source); the payload runs when the module is called;
+    - "size_expression": the dynamic batch's size, an expression that calls ``open`` (torch
+      parses sizes with ``sympy.sympify``, an eval); needs ``good`` exported with a dynamic batch;
     - "guards_code": a shape guard that is Python calling ``open``; ``ep.module()`` ``exec``s it
       (when the program has sample inputs, as torch.export.load gives it).
     """
@@ -159,8 +161,16 @@ def crafted_archives(good: Path, folder: Path, marker: Path) -> dict[str, Path]:
 
         _edit_json(m, PROGRAM, signature)
 
+    def size_expression(m):
+        def dynamic_batch(program):  # torch reads it with sympy.sympify, which evals it
+            size = program["graph_module"]["graph"]["tensor_values"]["x"]["sizes"][0]["as_expr"]
+            size["expr_str"] = f"open('{marker}', 'w') and {size['expr_str']}"
+
+        _edit_json(m, PROGRAM, dynamic_batch)
+
     def guards_code(m):
         _edit_json(m, PROGRAM, lambda p: p.update(guards_code=[f"open('{marker}', 'w') is not None"]))
 
-    edits = {f.__name__: f for f in (sample_inputs, pickled_weight, pickled_constant, parameter_name, guards_code)}
+    crafted = (sample_inputs, pickled_weight, pickled_constant, parameter_name, size_expression, guards_code)
+    edits = {f.__name__: f for f in crafted}
     return {name: rewrite_pt2(good, folder / f"{name}.pt2", edit) for name, edit in edits.items()}

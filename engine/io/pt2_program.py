@@ -15,6 +15,8 @@ its ``forward`` from the graph (a parameter named ``a"),exec("…`` is spliced i
   graph's own input constraints, which ``ep.module()`` keeps);
 - every op is an ATen operator or plain arithmetic on sizes, with no subgraphs or custom objects;
 - every tensor and device argument is on the CPU;
+- every symbolic size is arithmetic on size symbols (torch parses it with ``sympy.sympify``,
+  which evals the string);
 - no op runs in training mode (batch norm with batch statistics, dropout) or writes to a
   parameter or buffer: the module is evaluated as ``model.eval()`` would run it.
 """
@@ -39,6 +41,21 @@ ALLOWED_TARGET = re.compile(
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")  # "0" is a Sequential's child
+# torch writes a symbolic size as sympy's srepr, Add(Symbol('s77', integer=True), Integer(1)), and
+# reads it back with sympy.sympify, which evals the string. So a size may name only these: sympy's
+# classes and the assumptions srepr writes, torch.utils._sympy.functions, and size symbols (s77).
+SIZE_NAMES = frozenset(
+    """Add Mul Pow Integer Rational Float Symbol Max Min Abs Mod floor ceiling sqrt Piecewise ExprCondPair
+    Equality Unequality StrictLessThan LessThan StrictGreaterThan GreaterThan Eq Ne Lt Le Gt Ge And Or Not
+    True False true false oo zoo nan FloorDiv CeilDiv CleanDiv ModularIndexing PythonMod Where PowByNatural FloatPow
+    FloatTrueDiv IntTrueDiv TruncToInt TruncToFloat FloorToInt CeilToInt RoundToInt RoundDecimal ToFloat
+    Identity IsNonOverlappingAndDenseIndicator LShift RShift positive negative nonnegative nonpositive integer
+    real finite zero nonzero even odd commutative precision""".split()
+)
+SIZE_TOKEN = re.compile(
+    r"\s+|[A-Za-z_][A-Za-z0-9_]*|\d+(\.\d+)?(e[-+]?\d+)?|'[A-Za-z0-9_.+-]*'|\*\*|//|[-+*/%(),<>=!&|~]", re.ASCII
+)
+SIZE_SYMBOL = re.compile(r"[a-z]+[0-9]+", re.ASCII)  # s77, u0, zuf1: torch's symbol names
 STATE_KINDS = {"parameter": "parameter_name", "buffer": "buffer_name", "tensor_constant": "tensor_constant_name"}
 
 
@@ -99,7 +116,7 @@ def check_program(path, archive: Archive) -> str:
             _check_name(path, name, IDENTIFIER, "argument")
     for node in graph["nodes"]:
         _check_node(path, node, state)
-    _check_devices(path, {"program": archive.program, "weights": archive.weights, "constants": archive.constants})
+    _check_tree(path, {"program": archive.program, "weights": archive.weights, "constants": archive.constants})
     return user_inputs[0]["as_tensor"]["name"]
 
 
@@ -154,22 +171,47 @@ def _check_node(path, node: dict, state: set[str]) -> None:
             )
 
 
-def _check_devices(path, tree) -> None:
-    """Every device named anywhere (tensor metadata, device arguments) is the CPU."""
+def _items(tree):
+    """Every (key, value) of every dict in a JSON tree."""
     stack = [tree]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            for key, value in item.items():
-                if key in ("device", "as_device") and isinstance(value, dict) and value.get("type") != "cpu":
-                    device = f"{value.get('type')}:{value.get('index')}" if value.get("index") is not None else ""
-                    raise EngineInputError(
-                        f"{path}: the graph puts tensors on {device or value.get('type')!r}; "
-                        "export it on the CPU (model.cpu() and CPU inputs)"
-                    )
-                stack.append(value)
+            yield from item.items()
+            stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+
+
+def _check_tree(path, tree) -> None:
+    """Every device named anywhere (tensor metadata, device arguments) is the CPU, and every
+    symbolic size is plain arithmetic (torch reads it with sympy.sympify, an eval)."""
+    for key, value in _items(tree):
+        if key in ("device", "as_device") and isinstance(value, dict) and value.get("type") != "cpu":
+            device = f"{value.get('type')}:{value.get('index')}" if value.get("index") is not None else ""
+            raise EngineInputError(
+                f"{path}: the graph puts tensors on {device or value.get('type')!r}; "
+                "export it on the CPU (model.cpu() and CPU inputs)"
+            )
+        if key == "expr_str" and not _is_size_expression(value):
+            raise EngineInputError(f"{path}: refused: the size expression {value!r} is not arithmetic on sizes")
+
+
+def _is_size_expression(text) -> bool:
+    """Only numbers, plain quoted words, operators, size symbols (s0, u3) and SIZE_NAMES: no
+    attribute, subscript or other name, so nothing but those can be reached or called."""
+    if not isinstance(text, str):
+        return False
+    at = 0
+    while at < len(text):
+        token = SIZE_TOKEN.match(text, at)
+        if token is None:
+            return False
+        word = token.group()
+        if (word[0].isalpha() or word[0] == "_") and word not in SIZE_NAMES and not SIZE_SYMBOL.fullmatch(word):
+            return False
+        at = token.end()
+    return True
 
 
 # ------------------------------------------------------------------ tensors, and torch's deserializer

@@ -121,6 +121,7 @@ REFUSED = {
     "pickled_weight": "refused: parameter 'head.weight' is stored as a pickle",
     "pickled_constant": "refused: constant 'extra' is stored as a pickle",
     "parameter_name": "refused: parameter name 'head.bias\"\\),exec",
+    "size_expression": 'refused: the size expression "open\\(',
     "guards_code": None,  # dropped: the archive loads
 }
 
