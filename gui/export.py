@@ -7,12 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyqtgraph.exporters as exporters
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
 from engine.core.errors import EngineInputError
 
 from .capture import STANDARD_SIZES, render_gl
+from .ownership import own_parameters
 
+CSV_DIGITS = 340  # past the point: the smallest subnormal double, 5e-324, needs 324 of them
 PLOT_FORMATS = {".png": exporters.ImageExporter, ".svg": exporters.SVGExporter, ".csv": exporters.CSVExporter}
 
 
@@ -23,14 +26,24 @@ def export_plot(plot, path, width: int | None = None) -> Path:
     if kind is None:
         raise EngineInputError(f"{path.name}: export a plot as .png, .svg or .csv")
     exporter = kind(plot.getPlotItem())
+    # The exporter's options are parentless QObjects linked in Python only: a holder deleted
+    # here, on the GUI thread, takes them along instead of the cycle collector.
+    holder = QObject()
+    own_parameters(exporter.parameters(), holder)
     if width and kind is exporters.ImageExporter:
         exporter.parameters()["width"] = int(width)  # the height follows the plot's aspect
+    if kind is exporters.CSVExporter:
+        # pyqtgraph writes digits after the point (10 by default, so a drift of 1e-12 came out as
+        # 0.0000000000); this many keep every double's shortest round-trip digits.
+        exporter.parameters()["precision"] = CSV_DIGITS
     try:
         exporter.export(str(path))
     except ValueError:
         if kind is not exporters.SVGExporter:
             raise
         _qt_svg(plot, path)  # pyqtgraph 0.14 fails on some paths (e.g. log-scale curves)
+    finally:
+        holder.deleteLater()
     if not path.exists():
         raise EngineInputError(f"could not write {path}")
     return path
