@@ -26,6 +26,7 @@ what plane.npz's ``param_names`` lists). ``ModuleLoss`` provides them for any ``
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 
 import numpy as np
@@ -64,6 +65,8 @@ class ModuleLoss:
             raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
         self.dtype, self.device = DTYPES[dtype], check_device(device)
         self.module, self.fixed_batch = net.module, net.fixed_batch
+        # functional_call swaps the module's tensors for the call's: two threads must not overlap
+        self._lock = threading.Lock()
         self.batch_size = self._check_batch_size(batch_size, net.fixed_batch)
         named = list(self.module.named_parameters())
         if not named:
@@ -181,7 +184,8 @@ class ModuleLoss:
 
     def _forward(self, flat: torch.Tensor, x: torch.Tensor, buffers=None) -> torch.Tensor:
         state = {**self.unflatten(flat), **(self.buffers if buffers is None else buffers)}
-        return torch.func.functional_call(self.module, state, (x,))
+        with self._lock:
+            return torch.func.functional_call(self.module, state, (x,))
 
     def merged_buffers(self, buffers) -> dict | None:
         """The module's buffers with ``buffers`` ({name: tensor}) replacing some; None for none."""

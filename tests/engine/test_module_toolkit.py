@@ -356,3 +356,16 @@ def test_points_job_yields_while_a_point_runs_and_a_close_stops_it_at_the_next_p
     values, accuracy = run_to_completion(points_job(3, lambda i: (i * 2.0, 0.5)))
     np.testing.assert_array_equal(values, [0, 2, 4])
     np.testing.assert_array_equal(accuracy, [0.5] * 3)
+
+
+def test_two_threads_sharing_one_module_loss_get_their_own_points():
+    # functional_call swaps the module's tensors while it runs: unguarded, two threads saw each
+    # other's parameters (and the module's own float32 ones)
+    from concurrent.futures import ThreadPoolExecutor
+
+    loss = ModuleLoss(cnn_net(8), "cross-entropy", batch_size=2)
+    thetas = [perturbed(loss, 0.5, seed) for seed in range(2)]
+    serial = [loss.loss(t) for t in thetas]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda k: loss.loss(thetas[k % 2]), range(40)))
+    assert results == [serial[k % 2] for k in range(40)]
