@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from engine.minima.construction import definiteness, theorem9_interval
-from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Definiteness, Interval
+from engine.minima.verdicts import Definiteness
 
 D = Definiteness
 
@@ -28,9 +28,22 @@ def test_definiteness_of_a_matrix_built_with_these_eigenvalues(eigs, want):
     got = definiteness(np.linalg.eigvalsh(B))
     assert got is want
     assert got.definite == (want in (D.POSITIVE_DEFINITE, D.NEGATIVE_DEFINITE))
-    # Theorem 9's interval from the sign alone: (0, 1) for B ≥ 0, outside [0, 1] for B ≤ 0.
-    expected = {1: INSIDE_0_1, -1: OUTSIDE_0_1}.get(int(np.sign(sum(eigs))) if got.sign else 0, Interval())
-    assert theorem9_interval(np.linalg.eigvalsh(B)) == expected
+    # Theorem 9's I (MATH B5), from the eigenvalues B was built with: (0, 1) for B ≥ 0, outside
+    # [0, 1] for B ≤ 0 (semidefinite counts, MATH B5's departures), none for an indefinite or zero B.
+    interval = theorem9_interval(np.linalg.eigvalsh(B))
+    e = np.array(eigs)
+    if np.any(e > 0) and np.all(e >= 0):
+        assert interval.parts == ((0.0, 1.0),)
+    elif np.any(e < 0) and np.all(e <= 0):
+        assert interval.parts == ((-np.inf, 0.0), (1.0, np.inf))
+    else:
+        assert interval.empty
+    # And what I means, from B itself: λ ∈ I exactly where the pair's curvature λ(1 − λ)B is
+    # positive semidefinite and not zero (MATH B5: crossing 0 or 1 flips its sign).
+    tol = 1e-9 * max(1.0, np.abs(e).max())
+    for lam in (-3.0, -0.5, 0.0, 1e-3, 0.5, 0.999, 1.0, 1.5, 40.0):
+        curvature = np.linalg.eigvalsh(lam * (1 - lam) * B)
+        assert interval.contains(lam) == (curvature.min() >= -tol and curvature.max() > tol), lam
 
 
 def test_definiteness_prints_and_serialises_as_its_value():
