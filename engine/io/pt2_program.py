@@ -11,8 +11,9 @@ its ``forward`` from the graph (a parameter named ``a"),exec("…`` is spliced i
 ``exec``s an archive's ``guards_code``. So before torch sees the program:
 
 - every parameter, buffer and constant name is a dotted identifier, every value and argument
-  name an identifier, and ``guards_code`` is dropped (the shape checks that matter are the
-  graph's own input constraints, which ``ep.module()`` keeps);
+  name an identifier; ``guards_code`` and the nodes' metadata (stack traces, module paths) are
+  dropped (the shape checks that matter are the graph's own input constraints, which
+  ``ep.module()`` keeps);
 - every op is an ATen operator or plain arithmetic on sizes, with no subgraphs or custom objects;
 - every tensor and device argument is on the CPU;
 - every symbolic size is arithmetic on size symbols (torch parses it with ``sympy.sympify``,
@@ -108,7 +109,8 @@ def check_program(path, archive: Archive) -> str:
         )
     if graph.get("custom_obj_values"):
         raise EngineInputError(f"{path}: the graph holds custom objects; only tensors are read")
-    for name in [*graph["tensor_values"], *graph.get("sym_int_values", {})]:
+    values = ("tensor_values", "sym_int_values", "sym_float_values", "sym_bool_values")
+    for name in [name for kind in values for name in graph.get(kind, {})]:
         _check_name(path, name, IDENTIFIER, "value")
     for entry in graph_module.get("module_call_graph", []):
         _check_name(path, entry["fqn"] or "_", DOTTED_NAME, "submodule")
@@ -242,7 +244,7 @@ def _deserialize(path, program: dict, state_dict: dict, constants: dict):
     from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
 
     try:
-        serialized = _dict_to_dataclass(schema.ExportedProgram, dict(program, guards_code=[]))
+        serialized = _dict_to_dataclass(schema.ExportedProgram, _without_text(program))
         ep = ExportedProgramDeserializer().deserialize(serialized, state_dict, constants, None)
         module = ep.module()
     except Exception as e:  # noqa: BLE001 -- torch's deserializer fails with any error type
@@ -259,6 +261,16 @@ def _deserialize(path, program: dict, state_dict: dict, constants: dict):
     # be in eval mode above), so eval() is the plain flag-setting one and callers may use it freely.
     del module.train, module.eval
     return module.eval()
+
+
+def _without_text(program: dict) -> dict:
+    """The program without what only describes it: ``guards_code`` (Python source that
+    ``ep.module()`` execs) and every node's metadata (stack traces, module paths and source
+    functions, which the deserializer parses and resolves). Running the graph needs neither."""
+    graph_module = program["graph_module"]
+    nodes = [dict(node, metadata={}) for node in graph_module["graph"]["nodes"]]
+    graph = dict(graph_module["graph"], nodes=nodes)
+    return dict(program, guards_code=[], graph_module=dict(graph_module, graph=graph, metadata={}))
 
 
 def _allowed_callable(target) -> bool:
