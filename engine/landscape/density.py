@@ -200,23 +200,35 @@ def density_job(
 ) -> Job[Density]:
     """Job: SLQ with ``probes`` Rademacher probes (``probe_vectors``) × ``steps`` Lanczos steps."""
     configure_torch_threads()
-    began = time.perf_counter()
-    P = arch.n_params
+    check_slq(arch.n_params, probes, steps)
+    if dtype not in DTYPES:
+        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
+    X, _ = mlp.check_data(arch, X, Y, kind)
+    hvp = hvp_function(arch, theta, X, Y, kind, dtype, device)
+    return (yield from slq_job(hvp, arch.n_params, probes, steps, seed, sigma, DTYPES[dtype], check_device(device)))
+
+
+def check_slq(n_params: int, probes: int, steps: int) -> None:
+    """Refuse probe and step counts past the limits, and a Lanczos basis past memory."""
     if not 1 <= probes <= MAX_PROBES:
         raise EngineInputError(f"density probes {probes} must be within 1 .. {MAX_PROBES}")
     if not 1 <= steps <= MAX_STEPS:
         raise EngineInputError(f"Lanczos steps {steps} must be within 1 .. {MAX_STEPS}")
-    if probes * steps * P > MAX_BASIS_FLOATS:
+    if probes * steps * n_params > MAX_BASIS_FLOATS:
         raise EngineInputError(
-            f"{probes} probes × {steps} steps × {P} parameters exceed the Lanczos basis limit of {MAX_BASIS_FLOATS:g}"
+            f"{probes} probes × {steps} steps × {n_params} parameters exceed the Lanczos basis limit of "
+            f"{MAX_BASIS_FLOATS:g}"
         )
-    if dtype not in DTYPES:
-        raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
-    steps = min(steps, P)  # a Krylov space has at most P dimensions
-    X, _ = mlp.check_data(arch, X, Y, kind)
-    hvp = hvp_function(arch, theta, X, Y, kind, dtype, device)
-    V0 = torch.as_tensor(probe_vectors(P, probes, seed), dtype=DTYPES[dtype], device=check_device(device))
+
+
+def slq_job(hvp, n_params: int, probes: int, steps: int, seed: int, sigma: float | None, dtype, device) -> Job[Density]:
+    """Job: SLQ of any Hessian given as ``hvp`` (rows (b, P) of torch ``dtype`` on ``device`` to rows,
+    as ``hvp_function``'s; its optional ``one`` and ``batched`` choose row-by-row products)."""
+    began = time.perf_counter()
+    check_slq(n_params, probes, steps)
+    steps = min(steps, n_params)  # a Krylov space has at most P dimensions
+    V0 = torch.as_tensor(probe_vectors(n_params, probes, seed), dtype=dtype, device=device)
     alphas, betas, done = yield from lanczos(hvp, V0, steps)
     nodes, weights = quadrature(alphas, betas, done)
     grid, dens, sigma = smoothed(nodes, weights, sigma)
-    return Density(nodes, weights, grid, dens, sigma, P, done, alphas, betas, time.perf_counter() - began)
+    return Density(nodes, weights, grid, dens, sigma, n_params, done, alphas, betas, time.perf_counter() - began)

@@ -151,6 +151,18 @@ def _lanczos_end(
     return vals[order], (vecs[:, order] if vectors else None), count
 
 
+def top_eigenpairs_job(
+    hvp, n: int, k: int, tol: float = 0.0, seed: int = 0, maxiter: int | None = None, ncv: int | None = LANCZOS_NCV
+) -> Job[tuple[np.ndarray, np.ndarray, int]]:
+    """Job: the k largest eigenvalues of H (ascending), their eigenvectors (n, k) and the HVPs used,
+    by Lanczos (ARPACK's ``eigsh``) on ``hvp``, which maps rows (m, n) to rows, as ``hvp_function``'s.
+    ``tol``: ARPACK's bound on each Ritz pair's residual ‖Hv − θv‖ relative to |θ| (0: machine
+    precision); an eigenvalue of H then lies within that residual of θ."""
+    return (
+        yield from _lanczos_end(lambda stop: _hessian_operator(hvp, n, stop), n, k, "LA", True, tol, seed, maxiter, ncv)
+    )
+
+
 def _lowest_operator(hvp, n, stop, top, top_v):
     """H with its top eigenvalues moved down to the smallest of them, top[0].
 
@@ -172,6 +184,16 @@ def hutchinson_trace_job(
     eigenvectors V), tr H = Σ eigenvalues + tr(PHP), P = I − VVᵀ, and only tr(PHP) is estimated:
     the top eigenvalues that dominate Σ H_ij² no longer add to the variance (as in Hutch++).
     """
+    return mean_and_stderr((yield from hutchinson_samples_job(hvp, n, probes, seed, known)))
+
+
+def mean_and_stderr(samples: np.ndarray) -> tuple[float, float]:
+    """The estimate from independent samples and its standard error (sample std / √count)."""
+    return float(samples.mean()), float(samples.std(ddof=1) / np.sqrt(len(samples)))
+
+
+def hutchinson_samples_job(hvp, n: int, probes: int, seed: int = 0, known: tuple | None = None) -> Job[np.ndarray]:
+    """Job: the ``probes`` single-probe estimates of tr H that ``hutchinson_trace_job`` averages."""
     if probes < 2:
         raise EngineInputError(f"Hutchinson needs at least 2 probes for a standard error, got {probes}")
     rng = np.random.default_rng(seed)
@@ -186,8 +208,7 @@ def hutchinson_trace_job(
         Zt = torch.from_numpy(Z)
         samples.append((Zt * hvp(Zt)).sum(1).numpy())
         yield Progress((start + m) / probes, f"Hutchinson trace: {start + m}/{probes} probes")
-    s = np.concatenate(samples)
-    return exact_part + float(s.mean()), float(s.std(ddof=1) / np.sqrt(len(s)))
+    return exact_part + np.concatenate(samples)
 
 
 def hessian_report_job(
@@ -244,9 +265,7 @@ def hessian_report_job(
     if k > m:
         raise EngineInputError(f"k = {k} eigenvalues from each end needs more than {2 * k} parameters")
     hvp = hvp_function(arch, theta, X, Y)
-    top, top_v, n_high = yield from _lanczos_end(
-        lambda stop: _hessian_operator(hvp, n, stop), n, m, "LA", True, tol, seed + 1, maxiter, ncv
-    )
+    top, top_v, n_high = yield from top_eigenpairs_job(hvp, n, m, tol, seed + 1, maxiter, ncv)
     low, low_v, n_low = yield from _lanczos_end(
         lambda stop: _lowest_operator(hvp, n, stop, top, top_v), n, k, "SA", vectors, tol, seed, maxiter, ncv
     )
