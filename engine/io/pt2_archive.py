@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.core.errors import EngineInputError
-from engine.core.npz import MAX_ARRAY_BYTES
+from engine.core.npz import MAX_ARCHIVE_BYTES, MAX_ARRAY_BYTES
 
 # torch._export.serde.schema.ScalarType codes of the dtypes numpy reads exactly, little-endian
 SCALAR_DTYPES = {1: "u1", 2: "i1", 3: "<i2", 4: "<i4", 5: "<i8", 6: "<f2", 7: "<f4", 8: "<f8", 12: "?"}
@@ -47,6 +47,11 @@ def read_archive(path, z: zipfile.ZipFile) -> Archive:
     configs = [n for n in names if n.endswith("/data/weights/model_weights_config.json")]
     if len(models) != 1 or len(configs) != 1:
         raise EngineInputError(f"{path}: expected one exported model in the archive, found {len(models)}")
+    total = sum(info.file_size for info in z.infolist())
+    if total > MAX_ARCHIVE_BYTES:  # declared sizes, read from the zip's directory: nothing unpacked yet
+        raise EngineInputError(
+            f"{path}: the archive unpacks to {total:.3g} bytes; the limit is {MAX_ARCHIVE_BYTES:.3g}"
+        )
     byteorder = [n for n in names if n.endswith("/byteorder")]
     if byteorder and z.read(byteorder[0]).strip() != b"little":
         raise EngineInputError(f"{path}: weights are big-endian; only little-endian archives are read")

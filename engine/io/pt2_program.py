@@ -81,7 +81,7 @@ def read_exported_module(path) -> ExportedModule:
             state_dict, constants = _tensors(path, z, archive)
     except EngineInputError:
         raise
-    except (zipfile.BadZipFile, OSError, KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+    except (zipfile.BadZipFile, OSError, LookupError, TypeError, ValueError, AttributeError, StopIteration) as e:
         raise EngineInputError(f"{path}: not a readable torch.export archive ({type(e).__name__}: {e})") from None
     module = _deserialize(path, archive.program, state_dict, constants)
     meta = archive.program["graph_module"]["graph"]["tensor_values"][user_input]

@@ -2,10 +2,15 @@
 nothing in the file run; bad models and data are one line each."""
 
 import copy
+import functools
+import json
+import operator
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.core.errors import EngineInputError
 from engine.io import module_network as mn
@@ -15,6 +20,7 @@ from ..models import (
     CLASSES,
     IMAGE,
     PROGRAM,
+    WEIGHTS,
     _edit_json,
     crafted_archives,
     export_cnn,
@@ -24,6 +30,7 @@ from ..models import (
     write_data,
 )
 
+DELETE = object()  # a mutation that drops the value
 # The loaded graph runs the same float32 ATen kernels as the module: any difference is a
 # summation order, a few float32 roundings of the outputs' size (eps32 ≈ 1.2e-7).
 CLOSE = {"rtol": 1e-6, "atol": 1e-6}
@@ -240,3 +247,42 @@ def test_model_spec_only_for_state_dicts(archives, tmp_path):
         mn.read_module_network(archives["dynamic"], archives["data"], "tests.models:residual_cnn")
     with pytest.raises(EngineInputError, match="name the code that builds the model with --model"):
         mn.read_module_network(tmp_path / "state.pt", archives["data"])
+
+
+def json_paths(tree, path=()):
+    """Every path to a value in a JSON tree (dict keys and list indices), the root last."""
+    if isinstance(tree, dict | list):
+        for key, value in tree.items() if isinstance(tree, dict) else enumerate(tree):
+            yield from json_paths(value, (*path, key))
+    yield path
+
+
+MUTATION_SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@MUTATION_SETTINGS
+@given(
+    member=st.sampled_from([PROGRAM, WEIGHTS]),
+    pick=st.floats(0, 1, exclude_max=True),
+    value=st.sampled_from([DELETE, None, 7, -1, "x", [], {}]),
+)
+def test_a_damaged_program_is_one_line_or_loads(archives, tmp_path, member, pick, value):
+    """Any one value of the JSON changed (or dropped): EngineInputError or a loaded module, never
+    another exception (which the command line would print as a traceback)."""
+
+    def damage(members):
+        tree = json.loads(members[member])
+        path = list(json_paths(tree))[:-1][int(pick * (len(list(json_paths(tree))) - 1))]
+        parent = functools.reduce(operator.getitem, path[:-1], tree)
+        if value is DELETE:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = value
+        members[member] = json.dumps(tree).encode()
+
+    try:
+        read_exported_module(rewrite_pt2(archives["dynamic"], tmp_path / "damaged.pt2", damage))
+    except EngineInputError as e:
+        assert "\n" not in str(e)
