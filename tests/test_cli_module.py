@@ -211,3 +211,33 @@ def test_bad_input_is_one_line_exit_2_and_nothing_is_written(files, tmp_path, ca
         assert status == 2, (case, err)
         assert len(err.strip().splitlines()) == 1 and message in err, (case, err)
         assert not out.exists(), case
+
+
+def test_a_plane_on_ray_and_on_local_workers_equals_the_plain_one_bit_for_bit_and_resumes(files, tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:  # not importorskip: Ray stays out of this process
+        pytest.skip("ray is not installed")
+    common = [str(files["dynamic"]), "--data", str(files["data"]), "--plane", "3", "--seed", "5", "--no-vts"]
+    losses = {}
+    for executor in (None, "local", "ray"):
+        out = tmp_path / str(executor)
+        result = run_main("landscape", *common, "--out", str(out), *(["--executor", executor] if executor else []))
+        assert result.returncode == 0, result.stderr
+        with np.load(out / "plane.npz") as p:
+            losses[executor] = p["loss"]
+    np.testing.assert_array_equal(losses["local"], losses[None])
+    np.testing.assert_array_equal(losses["ray"], losses[None])
+    # a lost row: --resume computes it alone, and refuses another plane's settings
+    cells = tmp_path / "ray" / "cells"
+    kept = {name: (cells / name).stat().st_mtime_ns for name in ("row0.npz", "row2.npz")}
+    (cells / "row1.npz").unlink()
+    out = str(tmp_path / "ray")
+    seed_6 = [*common[:-3], "--seed", "6", "--no-vts"]
+    other = run_main("landscape", *seed_6, "--out", out, "--executor", "local", "--resume")
+    assert other.returncode == 2 and "settings differ" in other.stderr
+    resumed = run_main("landscape", *common, "--out", out, "--executor", "local", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    with np.load(tmp_path / "ray" / "plane.npz") as p:
+        np.testing.assert_array_equal(p["loss"], losses[None])
+    assert {name: (cells / name).stat().st_mtime_ns for name in kept} == kept  # the kept rows were not redone

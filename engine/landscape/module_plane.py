@@ -97,10 +97,12 @@ def module_plane_job(
     seed: int = 0,
     d1=None,
     d2=None,
+    grid=None,
 ) -> Job[PlaneResult]:
     """Job: the n×n plane α, β ∈ [−extent, extent] through θ along two seeded, normalised
     directions (engine.landscape.module_directions), or along ``d1``, ``d2`` when given (then
-    ``normalization`` only names them, e.g. "hessian")."""
+    ``normalization`` only names them, e.g. "hessian"). ``grid(θ, d1, d2, α, β)``: a job giving
+    the loss grid elsewhere (engine.sweeps.module_plane: rows on an executor), else ``grid_job``."""
     check_grid(n, extent)
     theta = loss.theta.cpu().numpy().astype(float)
     if (d1 is None) != (d2 is None):
@@ -115,5 +117,6 @@ def module_plane_job(
                 raise EngineInputError(f"direction {name} has shape {d.shape}; expected ({loss.n_params},)")
     alpha = np.linspace(-extent, extent, n)
     beta = alpha.copy()
-    grid = yield from grid_job(loss, theta, d1, d2, alpha, beta)
-    return PlaneResult(alpha, beta, grid, theta, d1, d2, loss.loss(theta), loss.kind, normalization, ignore, seed)
+    job = grid_job(loss, theta, d1, d2, alpha, beta) if grid is None else grid(theta, d1, d2, alpha, beta)
+    values = yield from job
+    return PlaneResult(alpha, beta, values, theta, d1, d2, loss.loss(theta), loss.kind, normalization, ignore, seed)
