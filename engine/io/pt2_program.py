@@ -41,7 +41,7 @@ ALLOWED_TARGET = re.compile(
     re.ASCII,
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")  # "0" is a Sequential's child
+DOTTED_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]+))*")  # "0.weight"
 # torch writes a symbolic size as sympy's srepr, Add(Symbol('s77', integer=True), Integer(1)), and
 # reads it back with sympy.sympify, which evals the string. So a size may name only these: sympy's
 # classes and the assumptions srepr writes, torch.utils._sympy.functions, and size symbols (s77).
@@ -284,6 +284,6 @@ def _dtype(path, code: int):
     from torch._export.serde.serialize import deserialize_scalar_type
 
     dtype = deserialize_scalar_type(code)
-    if not dtype.is_floating_point:
-        raise EngineInputError(f"{path}: the model's input has dtype {dtype}; a float input is read")
+    if dtype.is_complex or dtype == torch.bool:
+        raise EngineInputError(f"{path}: the model's input has dtype {dtype}; real numbers or integers are read")
     return dtype

@@ -95,6 +95,19 @@ def test_float64_data_for_a_float32_model(model, archives, tmp_path):
     assert net.X.dtype == np.float64 and np.array_equal(net.X, X)  # kept: the loss chooses its precision
 
 
+def test_integer_inputs_stay_integers(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(7, 4), torch.nn.Flatten(), torch.nn.Linear(12, 2)).eval()
+    tokens = torch.randint(0, 7, (5, 3))
+    ep = torch.export.export(model, (tokens,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.export.save(ep, tmp_path / "tokens.pt2")
+    np.savez(tmp_path / "D.npz", X=tokens.numpy().astype(np.int32), Y=np.zeros(5))
+    net = mn.read_module_network(tmp_path / "tokens.pt2", tmp_path / "D.npz")
+    assert net.X.dtype == np.int64 and np.array_equal(net.X, tokens.numpy())
+    with torch.no_grad():
+        torch.testing.assert_close(net.module(torch.from_numpy(net.X)), model(tokens), **CLOSE)
+
+
 def test_state_dict_with_its_factory(model, archives):
     path = archives["folder"] / "cnn_state.pt"
     torch.save(model.state_dict(), path)
