@@ -108,6 +108,28 @@ def test_integer_inputs_stay_integers(tmp_path):
         torch.testing.assert_close(net.module(torch.from_numpy(net.X)), model(tokens), **CLOSE)
 
 
+class Tied(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+        self.b.weight = self.a.weight
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_tied_weights_stay_one_parameter(tmp_path):
+    model = Tied().eval()
+    ep = torch.export.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.export.save(ep, tmp_path / "tied.pt2")
+    module = read_exported_module(tmp_path / "tied.pt2").module
+    assert [n for n, _ in module.named_parameters()] == [n for n, _ in model.named_parameters()]  # b.weight is a's
+    assert module.get_parameter("a.weight") is module.get_parameter("b.weight")
+    x = torch.randn(5, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(module(x), model(x), **CLOSE)
+
+
 def test_state_dict_with_its_factory(model, archives):
     path = archives["folder"] / "cnn_state.pt"
     torch.save(model.state_dict(), path)
