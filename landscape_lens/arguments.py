@@ -70,7 +70,9 @@ def split_arg(text: str) -> tuple[int, int]:
     try:
         layer, neuron = (int(part) for part in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected LAYER,NEURON like 1,0, not {text[:60]!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected LAYER,NEURON like 1,1 (both counted from 1), not {text[:60]!r}"
+        ) from None
     return layer, neuron
 
 

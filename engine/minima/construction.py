@@ -51,7 +51,11 @@ def hessian_spectrum(arch: Arch, theta, X, Y) -> tuple[np.ndarray, HessianSummar
     return eigs, HessianSummary.of(eigs)
 
 
-def critical_point_kind(h: HessianSummary) -> Verdict:
+def critical_point_kind(h: HessianSummary, grad_norm: float) -> Verdict:
+    """The one verdict rule of the app (command line, steps table, panels): a point is a saddle or a
+    minimum only where it is critical (‖∇L‖ < GRAD_TOL); elsewhere the Hessian's inertia says nothing."""
+    if not grad_norm < GRAD_TOL:
+        return Verdict.NOT_CRITICAL
     if h.n_negative:
         return Verdict.SADDLE
     return Verdict.DEGENERATE_MINIMUM if h.n_zero else Verdict.STRICT_MINIMUM
@@ -160,7 +164,9 @@ def embed(arch: Arch, theta, layer: int, neuron: int, lam: float) -> tuple[Arch,
     if not 1 <= layer < arch.n_layers:
         raise EngineInputError(f"layer {layer} is not a hidden layer of {arch.widths}; use 1..{arch.n_layers - 1}")
     if not 0 <= neuron < arch.widths[layer]:
-        raise EngineInputError(f"neuron {neuron} does not exist in layer {layer} (width {arch.widths[layer]})")
+        raise EngineInputError(
+            f"neuron {neuron + 1} does not exist in layer {layer}: its neurons are 1..{arch.widths[layer]}"
+        )
     Ws, bs = mlp.unpack(arch, np.asarray(theta, float))
     Ws, bs = [W.copy() for W in Ws], [None if b is None else b.copy() for b in bs]
     i = layer - 1  # list index of W_layer
@@ -196,7 +202,7 @@ def choose_split(
         if ok:
             return int(max(ok, key=lambda c: weight[c])), lam_used
     raise EngineInputError(
-        f"no copy of neuron {neuron} in layer {layer} has a semidefinite, nonzero B "
+        f"no copy of neuron {neuron + 1} in layer {layer} has a semidefinite, nonzero B "
         f"({badge[neuron]}), so no split gives a region of minima"
     )
 
@@ -249,17 +255,22 @@ def verify_split(arch: Arch, theta, X, Y, split: Split, eigs: np.ndarray | None 
     if eigs is None:
         eigs = hessian_spectrum(arch, theta, X, Y)[0]
     h = HessianSummary.of(eigs)
+    value, g = mlp.loss_and_grad(arch, theta, X, Y)
+    grad_norm = float(np.linalg.norm(g))
     unmet = tuple(
         msg
         for ok, msg in [
+            (grad_norm < GRAD_TOL, f"not a critical point (‖∇L‖ = {grad_norm:.2e})"),
             (not interval.empty, f"B is {definiteness(B_eigs)}"),
             (D_norm <= D_TOL, f"D ≠ 0 (norm {D_norm:.2e})"),
             (interval.contains(lam), f"λ = {lam:g} outside I = {interval}"),
         ]
         if not ok
     )
-    verdict = Verdict.SADDLE if h.n_negative else (Verdict.CONDITIONS_NOT_MET if unmet else Verdict.NON_ATTRACTING)
-    return Verification(lam, interval, B_eigs, D_norm, mlp.loss(arch, theta, X, Y), h, verdict, unmet, B, eigs)
+    verdict = critical_point_kind(h, grad_norm)
+    if verdict is not Verdict.NOT_CRITICAL and verdict is not Verdict.SADDLE:
+        verdict = Verdict.CONDITIONS_NOT_MET if unmet else Verdict.NON_ATTRACTING
+    return Verification(lam, interval, B_eigs, D_norm, value, h, verdict, unmet, B, eigs)
 
 
 def split_lambda(arch: Arch, theta, split: Split) -> float:
@@ -361,7 +372,7 @@ def _restart(arch: Arch, X, Y, theta0, split_layers, stop):
     theta, value, gnorm = train_to_critical(arch, X, Y, theta0, stop=stop)
     if gnorm >= GRAD_TOL:
         return theta, value, gnorm, f"not converged (grad norm {gnorm:.1e})"
-    kind = critical_point_kind(hessian_spectrum(arch, theta, X, Y)[1])
+    kind = critical_point_kind(hessian_spectrum(arch, theta, X, Y)[1], gnorm)
     if kind is not Verdict.STRICT_MINIMUM:
         return theta, value, gnorm, kind.value
     bd = {(n.layer, n.neuron): n for n in neuron_bd(arch, theta, X, Y)}
@@ -403,8 +414,8 @@ def step_of(description: str, arch: Arch, theta, X, Y, verdict: Verdict | None =
     value, g = mlp.loss_and_grad(arch, theta, X, Y)
     if eigs is None:
         eigs = hessian_spectrum(arch, theta, X, Y)[0]
-    h = HessianSummary.of(eigs)
-    return Step(description, arch.widths, value, float(np.linalg.norm(g)), h, verdict or critical_point_kind(h))
+    h, grad_norm = HessianSummary.of(eigs), float(np.linalg.norm(g))
+    return Step(description, arch.widths, value, grad_norm, h, verdict or critical_point_kind(h, grad_norm))
 
 
 def _split_once(arch: Arch, theta, X, Y, layer: int, lam: float, lam_outside: float):
@@ -414,7 +425,9 @@ def _split_once(arch: Arch, theta, X, Y, layer: int, lam: float, lam_outside: fl
     split = Split(layer, r, arch.widths[layer] - 1, lam_used)
     eigs = hessian_spectrum(arch, theta, X, Y)[0]
     verification = verify_split(arch, theta, X, Y, split, eigs)
-    step = step_of(f"split neuron {r} of layer {layer} (λ={lam_used:g})", arch, theta, X, Y, verification.verdict, eigs)
+    step = step_of(
+        f"split neuron {r + 1} of layer {layer} (λ={lam_used:g})", arch, theta, X, Y, verification.verdict, eigs
+    )
     return arch, theta, split, verification, step
 
 

@@ -22,6 +22,7 @@ from engine.core.runtime import configure_torch_threads
 from engine.landscape import slices as landscape
 from engine.minima import construction as C
 from engine.minima.construction import Construction, DegeneratePath, HessianSummary, LambdaProbe, Line
+from engine.minima.critical_search import CriticalSearch, find_critical_point
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Figure3:
     saddle: Saddle | None = None
     plane: landscape.Plane | None = None
     loaded_from: str = ""  # the file, when the network was loaded
-    moved: tuple = ()  # after "Find critical point": (‖Δθ‖, new gradient norm)
+    moved: CriticalSearch | None = None  # after "Find critical point": where it went, and why it stopped
 
 
 def teacher_data(widths, n_samples: int, seed: int, scale: float = 4.0, input_scale: float = 1.0):
@@ -464,33 +465,38 @@ def load_job(
     return _inspected_job(net, str(path), replace(s or Figure3Settings(plane=None), slices=slices))
 
 
-def _inspected_job(net, label: str, s: Figure3Settings, moved: tuple = ()) -> Job[Figure3]:
+def _inspected_job(net, label: str, s: Figure3Settings, moved: CriticalSearch | None = None) -> Job[Figure3]:
     """A network read or moved: inspection, its history restored, then slices and (b)–(d)."""
+    fig = yield from inspected_figure_job(net, label, moved)
+    yield Progress(0.3, "loaded", fig)
+    return (yield from _after_construction(fig, replace(s, plane=None), 0.3, spectrum=False))
+
+
+def inspected_figure_job(net, label: str, moved: CriticalSearch | None = None) -> Job[Figure3]:
+    """A network's inspection and its construction history restored, no slices: what a loaded
+    file starts from, and what a reopened session needs to go on (it shows the slices it saved)."""
     from engine.minima.report import inspect_job
     from engine.minima.workbench import construction_of
 
     report = yield from inspect_job(net, label)
     step = C.Step("loaded", report.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
     c = yield from wait_for(lambda stop: construction_of(net, step, report.neurons), "construction history")
-    fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=label, moved=moved)
-    yield Progress(0.3, "loaded", fig)
-    return (yield from _after_construction(fig, replace(s, plane=None), 0.3, spectrum=False))
+    return Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=label, moved=moved)
 
 
 def critical_point_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:
-    """ "Find critical point": L-BFGS (float64) and Newton polish from the network on screen to a
-    gradient norm below construction.GRAD_TOL; cancellable (the stop event ends L-BFGS). The
-    moved network starts a new history (its splits no longer hold)."""
+    """ "Find critical point" (engine.minima.critical_search) from the network on screen, to a
+    gradient norm below construction.GRAD_TOL or a stop it explains; cancellable. The moved
+    network starts a new history (its splits no longer hold)."""
     from engine.io.netfile import NetFile
 
     c = fig.construction
     if c is None:
         raise EngineInputError("build or load a network before searching a critical point")
-    theta, _, grad_norm = yield from wait_for(
-        lambda stop: C.train_to_critical(c.arch, c.X, c.Y, c.params, stop=stop), "L-BFGS to a critical point"
+    moved = yield from wait_for(
+        lambda stop: find_critical_point(c.arch, c.X, c.Y, c.params, stop=stop), "searching a critical point"
     )
-    moved = (float(np.linalg.norm(theta - c.params)), grad_norm)
-    net = NetFile(c.arch, theta, c.X, np.asarray(c.Y).reshape(-1, 1))
+    net = NetFile(c.arch, moved.theta, c.X, np.asarray(c.Y).reshape(-1, 1))
     return (yield from _inspected_job(net, fig.loaded_from or "the built network", s, moved))
 
 

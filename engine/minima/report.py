@@ -25,6 +25,62 @@ from engine.landscape.hessian import FULL_SPECTRUM_MAX_PARAMS, HessianReport, he
 from engine.minima import construction as C
 from engine.minima.verdicts import Verdict
 
+NEURONS_FROM = 1  # neurons are counted from 1 within their layer wherever a person reads or types one
+
+
+def uncovered(neuron: C.NeuronBD, verdict: Verdict, grad_norm: float) -> tuple[str, ...]:
+    """Why Theorem 9 does not cover a split of ``neuron`` at a point of ``verdict`` (empty: it does).
+    The theorem needs a minimum of the network, a definite B and D = 0 (docs/MATH.md B5)."""
+    reasons = []
+    if verdict is Verdict.NOT_CRITICAL:
+        reasons.append(f"not a critical point (‖∇L‖ = {grad_norm:.2e})")
+    elif verdict is Verdict.SADDLE:  # PSD points past a split are never strict; B7 splits them on
+        reasons.append("the network is a saddle, not a minimum")
+    if not neuron.badge.definite:
+        reasons.append(f"B is {neuron.badge.value}")
+    if neuron.D_norm > C.D_TOL:
+        reasons.append(f"D ≠ 0 (‖D‖ = {neuron.D_norm:.2e})")
+    return tuple(reasons)
+
+
+@dataclass(frozen=True)
+class LossVerdict:
+    """What paper B's verdicts become under the loss ``kind`` (engine.landscape.losses): each
+    hypothesis checked, and the verdicts, which are the summed loss's where every hypothesis holds
+    (a positive multiple of the loss has its critical points and Hessian inertia) and
+    CONDITIONS_NOT_MET where one fails (no theorem of the paper speaks there)."""
+
+    kind: str
+    checks: tuple  # engine.landscape.losses.Check, then "critical point"
+    verdict: Verdict
+    split_verdict: Verdict | None
+    note: str
+
+    def as_json(self) -> dict:
+        return {
+            "kind": self.kind,
+            "hypotheses": [{"name": c.name, "holds": c.holds, "note": c.note} for c in self.checks],
+            "verdict": self.verdict.value,
+            "split_verdict": None if self.split_verdict is None else self.split_verdict.value,
+            "note": self.note,
+        }
+
+
+def loss_verdict(kind: str, arch: Arch, verdict: Verdict, grad_norm: float, split_verdict=None) -> LossVerdict:
+    """``verdict`` (and ``split_verdict``): the summed squared loss's, by the one rule of
+    construction.critical_point_kind and verify_split."""
+    from engine.landscape.losses import Check, paper_b_hypotheses
+
+    hyp = paper_b_hypotheses(kind, arch)
+    critical = Check(
+        "critical point",
+        verdict is not Verdict.NOT_CRITICAL,
+        f"‖∇L‖ = {grad_norm:.2e} of the summed loss (a multiple of it vanishes where it does), "
+        f"tolerance {C.GRAD_TOL:g}",
+    )
+    applies = lambda v: v if hyp.met or v is None else Verdict.CONDITIONS_NOT_MET
+    return LossVerdict(kind, hyp.checks + (critical,), applies(verdict), applies(split_verdict), hyp.note)
+
 
 @dataclass(frozen=True)
 class NetworkReport:
@@ -95,18 +151,20 @@ class NetworkReport:
             "neurons": [
                 {
                     "layer": n.layer,
-                    "neuron": n.neuron,
+                    "neuron": n.neuron + NEURONS_FROM,
                     "B_eigs": n.B_eigs.tolist(),
                     "B": n.badge,
                     "D_norm": n.D_norm,
                     "admits_gamma": (n.layer, n.neuron) in self.admitting,
+                    "outside_theorem_9": list(uncovered(n, self.verdict, self.grad_norm)),
                 }
                 for n in self.neurons
             ],
             "gamma_construction": {
                 "possible": self.gamma_possible,
-                "neurons": [list(a) for a in self.admitting],
-                "note": "needs a (near-)strict minimum and a neuron with definite B and D = 0 (Theorem 9)",
+                "neurons": [[layer, neuron + NEURONS_FROM] for layer, neuron in self.admitting],
+                "note": "needs a (near-)strict minimum and a neuron with definite B and D = 0 (Theorem 9); "
+                "any neuron can still be split (--split), outside the theorem",
             },
             "extras": list(self.extras),
         }
@@ -129,7 +187,7 @@ def inspect_job(net, file: str = "") -> Job[NetworkReport]:
         r = yield from subjob(hessian_report_job(arch, theta, X, Y), 0.0, 0.9, "Hessian: ")
     eigs, h = _hessian_summary(r)
     grad_norm = float(np.linalg.norm(g))
-    verdict = C.critical_point_kind(h) if grad_norm < C.GRAD_TOL else Verdict.NOT_CRITICAL
+    verdict = C.critical_point_kind(h, grad_norm)
     neurons = tuple((yield from wait_for(lambda stop: C.neuron_bd(arch, theta, X, Y), "B and D per neuron")))
     # Theorem 9: a definite B and D = 0 give a line of minima for λ in I (at a strict minimum)
     admitting = tuple((n.layer, n.neuron) for n in neurons if n.admits_split)
@@ -163,32 +221,51 @@ def inspect_network_file(path, activation: str | None = None, data=None, on_prog
 
 
 def inspect_and_split(
-    path, activation=None, data=None, split: tuple | None = None, lam: float | None = None, out=None, on_progress=None
+    path,
+    activation=None,
+    data=None,
+    split: tuple | None = None,
+    lam: float | None = None,
+    out=None,
+    on_progress=None,
+    loss: str = "sum",
 ) -> dict:
     """``main.py inspect``: read, optionally split one neuron (γ, verified with the full Hessian)
     and write the result with its construction history; the report is of the network written.
+    ``split``: (layer, neuron) with the neuron counted from 1, as everywhere a person names one.
+    ``loss``: the loss whose verdicts are reported beside the summed loss's (``loss_verdict``).
     ``on_progress`` gets the Progress of the inspection (both inspections, in halves, with a split)."""
+    from engine.landscape.losses import paper_b_hypotheses
     from engine.minima.workbench import add_split, construction_of, history_of
 
+    paper_b_hypotheses(loss)  # an unknown loss fails before any file is read
     if (split is None) != (lam is None) or (split is not None and out is None):
         raise EngineInputError("--split LAYER,NEURON needs --lambda L and --out F.npz (and they need --split)")
+    if split is not None and split[1] < NEURONS_FROM:
+        raise EngineInputError(f"--split {split[0]},{split[1]}: neurons are counted from {NEURONS_FROM}")
     net = read_network(path, activation, data)
     if split is None:
-        return inspect_network(net, str(path), on_progress).as_json()
+        report = inspect_network(net, str(path), on_progress)
+        return dict(
+            report.as_json(), under_loss=loss_verdict(loss, report.arch, report.verdict, report.grad_norm).as_json()
+        )
     report = run_to_completion(subjob(inspect_job(net, str(path)), 0.0, 0.5, "loaded net: "), on_progress)
     step = C.Step("loaded", net.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
-    c = add_split(construction_of(net, step, report.neurons), split[0], split[1], lam)
+    layer, neuron = split[0], split[1] - NEURONS_FROM
+    c = add_split(construction_of(net, step, report.neurons), layer, neuron, lam)
     save_network(out, c.arch, c.params, c.X, c.Y, history=history_of(c))
-    result = run_to_completion(subjob(inspect_job(read_network(out), str(out)), 0.5, 1.0, "split net: "), on_progress)
-    result = result.as_json()
+    written = run_to_completion(subjob(inspect_job(read_network(out), str(out)), 0.5, 1.0, "split net: "), on_progress)
     v = c.verification
+    result = written.as_json()
     result["split"] = {
-        "layer": split[0],
+        "layer": layer,
         "neuron": split[1],
+        "copy": c.splits[-1].new + NEURONS_FROM,
         "lambda": lam,
         "verdict": v.verdict.value,
         "interval": str(v.interval),
         "unmet": list(v.unmet),
         "B_eigs": v.B_eigs.tolist(),
     }
+    result["under_loss"] = loss_verdict(loss, written.arch, written.verdict, written.grad_norm, v.verdict).as_json()
     return result

@@ -36,7 +36,7 @@ def _replay(base: Arch, theta, splits) -> list[tuple[Arch, np.ndarray]]:
     for s in splits:
         if s.new != arch.widths[s.layer]:
             raise EngineInputError(
-                f"split of neuron {s.origin} in layer {s.layer} puts its copy at index {s.new}; "
+                f"split of neuron {s.origin + 1} in layer {s.layer} puts its copy at index {s.new}; "
                 f"only copies appended last (index {arch.widths[s.layer]}) can be replayed"
             )
         arch, theta = C.embed(arch, theta, s.layer, s.origin, s.lam)
@@ -49,7 +49,7 @@ def _split_step(arch: Arch, theta, X, Y, split: C.Split) -> tuple[C.Step, C.Veri
     eigs = C.hessian_spectrum(arch, theta, X, Y)[0]
     v = C.verify_split(arch, theta, X, Y, split, eigs)
     step = C.step_of(
-        f"split neuron {split.origin} of layer {split.layer} (λ={split.lam:g})", arch, theta, X, Y, v.verdict, eigs
+        f"split neuron {split.origin + 1} of layer {split.layer} (λ={split.lam:g})", arch, theta, X, Y, v.verdict, eigs
     )
     return step, v
 
@@ -114,7 +114,7 @@ def split_job(c: C.Construction, layer: int, neuron: int, lam: float) -> Job[C.C
     C.embed(c.arch, c.params, layer, neuron, 0.5)  # a bad layer or neuron fails at once, not on the helper thread
     return (
         yield from wait_for(
-            lambda stop: add_split(c, layer, neuron, lam), f"splitting neuron {neuron} of layer {layer}"
+            lambda stop: add_split(c, layer, neuron, lam), f"splitting neuron {neuron + 1} of layer {layer}"
         )
     )
 

@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.core.mlp import ACTIVATIONS
+from engine.core.mlp import ACTIVATIONS, LOSSES
+from engine.minima.report import NEURONS_FROM
 from engine.minima.verdicts import Verdict
 
 SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
@@ -115,6 +116,7 @@ class LambdaBox(QGroupBox):
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, SLIDER_STEPS)
         self.slider.setEnabled(False)
+        self._exact = None
         self.value_label = QLabel("λ = –")
         self.loss_label = QLabel("loss –")
         self.hmin_label = QLabel("λ_min(H) –")
@@ -138,6 +140,11 @@ class LambdaBox(QGroupBox):
         self.slider.valueChanged.connect(lambda _: self._on_value())
         self.slider.sliderReleased.connect(lambda: self.released.emit(self.value()))
 
+    @property
+    def exact(self) -> float | None:
+        """The λ last set or moved to, unrounded (the slider holds it to a step); None before any."""
+        return self._exact
+
     def value(self) -> float:
         lo, hi = SLIDER_RANGE
         return lo + (hi - lo) * self.slider.value() / SLIDER_STEPS
@@ -148,9 +155,11 @@ class LambdaBox(QGroupBox):
         self.slider.setValue(round((lam - lo) / (hi - lo) * SLIDER_STEPS))
         self.slider.blockSignals(False)
         self.value_label.setText(f"λ = {lam:.3g}")
+        self._exact = float(lam)
         self.changed.emit(self.value())
 
     def _on_value(self):
+        self._exact = self.value()
         self.value_label.setText(f"λ = {self.value():.3g}")
         self.changed.emit(self.value())
         self.moved.emit(self.value())
@@ -181,8 +190,8 @@ class LambdaBox(QGroupBox):
 
 
 class SplitBox(QGroupBox):
-    """The neurons of the current network where Theorem 9 applies (B definite, D = 0), each with a
-    Split button; λ of the next split; Undo of the last one."""
+    """Every neuron of the current network with B's definiteness, ‖D‖ and whether Theorem 9 covers
+    a split of it (and if not, why), each with a Split button; λ of the next split; Undo."""
 
     split_requested = Signal(int, int, float)  # layer, neuron, λ
     undo_requested = Signal()
@@ -201,8 +210,8 @@ class SplitBox(QGroupBox):
         self.undo = QPushButton("Undo last split")
         self.undo.setEnabled(False)
         self.undo.clicked.connect(self.undo_requested.emit)
-        self.table = _table(["layer", "neuron", "B is", ""])
-        self.table.setMaximumHeight(150)
+        self.table = _table(["layer", "neuron", "B is", "‖D‖", "Theorem 9", ""])
+        self.table.setMinimumHeight(120)
         row = QHBoxLayout()
         row.addWidget(QLabel("λ"))
         row.addWidget(self.lam)
@@ -212,25 +221,86 @@ class SplitBox(QGroupBox):
         layout.addLayout(row)
         layout.addWidget(self.table)
 
-    def show_admissible(self, neurons: list, n_splits: int):
-        """``neurons``: [layer, neuron, badge] rows; ``n_splits``: splits made so far (Undo needs one)."""
-        # Neurons are counted from 1 on screen (as in the topology tab); the signal carries the index.
-        _fill(self.table, [[str(l), str(r + 1), badge, ""] for l, r, badge in neurons])
-        for i, (layer, neuron, _) in enumerate(neurons):
-            button = QPushButton("Split")
+    def show_neurons(self, rows: list, n_splits: int):
+        """``rows``: [layer, neuron index, badge, ‖D‖, reasons Theorem 9 does not cover it] for every
+        neuron; ``n_splits``: splits made so far (Undo needs one). Neurons are counted from 1."""
+        cells, colors = [], []
+        for layer, r, badge, d_norm, reasons in rows:
+            cells.append([str(layer), str(r + NEURONS_FROM), badge, d_norm, "; ".join(reasons) or "covers it", ""])
+            colors.append([None, None, None, None, BADGE_COLORS["other" if reasons else "definite"], None])
+        _fill(self.table, cells, colors)
+        for i, (layer, neuron, _, _, reasons) in enumerate(rows):
+            button = QPushButton("Split (outside Thm 9)" if reasons else "Split")
+            button.setToolTip(
+                "Theorem 9 does not cover this split: " + "; ".join(reasons) + ". It is made and verified all the same."
+                if reasons
+                else "B definite, D = 0 at a minimum: λ in I gives a non-attracting region of minima"
+            )
             button.clicked.connect(lambda _=False, l=layer, r=neuron: self.split_requested.emit(l, r, self.lam.value()))
-            self.table.setCellWidget(i, 3, button)
+            self.table.setCellWidget(i, 5, button)
+            self.table.item(i, 4).setToolTip(button.toolTip())
+        self.table.resizeColumnsToContents()
         self.undo.setEnabled(n_splits > 0)
 
     def button(self, layer: int, neuron: int) -> QPushButton:
+        """The Split button of ``neuron`` (an index, as the signal carries it) of ``layer``."""
         for i in range(self.table.rowCount()):
-            if (self.table.item(i, 0).text(), self.table.item(i, 1).text()) == (str(layer), str(neuron + 1)):
-                return self.table.cellWidget(i, 3)
-        raise KeyError(f"neuron {neuron} of layer {layer} is not admissible")
+            if (self.table.item(i, 0).text(), self.table.item(i, 1).text()) == (str(layer), str(neuron + NEURONS_FROM)):
+                return self.table.cellWidget(i, 5)
+        raise KeyError(f"neuron {neuron + NEURONS_FROM} of layer {layer} is not in the table")
 
     def clear(self):
         self.table.setRowCount(0)
         self.undo.setEnabled(False)
+
+
+class HypothesesBox(QGroupBox):
+    """Which of paper B's hypotheses hold under the chosen loss, and the verdicts there
+    (engine.minima.report.loss_verdict, one entry per loss in the construction's view data)."""
+
+    def __init__(self, parent=None):
+        super().__init__("Paper B's hypotheses", parent)
+        self.loss = QComboBox()
+        for kind in LOSSES:  # the keys of the view data
+            self.loss.addItem(kind, kind)
+        self.loss.setToolTip("the loss whose hypotheses and verdicts are shown (the landscape tab's choices)")
+        self.loss.currentIndexChanged.connect(lambda _: self._render())
+        self.text = QLabel("")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.PlainText)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("loss"))
+        row.addWidget(self.loss, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.text)
+        self._losses: dict = {}
+
+    def show_losses(self, losses: dict):
+        """``losses``: {kind: LossVerdict.as_json()}."""
+        self._losses = dict(losses)
+        self._render()
+
+    def _render(self):
+        shown = self._losses.get(self.loss.currentData())
+        if shown is None:
+            self.text.setText("")
+            self.text.setToolTip("")
+            return
+        marks = [("✓ " if h["holds"] else "✗ ") + h["name"] for h in shown["hypotheses"]]
+        lines = [" · ".join(marks), f"verdict: {shown['verdict']}"]
+        if shown["split_verdict"] is not None:
+            lines.append(f"last split: {shown['split_verdict']}")
+        self.text.setText("\n".join(lines))
+        self.text.setToolTip("\n".join([shown["note"]] + [f"{h['name']}: {h['note']}" for h in shown["hypotheses"]]))
+
+    @property
+    def verdict(self) -> str:
+        shown = self._losses.get(self.loss.currentData())
+        return "" if shown is None else shown["verdict"]
+
+    def clear(self):
+        self.show_losses({})
 
 
 NETWORK_FILES = (
@@ -280,6 +350,12 @@ class TorchFileDialog(QDialog):
             self.data.setText(path)
 
 
+CRITICAL_TIP = (
+    "Levenberg–Marquardt and Newton steps (float64) to a gradient norm below 1e-8; if it stops short, "
+    "the message bar says where and why, and this button goes on from there. Cancel stops it"
+)
+
+
 class InspectorPanel(QWidget):
     load_requested = Signal(str, str, str)  # path, activation ("" for .npz/.pt2), data ("" for .npz)
     export_requested = Signal(str)
@@ -289,6 +365,7 @@ class InspectorPanel(QWidget):
         super().__init__(parent)
         self.lam = LambdaBox()
         self.split = SplitBox()
+        self.hypotheses = HypothesesBox()
         # Six columns fit the inspector's width; max e and the zero count are in each row's tooltip.
         self.steps = _table(["layers", "verdict", "loss", "‖∇L‖", "min e", "#<0"])
         self.neurons = _table(["layer", "neuron", "B is", "‖D‖", "eigenvalues of B"])
@@ -297,9 +374,7 @@ class InspectorPanel(QWidget):
         load, export = QPushButton("Load network…"), QPushButton("Export network (.npz)…")
         load.clicked.connect(self.ask_load)
         self.critical_button = QPushButton("Find critical point")
-        self.critical_button.setToolTip(
-            "L-BFGS (float64) and Newton steps to a gradient norm below 1e-8; Cancel stops it"
-        )
+        self.critical_button.setToolTip(CRITICAL_TIP)
         self.critical_button.clicked.connect(self.critical_requested.emit)
         self.critical_button.setEnabled(False)
         export.clicked.connect(self._ask_export)
@@ -314,6 +389,7 @@ class InspectorPanel(QWidget):
         layout.addWidget(self.critical_button)
         layout.addWidget(self.lam)
         layout.addWidget(self.split)
+        layout.addWidget(self.hypotheses)
         steps_box = QGroupBox("Construction steps")
         QVBoxLayout(steps_box).addWidget(self.steps)
         steps_box.layout().addWidget(self.restarts_label)
@@ -321,6 +397,10 @@ class InspectorPanel(QWidget):
         QVBoxLayout(neurons_box).addWidget(self.neurons)
         layout.addWidget(steps_box, 3)
         layout.addWidget(neurons_box, 2)
+
+    def show_search(self, reached: bool | None):
+        """After a search that stopped short (``reached`` False) the button offers to go on from there."""
+        self.critical_button.setText("Go on searching" if reached is False else "Find critical point")
 
     def ask_load(self):
         path, _ = QFileDialog.getOpenFileName(self, "Load network", "", NETWORK_FILES)
@@ -371,7 +451,7 @@ class InspectorPanel(QWidget):
         for n in neurons:
             eigs = ", ".join(f"{e:.3g}" for e in np.asarray(n["B_eigs"]))
             badge = n["badge"]
-            rows.append([str(n["layer"]), str(n["neuron"]), badge, n["D_norm"], eigs])
+            rows.append([str(n["layer"]), str(n["neuron"] + NEURONS_FROM), badge, n["D_norm"], eigs])
             kind = n["badge_kind"]
             colors.append([None, None, BADGE_COLORS[kind], None, None])
         _fill(self.neurons, rows, colors)
@@ -386,3 +466,4 @@ class InspectorPanel(QWidget):
         self.export_button.setEnabled(False)
         self.critical_button.setEnabled(False)
         self.split.clear()
+        self.hypotheses.clear()

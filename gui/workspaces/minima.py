@@ -8,15 +8,18 @@ and draws their typed results; every number on screen comes from those jobs, the
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from engine.core.errors import EngineInputError
-from engine.io.netfile import save_network
+from engine.io.netfile import load_network, save_network
 from engine.io.two_layer_file import ACTIVATIONS as HOMOGENEOUS
 from engine.io.two_layer_file import load_two_layer
 from engine.minima.descending_path import DescendingPath, descending_path_job
@@ -29,6 +32,7 @@ from engine.minima.pipeline import (
     critical_point_job,
     drag_job,
     figure3_job,
+    inspected_figure_job,
     load_job,
     preview_job,
     probe_job,
@@ -322,6 +326,8 @@ class MinimaWorkspace(Workspace):
         point keeps the old panels on screen while it computes (``keep``), and the stages it does
         not recompute (the 2-D slice; (b)–(d) once no split is left) must not stay behind."""
         self._show(result)
+        if isinstance(result, Figure3) and result.moved is not None:
+            self.controller.info(result.moved.summary())  # where the search stopped, and why
         if isinstance(result, (Figure3, DescendingPath)):
             current = stages(result, {})
             for stage in [s for s in self.shown if s in self._CLEAR and s not in current]:
@@ -351,8 +357,19 @@ class MinimaWorkspace(Workspace):
 
     def _draw_all(self, data: dict):
         for stage in STAGES:  # a fixed order: the construction before the slider reads its splits
-            if stage in data:
+            if stage in data and not (stage == "probe" and self._probe_elsewhere(data[stage])):
                 self._draw(stage, data[stage])
+
+    def _probe_elsewhere(self, probe: dict) -> bool:
+        """A loaded file's slider opens at its history's λ, and the λ box describes that point: the
+        probe of (c) at the saddle's λ is not drawn there; a probe at the slider's λ runs instead."""
+        if not (isinstance(self.figure, Figure3) and self.figure.loaded_from and self._movable()):
+            return False
+        lam = self.inspector.lam.exact
+        if lam is None or abs(probe["lam"] - lam) <= 1e-12 * max(1.0, abs(lam)):
+            return False
+        self.controller.lane("probe").submit(probe_job(self.figure, lam, self._split))
+        return True
 
     def _draw(self, stage: str, data):
         """One handler per view; ``data`` is plain (what a session stores)."""
@@ -364,7 +381,8 @@ class MinimaWorkspace(Workspace):
         elif stage == "spectrum":
             self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
         elif stage == "slices_min":
-            self.slice_min.show_slices(**data)
+            self.slice_min.set_title(data.get("title", "(a) slices at the embedded minimum"))
+            self.slice_min.show_slices(**{k: v for k, v in data.items() if k != "title"})
         elif stage == "slices_saddle":
             self.slice_saddle.set_title(data.get("title", "(c) slices at the saddle"))
             self.slice_saddle.show_slices(**{k: v for k, v in data.items() if k != "title"})
@@ -389,6 +407,7 @@ class MinimaWorkspace(Workspace):
     def _show_construction(self, data):
         self._split = -1
         self.inspector.show_neurons(data["neurons"])
+        self.inspector.hypotheses.show_losses(data.get("losses", {}))
         self.network.show_network(data["widths"], data["weights"], data["splits"])
         # The slider moves a split of a live construction; a restored session has none.
         labels = data["split_labels"] if self._construction() is not None else []
@@ -404,7 +423,9 @@ class MinimaWorkspace(Workspace):
         self.inspector.export_button.setEnabled(self._construction() is not None)
         live = isinstance(self.figure, Figure3) and self._construction() is not None
         self.inspector.critical_button.setEnabled(live)
-        self.inspector.split.show_admissible(data.get("admissible", []) if live else [], len(labels))
+        moved = self.figure.moved if live else None
+        self.inspector.show_search(None if moved is None else moved.reached)
+        self.inspector.split.show_neurons(data.get("split_rows", []) if live else [], len(labels))
 
     def _construction(self):
         return None if self.figure is None else self.figure.construction
@@ -471,6 +492,8 @@ class MinimaWorkspace(Workspace):
         shown_split = self.figure.path.split if self.figure.path is not None else None
         path = None if shown_split == self._split_index() else self._path_range()
         self.controller.discard("preview")  # a late preview must not overwrite the refined slices
+        # ... and its probe with it: the λ box and the spectrum beside it still follow the slider
+        self.controller.lane("probe").submit(probe_job(self.figure, lam, self._split))
         job = reslice_job(self.figure, lam, self._split, self.slice_settings(), path, plane=self._plane_settings())
         self.controller.start(self, job, keep=True)
 
@@ -606,15 +629,60 @@ class MinimaWorkspace(Workspace):
         self.inspector.lam.show_probe(lam, path["loss"][index], path["hessian_min"][index], path["verdicts"][index])
 
     def session_state(self) -> dict:
-        """What is drawn, as plain data; the live construction stays behind (λ cannot move after restore)."""
-        return dict(self.shown)
+        """What is drawn, as plain data, and the live network as the bytes of its exported .npz
+        (weights, data, construction history): a reopened session makes it live again and goes on."""
+        state = dict(self.shown)
+        c = self._construction()
+        if isinstance(self.figure, Figure3) and c is not None:
+            with tempfile.TemporaryDirectory() as folder:
+                path = save_network(Path(folder) / "network.npz", c.arch, c.params, c.X, c.Y, history=history_of(c))
+                npz = np.frombuffer(path.read_bytes(), np.uint8)
+            state["network"] = {
+                "npz": npz,
+                "label": self.figure.loaded_from or "the built network",
+                "split": self._split,
+                "lam": self.inspector.lam.exact,
+            }
+        return state
 
     def restore_session_state(self, state: dict):
+        state = dict(state)
+        network = state.pop("network", None)
         unknown = set(state) - set(STAGES)
         if unknown:
             raise EngineInputError(f"session has unknown minima results {sorted(unknown)}")
+        net = None if network is None else self._session_network(network)  # checked before anything changes
         self.reset()
         self._draw_all(state)
+        if net is not None:  # on the preview lane: the restored status line and message stay as they are
+            self._resume_at = (network.get("split", -1), network.get("lam"))
+            self.controller.preview(inspected_figure_job(net, str(network.get("label", ""))), self._resume)
+
+    @staticmethod
+    def _session_network(network) -> object:
+        """The session's network read with the checks of a network file (engine.io.netfile)."""
+        if not isinstance(network, dict) or not isinstance(network.get("npz"), np.ndarray):
+            raise EngineInputError("session's minima network is not an exported .npz")
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "network.npz"
+            path.write_bytes(np.asarray(network["npz"], np.uint8).tobytes())
+            return load_network(path)
+
+    def _resume(self, fig: Figure3):
+        """The reopened session's network is live: the slider, split, undo, export and find
+        critical point act on it; the panels keep what the session saved."""
+        self.figure = fig
+        self._seen = {"steps": fig.steps, "construction": fig.construction, "eigs": fig.eigs}
+        self._warmed_for = fig.construction
+        split, lam = self._resume_at
+        self._show_construction(self.shown.get("construction") or stages(fig, {})["construction"])
+        c = fig.construction
+        if c.splits and isinstance(split, int) and -len(c.splits) <= split < len(c.splits):
+            self._split = split
+            self.inspector.lam.set_split(self.shown["construction"]["split_labels"][split])
+        if lam is not None and c.splits:
+            self.inspector.lam.set_value(float(lam))
+        return None  # no probe follows: the λ box shows what the session saved
 
     def set_presentation(self, on: bool):
         # Large type needs a wider inspector; the figures keep two thirds of the width.

@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from engine.core.errors import EngineInputError
+from engine.core.mlp import LOSSES
 from engine.minima.construction import HessianSummary
 from engine.minima.descending_path import DescendingPath
 from engine.minima.infinity import InfinityResult
 from engine.minima.pipeline import Figure3
+from engine.minima.report import NEURONS_FROM, loss_verdict, uncovered
 from engine.minima.verdicts import Definiteness, Verdict
 from engine.minima.workbench import admissible_neurons
 
@@ -70,7 +72,7 @@ def parse_schedule(text: str) -> tuple:
 
 
 def split_label(s) -> str:
-    return f"layer {s.layer}, neuron {s.origin + 1} → copy {s.new + 1}"  # counted from 1, as on screen
+    return f"layer {s.layer}, neuron {s.origin + NEURONS_FROM} → copy {s.new + NEURONS_FROM}"
 
 
 def stages(result, seen: dict) -> dict:
@@ -114,11 +116,9 @@ def _steps(steps, result) -> dict:
 
 def _note(result) -> str:
     c = result.construction
-    if getattr(result, "moved", ()):
-        return (
-            f"critical point of {'—'.join(map(str, c.arch.widths))}: moved ‖Δθ‖ = {result.moved[0]:.3g}, "
-            f"now ‖∇L‖ = {result.moved[1]:.2e}"
-        )
+    moved = getattr(result, "moved", None)
+    if moved is not None:
+        return f"critical point search on {'—'.join(map(str, c.arch.widths))}: {moved.summary()}"
     if getattr(result, "loaded_from", ""):
         return f"loaded {'—'.join(map(str, c.arch.widths))} from {result.loaded_from}"
     if c is None:
@@ -150,6 +150,12 @@ def _construction(c, result) -> dict:
         }
         for n in c.small_neurons
     ]
+    # Every neuron of the current network can be split; Theorem 9 covers those with no reason against.
+    here = c.steps[-1]
+    split_rows = [
+        [n.layer, n.neuron, n.badge.value, n.D_norm, list(uncovered(n, here.verdict, here.grad_norm))]
+        for n in c.neurons
+    ]
     out = {
         "construction": {
             "neurons": neurons,
@@ -159,9 +165,27 @@ def _construction(c, result) -> dict:
             "split_labels": [split_label(s) for s in c.splits],
             "split_lams": lams,
             "admissible": [[l, r, badge[l, r]] for l, r in admissible_neurons(c)],
+            "split_rows": split_rows,
+            "verdict": here.verdict.value,
+            "losses": {
+                kind: loss_verdict(kind, c.arch, here.verdict, here.grad_norm, _split_verdict(c)).as_json()
+                for kind in LOSSES
+            },
         }
     }
     return dict(out, **_steps(result.steps, result))  # the note changes once the construction is known
+
+
+def _split_verdict(c):
+    return None if c.verification is None else c.verification.verdict
+
+
+def slices_min_title(fig) -> str:
+    """Panel (a) names the point it slices by the verdict of the steps table's last row."""
+    verdict = fig.steps[-1].verdict if fig.steps else None
+    if verdict is not None and verdict.is_minimum:
+        return "(a) slices at the embedded minimum" if fig.construction.splits else "(a) slices at the minimum"
+    return f"(a) slices at the network ({SHORT[verdict]})" if verdict is not None else "(a) slices"
 
 
 def _spectrum(eigs, fig) -> dict:
@@ -334,7 +358,7 @@ _FIELD_STAGES = {
     (Figure3, "steps"): _steps,
     (Figure3, "construction"): _construction,
     (Figure3, "eigs"): _spectrum,
-    (Figure3, "slices_min"): lambda s, fig: {"slices_min": slices_data(s)},
+    (Figure3, "slices_min"): lambda s, fig: {"slices_min": slices_data(s, title=slices_min_title(fig))},
     (Figure3, "path"): _path,
     (Figure3, "saddle"): _saddle,
     (Figure3, "plane"): _plane,
