@@ -1,4 +1,4 @@
-"""The module toolkit's files: plane.npz, interp.npz as engine.landscape.exports writes them, plus
+"""The module toolkit's files: plane.npz, interp.npz as engine.landscape.exports writes them, hessian.npz, plus
 what says which number of a flat vector is which parameter (docs/EXPORTS.md, "Any PyTorch model").
 
 ``param_names`` (the module's ``named_parameters()`` order) and ``param_shapes`` (each as
@@ -15,6 +15,7 @@ import numpy as np
 from engine.landscape import exports
 from engine.landscape import module_directions as MD
 from engine.landscape.interpolation import Interpolation
+from engine.landscape.module_hessian import ModuleHessian
 from engine.landscape.module_loss import ModuleLoss
 from engine.landscape.plane import PlaneResult
 from engine.landscape.trajectory_pca import PCAPlane
@@ -51,3 +52,27 @@ def write_checkpoint_plane(out_dir, r: PCAPlane, loss: ModuleLoss, checkpoints, 
 
 def write_interpolation(out_dir, r: Interpolation, loss: ModuleLoss) -> Path:
     return exports.write_interpolation(out_dir, r, **layout(loss))
+
+
+def write_hessian(out_dir, r: ModuleHessian, loss: ModuleLoss) -> Path:
+    """hessian.npz of ``--hessian``: the top eigenpairs, the trace and its probes, the layout, and
+    the formed Hessian with its spectrum when P was small enough to form it."""
+    formed = {} if r.hessian is None else dict(hessian=r.hessian, spectrum=r.spectrum)
+    return exports._save(
+        Path(out_dir) / "hessian.npz",
+        eigenvalues=r.eigenvalues,
+        eigenvectors=r.eigenvectors,
+        residuals=r.residuals,
+        trace=r.trace,
+        trace_se=r.trace_se,
+        trace_samples=r.trace_samples,
+        theta=r.theta,
+        loss=r.loss,
+        loss_kind=np.array(r.kind),
+        n_samples=np.int64(r.n_samples),
+        seed=np.int64(r.seed),
+        tol=r.tol,
+        n_hvp=np.int64(r.n_hvp),
+        **formed,
+        **layout(loss),
+    )

@@ -91,7 +91,7 @@ def module_hvp(loss, flat=None):
     return hvp
 
 
-def check_options(loss, top_k: int, probes: int, density_probes: int, steps: int, tol: float) -> None:
+def check_options(loss, top_k: int, probes: int, density_probes: int = 0, steps: int = 80, tol: float = 0.0) -> None:
     """Refuse every bad option before any product is spent."""
     integer("top-k", top_k, 1, min(MAX_TOP_K, max(loss.n_params - 2, 1)))
     integer("probes", probes, 2, MAX_PROBES)

@@ -68,7 +68,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--interpolate", metavar="NET2", help="the line from NET to NET2 (same architecture)")
     parser.add_argument("--points", type=int_in(2, 100_000), default=201, metavar="M")
     parser.add_argument("--density", action="store_true", help="Hessian spectral density (stochastic Lanczos)")
-    parser.add_argument("--probes", type=int_in(1, 1000), default=10)
+    parser.add_argument(
+        "--hessian",
+        action="store_true",
+        help="a module's top eigenpairs, Hutchinson trace and (up to 3000 parameters) full Hessian: hessian.npz",
+    )
+    parser.add_argument("--top-k", type=int_in(1, 100), default=3, metavar="K", help="--hessian's eigenpairs (3)")
+    parser.add_argument(
+        "--probes", type=int_in(1, 1000), help="probes: --density's (default 10), --hessian's trace's (default 100)"
+    )
     parser.add_argument("--steps", type=int_in(1, 1000), default=80, help="Lanczos steps per probe")
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -161,9 +169,10 @@ def landscape(args) -> dict:
         summary["files"].append(str(exports.write_interpolation(out, r)))
         summary["interpolation"] = {"loss_a": r.loss_a, "loss_b": r.loss_b, "barrier": r.barrier}
     if args.density:
+        probes = _density_probes(args)
         r = run_to_completion(
             density.density_job(
-                arch, net.params, net.X, net.Y, args.probes, args.steps, args.seed, kind, None, args.dtype, args.device
+                arch, net.params, net.X, net.Y, probes, args.steps, args.seed, kind, None, args.dtype, args.device
             )
         )
         summary["files"].append(str(exports.write_density(out, r)))
@@ -171,6 +180,10 @@ def landscape(args) -> dict:
         summary["density"] = {"trace": r.trace, "sum_squares": r.sum_squares, "lowest": lo, "highest": hi}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default))
     return summary
+
+
+def _density_probes(args) -> int:
+    return args.probes or 10
 
 
 def _plane_summary(p) -> dict:
@@ -187,6 +200,7 @@ def _module_flags(args) -> list[str]:
     """The flags only the module toolkit reads."""
     flags = [flag for attr, flag in (("model", "--model"), ("trajectory", "--trajectory")) if getattr(args, attr)]
     flags += ["--batch-size"] if args.batch_size is not None else []
+    flags += ["--hessian"] if args.hessian else []
     flags += ["--executor"] if args.executor else []
     return flags + (["--directions hessian"] if args.directions == "hessian" else [])
 
@@ -223,6 +237,8 @@ def module_landscape(args, net) -> dict:
     from engine.core.runtime import configure_torch_threads
     from engine.io.module_network import check_state_dict, read_checkpoint, read_module_network
     from engine.landscape import module_exports
+    from engine.landscape.module_hessian import check_options as check_hessian_options
+    from engine.landscape.module_hessian import module_hessian_job
     from engine.landscape.module_interpolation import module_interpolation_job
     from engine.landscape.module_loss import ModuleLoss
     from engine.landscape.module_plane import check_grid, module_plane_job
@@ -233,8 +249,8 @@ def module_landscape(args, net) -> dict:
     for flag, given in (("--train", args.train), ("--compare", args.compare), ("--activation", args.activation)):
         if given:
             raise EngineInputError(f"{flag} is for paper B's MLPs; a module's own training is read with --trajectory")
-    if args.density:
-        raise EngineInputError("--density is for paper B's MLPs; a module's Hessian measures come with --hessian")
+    if args.density and not args.hessian:
+        raise EngineInputError("--density of a module comes with its Hessian measures: add --hessian")
     if args.resume and not args.executor:
         raise EngineInputError("--resume continues a plane computed with --executor; give --executor too")
     if args.executor and (args.trajectory or args.device != "cpu"):
@@ -244,6 +260,9 @@ def module_landscape(args, net) -> dict:
     ignore = "biasbn" if args.ignore == "biases" else args.ignore
     n = args.plane or 51
     check_grid(n, args.extent or 1.0)
+    hessian_probes, density_probes = args.probes or 100, _density_probes(args) if args.density else 0
+    if args.hessian:
+        check_hessian_options(loss, args.top_k, hessian_probes, density_probes, args.steps)
     states = [read_checkpoint(path, net) for path in args.trajectory or ()]
     other = None
     if args.interpolate:
@@ -270,7 +289,7 @@ def module_landscape(args, net) -> dict:
     }
     vts = not args.no_vts
     run = lambda job, what: _run(job, f"landscape {Path(args.network).name}: {what}", progress_bar)
-    wants_plane = args.plane is not None or not (args.interpolate or states)
+    wants_plane = args.plane is not None or not (args.interpolate or states or args.hessian)
     if states:
         r = run(checkpoint_plane_job(loss, states, n, args.extent), "checkpoints' PCA plane")
         summary["files"] += [str(p) for p in module_exports.write_checkpoint_plane(out, r, loss, args.trajectory, vts)]
@@ -296,6 +315,25 @@ def module_landscape(args, net) -> dict:
             summary["interpolation"].update(
                 accuracy_a=r.accuracy_a, accuracy_b=r.accuracy_b, accuracy_barrier=r.accuracy_barrier
             )
+    if args.hessian:
+        job = module_hessian_job(
+            loss, args.top_k, hessian_probes, args.seed, density_probes=density_probes, steps=args.steps
+        )
+        h = run(job, "Hessian")
+        summary["files"].append(str(module_exports.write_hessian(out, h, loss)))
+        if h.density is not None:
+            from engine.landscape import exports
+
+            summary["files"].append(str(exports.write_density(out, h.density)))
+        summary["hessian"] = {
+            "eigenvalues": h.eigenvalues,
+            "residuals": h.residuals,
+            "trace": h.trace,
+            "trace_se": h.trace_se,
+            "probes": len(h.trace_samples),
+            "formed": h.hessian is not None,
+            "n_hvp": h.n_hvp,
+        }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default))
     return summary
 

@@ -7,6 +7,8 @@ Every tolerance is the computed quantity's own error bound: a Ritz pair's residu
 difference between the product operator and the dense matrix (Weyl), the standard error.
 """
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -30,11 +32,12 @@ def network() -> ModuleNetwork:
     return ModuleNetwork(trained_cnn(), images(N).numpy().astype(np.float64), labels, None, "test")
 
 
-def dense_hessian(net: ModuleNetwork) -> np.ndarray:
-    model = trained_cnn().double().eval()
+def dense_hessian(module: torch.nn.Module, X, Y) -> np.ndarray:
+    """The reference: the cross-entropy's Hessian of a float64 copy of ``module`` in eval mode."""
+    model = copy.deepcopy(module).double().eval()
     names, shapes = zip(*[(n, p.shape) for n, p in model.named_parameters()])
     buffers = {n: b for n, b in model.named_buffers()}
-    X, Y = torch.as_tensor(net.X), torch.as_tensor(net.Y)
+    X, Y = torch.as_tensor(np.asarray(X, np.float64)), torch.as_tensor(Y)
 
     def loss(flat):
         pieces = flat.split([int(np.prod(s)) for s in shapes])
@@ -48,7 +51,7 @@ def dense_hessian(net: ModuleNetwork) -> np.ndarray:
 @pytest.fixture(scope="module")
 def case():
     net = network()
-    H = dense_hessian(net)
+    H = dense_hessian(net.module, net.X, net.Y)
     loss = ModuleLoss(net, "cross-entropy", batch_size=N)
     result = module_hessian(loss, top_k=3, probes=PROBES, seed=3)
     return net, H, loss, result
