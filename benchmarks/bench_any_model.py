@@ -1,0 +1,225 @@
+"""The toolkit on any PyTorch model, against the peers, in one run, on a ResNet-20-shaped network.
+
+Workload: ResNet-20 as He et al. shaped it for CIFAR (3 stages × 3 basic blocks, 16/32/64
+channels, batch norm, parameter-free shortcuts: 269,722 parameters), random weights with batch
+norm running statistics from three train-mode batches, then eval mode; 256 CIFAR-shaped inputs
+(3 × 32 × 32, standard normal) with random labels of 10 classes; cross-entropy (mean). float32
+for every row, ours included (``ModuleLoss(dtype="float32")``), one torch thread (--threads).
+
+Rows (wall seconds, best of one: the machine is shared, so say where the time goes rather than
+chase the last 5 %):
+  floor     121 eval-mode forward passes over the 256 inputs, no grad: what any 11 × 11 plane costs
+  plane     an 11 × 11 filter-normalised plane, start-up included (ModuleLoss built, directions drawn):
+            ours (engine.landscape.module_plane.module_plane_job), loss-landscapes 3.0.6's
+            random_plane (normalization="filter"), loss-landscape-3d 0.1.3's random directions
+            (filter-normalised) and LossLandscapeCalculator.calculate
+  hvp       one Hessian-vector product: ours (ModuleLoss.hvp, forward-over-reverse, no graph kept),
+            curvlinops 3.0.1's HessianLinearOperator (the same torch.func jvp of jacrev), and
+            PyHessian's (reverse-over-reverse on a retained graph of the one batch)
+  top eig   the largest eigenvalue to 1e-3 relative: ours, Lanczos (ARPACK eigsh, tol 1e-3, which
+            bounds the Ritz pair's residual by 1e-3·|θ|: an eigenvalue lies that close) against
+            PyHessian's power iteration (tol 1e-3 on successive estimates, its default), each
+            from its own graph set-up; the two answers' relative difference is printed
+  trace     Hutchinson with the same number of Rademacher probes (--probes): ours
+            (engine.landscape.hessian.hutchinson_samples_job on ModuleLoss's HVP, no deflation)
+            against PyHessian's trace (tol −∞, so it runs every probe)
+
+Run: python benchmarks/bench_any_model.py [--probes 10] [--power-iters 100] [--threads N] [--samples 256]
+"""
+
+import argparse
+import copy
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from engine.core.progress import run_to_completion  # noqa: E402
+from engine.core.runtime import import_lazy_torch_modules  # noqa: E402
+from engine.io.module_network import ModuleNetwork  # noqa: E402
+from engine.landscape import hessian  # noqa: E402
+from engine.landscape.module_hessian import module_hvp  # noqa: E402
+from engine.landscape.module_loss import ModuleLoss  # noqa: E402
+from engine.landscape.module_plane import module_plane_job  # noqa: E402
+
+CLASSES, GRID, EXTENT, TOL = 10, 11, 1.0, 1e-3
+
+
+class BasicBlock(nn.Module):
+    """conv-bn-relu-conv-bn plus the shortcut: subsampled and zero-padded where the width doubles
+    (He et al.'s option A for CIFAR, which keeps ResNet-20 at 0.27 M parameters)."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.stride, self.pad = stride, cout - cin
+
+    def forward(self, x):
+        out = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        short = x[:, :, :: self.stride, :: self.stride]
+        if self.pad:
+            short = nn.functional.pad(short, (0, 0, 0, 0, self.pad // 2, self.pad - self.pad // 2))
+        return torch.relu(out + short)
+
+
+class ResNet20(nn.Module):
+    def __init__(self, classes: int = CLASSES):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        blocks, cin = [], 16
+        for cout, stride in ((16, 1), (32, 2), (64, 2)):
+            for i in range(3):
+                blocks.append(BasicBlock(cin, cout, stride if i == 0 else 1))
+                cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(64, classes)
+
+    def forward(self, x):
+        x = self.blocks(torch.relu(self.bn(self.conv(x))))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def workload(n: int):
+    torch.manual_seed(0)
+    model = ResNet20()
+    for m in model.modules():  # a trained net's batch norm: loss-landscapes' filter
+        if isinstance(m, nn.BatchNorm2d):  # normalisation divides by zero on a zero bias
+            nn.init.normal_(m.weight, 1.0, 0.1)
+            nn.init.normal_(m.bias, 0.0, 0.1)
+    with torch.no_grad():  # running statistics that are not the defaults
+        for _ in range(3):
+            model(torch.randn(64, 3, 32, 32))
+    X = torch.randn(n, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    Y = torch.randint(0, CLASSES, (n,), generator=torch.Generator().manual_seed(2))
+    return model.eval(), X, Y
+
+
+def timed(work):
+    began = time.perf_counter()
+    out = work()
+    return time.perf_counter() - began, out
+
+
+def ours_loss(model, X, Y) -> ModuleLoss:
+    net = ModuleNetwork(model, X.numpy(), Y.numpy(), None, "benchmark")
+    return ModuleLoss(net, "cross-entropy", len(X), "float32")  # one chunk, as the peers take the batch
+
+
+def floor(model, X):
+    with torch.no_grad():
+        for _ in range(GRID * GRID):
+            model(X)
+
+
+def ours_plane(model, X, Y):
+    return run_to_completion(module_plane_job(ours_loss(model, X, Y), GRID, EXTENT, "filter")).loss
+
+
+def loss_landscapes_plane(model, X, Y):
+    import loss_landscapes
+    from loss_landscapes.metrics import Loss
+
+    metric = Loss(nn.CrossEntropyLoss(), X, Y)
+    return loss_landscapes.random_plane(model, metric, 2 * EXTENT, GRID, "filter", deepcopy_model=True)
+
+
+def loss_landscape_3d_plane(model, X, Y):
+    from loss_landscape_3d import LossLandscapeCalculator, generate_random_directions
+
+    model = copy.deepcopy(model)
+    dir_x, dir_y = generate_random_directions(model, normalize=True)
+    coords = np.linspace(-EXTENT, EXTENT, GRID)
+    calculator = LossLandscapeCalculator(model, [(X, Y)], nn.CrossEntropyLoss())
+    return calculator.calculate(coords, coords, dir_x, dir_y, copy.deepcopy(model.state_dict()))
+
+
+def flat(tensors) -> torch.Tensor:
+    return torch.cat([t.reshape(-1) for t in tensors])
+
+
+def pyhessian_of(model, X, Y):
+    from pyhessian import hessian as PyHessian
+
+    return PyHessian(model, nn.CrossEntropyLoss(), data=(X, Y), cuda=False)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--probes", type=int, default=10, help="Hutchinson probes, ours and PyHessian's")
+    parser.add_argument("--power-iters", type=int, default=100, help="PyHessian's maxIter (its default)")
+    # one thread: on this shared 2-core machine two threads made a forward 7-9× slower (spinning)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--samples", type=int, default=256, help="fewer for a quick smoke run")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    import_lazy_torch_modules()  # torch.func's first-call imports, as the app pays them at start-up
+    model, X, Y = workload(args.samples)
+    P = sum(p.numel() for p in model.parameters())
+    print(f"ResNet-20: {P:,} parameters, {len(X)} inputs 3×32×32, {CLASSES} classes, float32, {args.threads} threads")
+    rows = []
+
+    def row(name, seconds, note=""):
+        rows.append((name, seconds, note))
+        print(f"  {name:<40} {seconds:9.1f} s  {note}", flush=True)
+
+    t_floor, _ = timed(lambda: floor(model, X))
+    row("floor: 121 eval forwards", t_floor)
+    t, ours_grid = timed(lambda: ours_plane(model, X, Y))
+    row("plane 11×11: ours", t, f"{t / t_floor:.2f}× floor")
+    t, _ = timed(lambda: loss_landscapes_plane(model, X, Y))
+    row("plane 11×11: loss-landscapes", t, f"{t / t_floor:.2f}× floor")
+    t, _ = timed(lambda: loss_landscape_3d_plane(model, X, Y))
+    row("plane 11×11: loss-landscape-3d", t, f"{t / t_floor:.2f}× floor")
+
+    loss = ours_loss(model, X, Y)
+    v = torch.randn(P, generator=torch.Generator().manual_seed(3))
+    t, hv = timed(lambda: loss.hvp(None, v))
+    row("1 HVP: ours (ModuleLoss)", t)
+    from curvlinops import HessianLinearOperator
+
+    params = [p for p in model.parameters()]
+    H_curv = HessianLinearOperator(model, nn.CrossEntropyLoss(), params, [(X, Y)], check_deterministic=False)
+    t, hv_curv = timed(lambda: H_curv @ v)
+    row("1 HVP: curvlinops", t, f"rel. diff from ours {float((hv_curv - hv).norm() / hv.norm()):.1e}")
+    t_graph, ph = timed(lambda: pyhessian_of(model, X, Y))
+    vs = [piece.view_as(p) for piece, p in zip(v.split([p.numel() for p in ph.params]), ph.params)]
+    t, hv_py = timed(lambda: flat(torch.autograd.grad(ph.gradsH, ph.params, vs, retain_graph=True)))
+    row("1 HVP: PyHessian (retained graph)", t, f"+ {t_graph:.1f} s to build the graph once")
+
+    hvp = module_hvp(loss)
+    t, (vals, vecs, count) = timed(lambda: run_to_completion(hessian.top_eigenpairs_job(hvp, P, 1, TOL, 0, ncv=None)))
+    ours_top = float(vals[-1])
+    row("top eigenvalue: ours (Lanczos)", t, f"{ours_top:.6g}, {count} HVPs")
+    t, (py_vals, _) = timed(lambda: pyhessian_of(model, X, Y).eigenvalues(maxIter=args.power_iters, tol=TOL))
+    py_top = float(py_vals[0])
+    row(
+        "top eigenvalue: PyHessian (power)",
+        t,
+        f"{py_top:.6g}, rel. diff {abs(py_top - ours_top) / abs(ours_top):.1e}",
+    )
+
+    t, samples = timed(lambda: run_to_completion(hessian.hutchinson_samples_job(hvp, P, args.probes, 1)))
+    mean, se = hessian.mean_and_stderr(samples)
+    row(f"trace, {args.probes} probes: ours", t, f"{mean:.6g} ± {se:.2g}")
+    t, py_samples = timed(lambda: pyhessian_of(model, X, Y).trace(maxIter=args.probes, tol=-np.inf))
+    row(
+        f"trace, {args.probes} probes: PyHessian",
+        t,
+        f"{np.mean(py_samples):.6g} ± {np.std(py_samples, ddof=1) / np.sqrt(len(py_samples)):.2g}",
+    )
+
+    print("\n| row | seconds | note |\n|---|---|---|")
+    for name, seconds, note in rows:
+        print(f"| {name} | {seconds:.1f} | {note} |")
+
+
+if __name__ == "__main__":
+    main()
