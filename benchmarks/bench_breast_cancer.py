@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from engine.core import datasets  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
-from engine.topology.two_layer import ShallowParams  # noqa: E402
+from engine.topology.two_layer import TwoLayerParams  # noqa: E402
 from engine.topology.width_sweep import (  # noqa: E402
     WORKER_THREADS,
     SweepSettings,
@@ -36,7 +36,7 @@ from engine.topology.width_sweep import (  # noqa: E402
 )
 
 
-def autograd_run(X, Y, p: ShallowParams, lr: float, steps: int) -> ShallowParams:
+def autograd_run(X, Y, p: TwoLayerParams, lr: float, steps: int) -> TwoLayerParams:
     W1, W2 = torch.tensor(p.W1, requires_grad=True), torch.tensor(p.W2, requires_grad=True)
     opt = torch.optim.SGD([W1, W2], lr=lr)
     X, Y = torch.from_numpy(X), torch.from_numpy(Y)
@@ -44,7 +44,7 @@ def autograd_run(X, Y, p: ShallowParams, lr: float, steps: int) -> ShallowParams
         opt.zero_grad()
         torch.nn.functional.binary_cross_entropy_with_logits(torch.relu(X @ W1.T) @ W2.T, Y).backward()
         opt.step()
-    return ShallowParams(W1.detach().numpy(), W2.detach().numpy())
+    return TwoLayerParams(W1.detach().numpy(), W2.detach().numpy())
 
 
 def timed(fn):

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.topology.invariants import rescale_to  # noqa: E402
-from engine.topology.two_layer import ShallowParams  # noqa: E402
+from engine.topology.two_layer import TwoLayerParams  # noqa: E402
 
 NETWORK = ROOT / "resources" / "networks" / "your-network.pt"
 DATA = ROOT / "resources" / "data" / "your-network.csv"
@@ -56,7 +56,7 @@ def example() -> tuple[dict, np.ndarray]:
     rng = np.random.default_rng(SEED)
     W1 = rng.uniform(0.3, 1.2, (4, 2))
     W2 = rng.uniform(0.4, 1.0, (1, 4))
-    p = rescale_to(ShallowParams(W1, W2), C)
+    p = rescale_to(TwoLayerParams(W1, W2), C)
     X = rng.uniform(0.0, 1.0, (POINTS, 2))
     table = np.column_stack([X, -X.sum(axis=1)])
     model = torch.nn.Sequential(torch.nn.Linear(2, 4, bias=False), torch.nn.ReLU(), torch.nn.Linear(4, 1, bias=False))

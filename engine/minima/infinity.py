@@ -54,12 +54,12 @@ def infinity_point(X, Y, width: int = 2):
     return W, v
 
 
-def shallow_theta(W, b, v, b_out=0.0):
+def theta_of(W, b, v, b_out=0.0):
     """The flat vector (engine.core.mlp layout) of the one-hidden-layer net with biases."""
     return mlp.pack([W, v[None, :]], [b, np.array([b_out])])
 
 
-def shallow_loss(W, b, v, b_out, X, y) -> float:
+def loss_of(W, b, v, b_out, X, y) -> float:
     """L = Σ (σ(X Wᵀ + b) v + b_out − y)², in plain numpy (what the exports let anyone recompute)."""
     res = scipy_special.expit(X @ W.T + b) @ v + b_out - y
     return float(res @ res)
@@ -86,7 +86,7 @@ def loss_vs_bias(X, Y, W, v, bs) -> BiasCurve:
     bs = np.asarray(bs, float)
     L_inf = float(((y.mean() - y) ** 2).sum())
     excess = np.array([_excess(W, np.full(len(v), b), v, 0.0, X, y) for b in bs])
-    loss = np.array([shallow_loss(W, np.full(len(v), b), v, 0.0, X, y) for b in bs])
+    loss = np.array([loss_of(W, np.full(len(v), b), v, 0.0, X, y) for b in bs])
     return BiasCurve(bs, loss, excess, L_inf)
 
 
@@ -174,7 +174,7 @@ def lbfgs_from_job(X, Y, W, b, v) -> Job[LowerPoint]:
                 raise StopIteration
 
         return scipy_optimize.minimize(
-            fun, shallow_theta(W, b, v), jac=True, method="L-BFGS-B", callback=callback, options=dict(maxiter=5000)
+            fun, theta_of(W, b, v), jac=True, method="L-BFGS-B", callback=callback, options=dict(maxiter=5000)
         )
 
     res = yield from wait_for(run, "L-BFGS from the recipe's weights")

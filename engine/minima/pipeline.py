@@ -2,7 +2,7 @@
 degenerate path of a split → the saddle at λ outside I (probe, slices, B6 descent line) → 2-D plane.
 
 One job, ``figure3_job``, serves ``reproduce nonattr-deep`` / ``nonattr-shallow`` and the GUI's
-presets; ``reslice_job`` (λ slider released), ``probe_job`` (live λ readout) and ``load_job``
+presets; ``reslice_job`` (λ slider released), ``probe_job`` (live λ readout) and ``load_figure3_job``
 (a saved network) are its follow-ups. Every job returns a frozen ``Figure3``; its partials are the
 same dataclass filled stage by stage (``dataclasses.replace``), so a field that did not change is
 the identical object and a view can skip redrawing it.
@@ -448,7 +448,7 @@ def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
     return (yield from C.probe_job(fig.construction, lam, split))
 
 
-def load_job(
+def load_figure3_job(
     path,
     slices: SliceSettings | None = SliceSettings(),
     s: Figure3Settings | None = None,

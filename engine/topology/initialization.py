@@ -13,18 +13,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.topology.invariants import rescale_to
-from engine.topology.two_layer import ShallowNet, ShallowParams, init_params
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, init_params
 
 
 def initial_params(
-    net: ShallowNet,
+    net: TwoLayerNet,
     scheme: str = "kaiming_normal",
     seed=0,
     a: float | None = None,
     c: Sequence[float] | None = None,
     signs: Sequence[int] | None = None,
     positive_inputs: bool = False,
-) -> ShallowParams:
+) -> TwoLayerParams:
     """One initialization (``seed``: an int or a numpy Generator).
 
     ``signs`` (e = 1): the output weights' signs. ``positive_inputs``: input weights replaced by

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from math import comb
 
 import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.validation import integer
-from engine.topology.two_layer import ShallowParams
+from engine.topology.two_layer import TwoLayerParams
 
 
 def balances(W1, W2, b1=None) -> np.ndarray:
@@ -20,7 +21,7 @@ def balances(W1, W2, b1=None) -> np.ndarray:
     return c if b1 is None else c + np.asarray(b1, dtype=np.float64) ** 2
 
 
-def c_of(p: ShallowParams) -> np.ndarray:
+def c_of(p: TwoLayerParams) -> np.ndarray:
     return balances(p.W1, p.W2, p.b1)
 
 
@@ -99,25 +100,37 @@ def effective_component_index(label) -> int:
     return (int(s.sum()) + int(np.count_nonzero(s))) // 2
 
 
-def barrier_jumps(step, c, flips) -> list[bool]:
-    """For each output-sign flip (s, k) of a trajectory (e = 1): whether neuron k was pathological,
-    c_k < 0, at the last recorded row before step s.
+@dataclass(frozen=True)
+class SignFlip:
+    """An output weight's change of sign in a trajectory (e = 1): at recorded ``step``, row ``row``
+    the first row that shows it, of neuron ``neuron`` (from 0). ``jumped``: the neuron was
+    pathological, c_k < 0, at the last recorded row before, so the flip was a finite step over the
+    barrier v = 0, which gradient flow cannot cross (MATH A5); else a free flip, the ordinary way the
+    dynamics change sign."""
 
-    Inside H(c) such a neuron's output weight can never pass 0 (MATH A5), so its flip is a finite
-    step jumping the barrier, impossible under gradient flow; a free neuron's flip (c_k ≥ 0) is
-    the ordinary way the dynamics change sign. step (T,), c (T, l) as recorded.
-    """
+    step: int
+    neuron: int
+    row: int
+    jumped: bool
+
+
+def sign_flip_events(step, c, flips) -> list[SignFlip]:
+    """The typed events of a trajectory's recorded flips (s, k): step (T,), c (T, l) as recorded.
+    The one place every front end (reports, views, clips) gets them from."""
     step, c = np.asarray(step), np.asarray(c, dtype=np.float64)
-    rows = [max(int(np.searchsorted(step, s)) - 1, 0) for s, _ in flips]
-    return [bool(c[r, k] < 0) for r, (_, k) in zip(rows, flips)]
+    events = []
+    for s, k in flips:
+        at = int(np.searchsorted(step, s))
+        events.append(SignFlip(int(s), int(k), min(at, len(step) - 1), bool(c[max(at - 1, 0), k] < 0)))
+    return events
 
 
-def _same_set(a: ShallowParams, b: ShallowParams, rtol: float) -> bool:
+def _same_set(a: TwoLayerParams, b: TwoLayerParams, rtol: float) -> bool:
     ca, cb = c_of(a), c_of(b)
     return ca.shape == cb.shape and np.allclose(ca, cb, rtol=rtol, atol=rtol * max(1.0, np.abs(ca).max()))
 
 
-def same_component(a: ShallowParams, b: ShallowParams, rtol: float = 1e-6) -> bool:
+def same_component(a: TwoLayerParams, b: TwoLayerParams, rtol: float = 1e-6) -> bool:
     """Whether a and b lie in one connected component of the same H(c) (Prop. 3).
     False when they are not on the same invariant set (within rtol)."""
     return _same_set(a, b, rtol) and bool(
@@ -125,7 +138,7 @@ def same_component(a: ShallowParams, b: ShallowParams, rtol: float = 1e-6) -> bo
     )
 
 
-def same_effective_component(a: ShallowParams, b: ShallowParams) -> bool | None:
+def same_effective_component(a: TwoLayerParams, b: TwoLayerParams) -> bool | None:
     """e = 1, d > 1: components related by permutations and rescalings are those with the same
     (l+, l−) and the same label sum (Theorem 2). None where the notion is undefined."""
     d, e = a.W1.shape[1], a.W2.shape[0]
@@ -138,7 +151,7 @@ def same_effective_component(a: ShallowParams, b: ShallowParams) -> bool | None:
     )
 
 
-def rescale_to(p: ShallowParams, c: Sequence[float]) -> ShallowParams:
+def rescale_to(p: TwoLayerParams, c: Sequence[float]) -> TwoLayerParams:
     """Move every neuron onto Q(c_k) by W1_k, b1_k ← α W1_k, α b1_k and W2_k ← W2_k / α (Prop. 4).
 
     The function f is unchanged. Infeasible targets (a neuron with zero input side can only

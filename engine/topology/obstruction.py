@@ -43,7 +43,7 @@ from engine.core.runtime import configure_torch_threads
 from engine.io.two_layer_file import TwoLayer, check_data_width, load_two_layer
 from engine.topology import invariants as inv
 from engine.topology.training import TrainConfig, Trajectory, train
-from engine.topology.two_layer import ShallowNet, ShallowParams
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams
 
 FLIP_RTOL = 1e-7  # kept − free must exceed this × mean(y²) (and 1e-12) to count as a better fit
 
@@ -151,7 +151,7 @@ def report(net: TwoLayer) -> dict:
     return out
 
 
-def training_net(net: TwoLayer) -> tuple[ShallowNet, ShallowParams]:
+def training_net(net: TwoLayer) -> tuple[TwoLayerNet, TwoLayerParams]:
     """The engine's trainable network of exactly these weights (MSE loss)."""
     if (net.b1 is None) != (net.b2 is None):
         which = "a hidden-layer bias but no output bias" if net.b1 is not None else "an output bias but no hidden bias"
@@ -160,8 +160,8 @@ def training_net(net: TwoLayer) -> tuple[ShallowNet, ShallowParams]:
             "(the report without training covers it)"
         )
     slope = net.slope if net.activation == "leaky_relu" else 0.01
-    shallow = ShallowNet(net.d, net.l, net.e, activation=net.activation, leaky_slope=slope, bias=net.b1 is not None)
-    return shallow, ShallowParams(net.W1.copy(), net.W2.copy(), net.b1, net.b2).copy()
+    shallow = TwoLayerNet(net.d, net.l, net.e, activation=net.activation, leaky_slope=slope, bias=net.b1 is not None)
+    return shallow, TwoLayerParams(net.W1.copy(), net.W2.copy(), net.b1, net.b2).copy()
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,8 +171,8 @@ class LoadedNetwork:
 
     network: TwoLayer
     report: dict
-    net: ShallowNet | None
-    params: ShallowParams | None
+    net: TwoLayerNet | None
+    params: TwoLayerParams | None
     message: str = ""
 
 
@@ -191,7 +191,7 @@ def _loaded(network: TwoLayer) -> LoadedNetwork:
 DataSource = Callable[[int, int], tuple[np.ndarray, np.ndarray]]  # (d, e) -> (X, Y)
 
 
-def load_job(
+def load_two_layer_job(
     path, activation=None, slope=None, data=None, data_source: DataSource | None = None, max_l: int | None = None
 ) -> Job[LoadedNetwork]:
     """Job: read and check the file, compute its invariants (and fits, with data).
@@ -235,7 +235,7 @@ def continue_training_job(
 ) -> Job[NetworkRun]:
     """Job for the GUI: load (yielding the LoadedNetwork as a partial), then train on from the
     loaded weights with ``config``; partials and the result are NetworkRuns."""
-    loaded = yield from load_job(path, activation, slope, data, data_source, max_l)
+    loaded = yield from load_two_layer_job(path, activation, slope, data, data_source, max_l)
     yield Progress(0.0, loaded.message, loaded)
     network = loaded.network
     if network.X is None:
@@ -248,7 +248,7 @@ def continue_training_job(
 
 def obstruction_job(path, activation=None, slope=None, data=None, config: TrainConfig | None = None) -> Job[dict]:
     """Job: what ``main.py obstruction`` prints, training on when ``config`` is given."""
-    loaded = yield from load_job(path, activation, slope, data)
+    loaded = yield from load_two_layer_job(path, activation, slope, data)
     out = dict(loaded.report)
     if config is None:
         return out
@@ -266,8 +266,7 @@ def training_summary(traj: Trajectory, config: TrainConfig) -> dict:
     c0 = traj.c[0]
     drift = np.abs(traj.c - c0) / np.maximum(1.0, np.abs(c0))
     labels = inv.component_label(traj.W1, traj.W2, traj.b1)
-    flips = [(int(s), int(k)) for s, k in traj.sign_flips]
-    jumps = inv.barrier_jumps(traj.step, traj.c, flips)
+    events = inv.sign_flip_events(traj.step, traj.c, traj.sign_flips)
     return {
         "optimizer": config.optimizer,
         "lr": config.lr,
@@ -278,7 +277,7 @@ def training_summary(traj: Trajectory, config: TrainConfig) -> dict:
         "loss_end": float(traj.loss[-1]),
         "stayed_in_component": bool(np.all(labels == labels[0])),
         "component_end": [int(s) for s in labels[-1]],
-        "sign_flips": [[s, k + 1] for s, k in flips],
-        "barrier_jumps": [[s, k + 1] for (s, k), j in zip(flips, jumps) if j],
+        "sign_flips": [[e.step, e.neuron + 1] for e in events],
+        "barrier_jumps": [[e.step, e.neuron + 1] for e in events if e.jumped],
         "diverged_at": traj.diverged_at,
     }

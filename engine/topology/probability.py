@@ -18,7 +18,7 @@ from engine.core.lazy import scipy_stats
 from engine.core.progress import Job, Progress, subjob
 from engine.core.validation import integer
 from engine.topology.invariants import balances
-from engine.topology.two_layer import INITS, ShallowNet, sample_init
+from engine.topology.two_layer import INITS, TwoLayerNet, sample_init
 
 Seed = int | Sequence[int]  # anything np.random.default_rng takes; a tuple gives independent streams
 CLOSED_FORM_SCHEMES = ("xavier_normal", "kaiming_normal")
@@ -68,7 +68,7 @@ def obstruction_probability_mc_job(
     if scheme not in INITS:
         raise EngineInputError(f"initialization {scheme!r} unknown; choose one of {INITS}")
     n_samples = integer("Monte Carlo draws", n_samples, 2)
-    net, rng = ShallowNet(d, l, 1, bias=bias), np.random.default_rng(seed)
+    net, rng = TwoLayerNet(d, l, 1, bias=bias), np.random.default_rng(seed)
     batch = max(1, MC_NUMBERS_PER_BATCH // (l * (d + 2)))
     hits, done = 0, 0
     while done < n_samples:

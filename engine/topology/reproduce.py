@@ -22,7 +22,7 @@ from engine.topology.figures import toy_figure
 from engine.topology.initialization import initial_params
 from engine.topology.invariants import component_label
 from engine.topology.training import TrainConfig, train
-from engine.topology.two_layer import ShallowNet, ShallowParams
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams
 
 # --- topo-toy (Fig. 3) -----------------------------------------------------------------------
 
@@ -35,11 +35,11 @@ DEAD_NEURON_POLICY = (
 )
 
 
-def toy_init(seed: int, c) -> ShallowParams:
+def toy_init(seed: int, c) -> TwoLayerParams:
     """A8 toy init with the dead-neuron constraint, as the Fig. 3 presets select it: W ~ U(−√2, √2),
     output weights positive (s = (+1, +1)), input weights positive (alive on [0,1]²), then each
     neuron rescaled onto Q(c_k)."""
-    return initial_params(ShallowNet(2, 2, 1), "uniform", seed, a=TOY_BOUND, c=c, signs=[1, 1], positive_inputs=True)
+    return initial_params(TwoLayerNet(2, 2, 1), "uniform", seed, a=TOY_BOUND, c=c, signs=[1, 1], positive_inputs=True)
 
 
 def toy_config(optimizer: str) -> TrainConfig:
@@ -51,7 +51,7 @@ def run_toy(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     out_dir = Path(out_dir)
     n = TOY_POINTS[quick]
     X, Y = datasets.toy_dataset(n, seed)  # the presets draw their data with the init's seed, too
-    net = ShallowNet(2, 2, 1)
+    net = TwoLayerNet(2, 2, 1)
     plans = [(name, c, opt) for opt in ("gd", "flow") for name, c in TOY_RUNS.items()]
     runs, trajs = [], {}
     for i, (name, c, opt) in enumerate(plans):

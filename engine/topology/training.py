@@ -20,8 +20,8 @@ from engine.core.runtime import configure_torch_threads
 from engine.core.validation import integer, real
 from engine.topology.invariants import balances
 from engine.topology.two_layer import (
-    ShallowNet,
-    ShallowParams,
+    TwoLayerNet,
+    TwoLayerParams,
     check_data,
     check_params,
     loss_and_grads,
@@ -81,15 +81,15 @@ class Trajectory:
     message: str = ""
     time: np.ndarray | None = None  # (T,) = step * lr, the gradient-flow time
 
-    def final_params(self) -> ShallowParams:
+    def final_params(self) -> TwoLayerParams:
         pick = lambda a: None if a is None else a[-1].copy()
-        return ShallowParams(self.W1[-1].copy(), self.W2[-1].copy(), pick(self.b1), pick(self.b2))
+        return TwoLayerParams(self.W1[-1].copy(), self.W2[-1].copy(), pick(self.b1), pick(self.b2))
 
 
 class _Recorder:
     """Preallocated trajectory arrays; rows below ``n`` are final, so slices can be shared."""
 
-    def __init__(self, net: ShallowNet, config: TrainConfig):
+    def __init__(self, net: TwoLayerNet, config: TrainConfig):
         T = config.steps // config.stride + 1 + (config.steps % config.stride != 0)
         self.lr = config.lr
         self.step = np.zeros(T, dtype=np.int64)
@@ -143,7 +143,7 @@ def _recorded_steps(config: TrainConfig) -> np.ndarray:
     return steps if steps[-1] == config.steps else np.append(steps, config.steps)
 
 
-def train(net: ShallowNet, params: ShallowParams, X, Y, config: TrainConfig) -> Job[Trajectory]:
+def train(net: TwoLayerNet, params: TwoLayerParams, X, Y, config: TrainConfig) -> Job[Trajectory]:
     """Job: train from ``params`` and return the recorded Trajectory.
 
     On NaN/inf the run stops, keeps the rows recorded so far, and returns with

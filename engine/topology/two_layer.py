@@ -24,7 +24,7 @@ INITS = ("uniform", "xavier_normal", "xavier_uniform", "kaiming_normal", "kaimin
 
 
 @dataclass(frozen=True)
-class ShallowNet:
+class TwoLayerNet:
     d: int
     l: int
     e: int = 1
@@ -49,18 +49,18 @@ class ShallowNet:
 
 
 @dataclass
-class ShallowParams:
+class TwoLayerParams:
     W1: np.ndarray  # (l, d)
     W2: np.ndarray  # (e, l)
     b1: np.ndarray | None = None  # (l,)
     b2: np.ndarray | None = None  # (e,)
 
-    def copy(self) -> ShallowParams:
+    def copy(self) -> TwoLayerParams:
         cp = lambda a: None if a is None else np.array(a, dtype=np.float64)
-        return ShallowParams(cp(self.W1), cp(self.W2), cp(self.b1), cp(self.b2))
+        return TwoLayerParams(cp(self.W1), cp(self.W2), cp(self.b1), cp(self.b2))
 
 
-def check_params(net: ShallowNet, p: ShallowParams) -> ShallowParams:
+def check_params(net: TwoLayerNet, p: TwoLayerParams) -> TwoLayerParams:
     """Return a float64 copy of ``p`` after checking it against ``net`` (shapes, finiteness)."""
     p = p.copy()
     want = {"W1": (net.l, net.d), "W2": (net.e, net.l)}
@@ -80,7 +80,7 @@ def check_params(net: ShallowNet, p: ShallowParams) -> ShallowParams:
     return p
 
 
-def check_data(net: ShallowNet, X, Y) -> tuple[np.ndarray, np.ndarray]:
+def check_data(net: TwoLayerNet, X, Y) -> tuple[np.ndarray, np.ndarray]:
     X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
     if Y.ndim == 1:
         Y = Y[:, None]
@@ -96,7 +96,7 @@ def check_data(net: ShallowNet, X, Y) -> tuple[np.ndarray, np.ndarray]:
 # --- the network in torch (float64); tensors may carry leading batch dims -------------------
 
 
-def loss_and_grads(net: ShallowNet, X: torch.Tensor, Y: torch.Tensor, W1, W2, b1=None, b2=None):
+def loss_and_grads(net: TwoLayerNet, X: torch.Tensor, Y: torch.Tensor, W1, W2, b1=None, b2=None):
     """Loss and its exact gradients (gW1, gW2, gb1, gb2); the bias grads are None without biases."""
     Z = X @ W1.transpose(-1, -2)  # (N, l)
     if b1 is not None:
@@ -123,7 +123,7 @@ def loss_and_grads(net: ShallowNet, X: torch.Tensor, Y: torch.Tensor, W1, W2, b1
     return loss, gW1, gW2, gb1, gb2
 
 
-def loss_and_grads_np(net: ShallowNet, X: np.ndarray, Y: np.ndarray, W1, W2, b1=None, b2=None):
+def loss_and_grads_np(net: TwoLayerNet, X: np.ndarray, Y: np.ndarray, W1, W2, b1=None, b2=None):
     """NumPy twin of loss_and_grads for one network. The exact-flow ODE calls it ~10⁵ times
     on small arrays, where torch's per-call overhead would cost ~6x the arithmetic."""
     Z = X @ W1.T if b1 is None else X @ W1.T + b1
@@ -145,23 +145,23 @@ def _t(a):
     return None if a is None else torch.as_tensor(np.asarray(a, dtype=np.float64))
 
 
-def forward(net: ShallowNet, p: ShallowParams, X) -> np.ndarray:
+def forward(net: TwoLayerNet, p: TwoLayerParams, X) -> np.ndarray:
     """Network output f(X) as (N, e) float64."""
     Z = np.asarray(X, dtype=np.float64) @ p.W1.T + (0.0 if p.b1 is None else p.b1)
     A = np.where(Z > 0, Z, net.gamma * Z)
     return A @ p.W2.T + (0.0 if p.b2 is None else p.b2)
 
 
-def loss(net: ShallowNet, p: ShallowParams, X, Y) -> float:
+def loss(net: TwoLayerNet, p: TwoLayerParams, X, Y) -> float:
     X, Y = check_data(net, X, Y)
     return float(loss_and_grads(net, _t(X), _t(Y), _t(p.W1), _t(p.W2), _t(p.b1), _t(p.b2))[0])
 
 
-def gradients(net: ShallowNet, p: ShallowParams, X, Y) -> ShallowParams:
-    """∇L as a ShallowParams of gradient blocks (handy for tests and the drift identity)."""
+def gradients(net: TwoLayerNet, p: TwoLayerParams, X, Y) -> TwoLayerParams:
+    """∇L as a TwoLayerParams of gradient blocks (handy for tests and the drift identity)."""
     X, Y = check_data(net, X, Y)
     _, *gs = loss_and_grads(net, _t(X), _t(Y), _t(p.W1), _t(p.W2), _t(p.b1), _t(p.b2))
-    return ShallowParams(*(None if g is None else g.numpy() for g in gs))
+    return TwoLayerParams(*(None if g is None else g.numpy() for g in gs))
 
 
 # --- initialization --------------------------------------------------------------------------
@@ -183,8 +183,8 @@ def _layer_bounds(scheme: str, fan_in: int, fan_out: int, a: float | None):
 
 
 def sample_init(
-    net: ShallowNet, scheme: str, rng: np.random.Generator, size: tuple = (), a: float | None = None
-) -> ShallowParams:
+    net: TwoLayerNet, scheme: str, rng: np.random.Generator, size: tuple = (), a: float | None = None
+) -> TwoLayerParams:
     """Draw raw weights, with optional leading batch shape ``size`` (vectorized Monte Carlo).
 
     Biases: U(−1/√fan_in, 1/√fan_in) for "pytorch", U(−a, a) for "uniform", zero otherwise
@@ -209,12 +209,12 @@ def sample_init(
             b1, b2 = rng.uniform(-s1, s1, size + (net.l,)), rng.uniform(-s2, s2, size + (net.e,))
         else:
             b1, b2 = np.zeros(size + (net.l,)), np.zeros(size + (net.e,))
-    return ShallowParams(W1, W2, b1, b2)
+    return TwoLayerParams(W1, W2, b1, b2)
 
 
 def init_params(
-    net: ShallowNet, scheme: str = "kaiming_normal", seed=0, a: float | None = None, signs: Sequence[int] | None = None
-) -> ShallowParams:
+    net: TwoLayerNet, scheme: str = "kaiming_normal", seed=0, a: float | None = None, signs: Sequence[int] | None = None
+) -> TwoLayerParams:
     """One initialization. ``seed`` is an int or a numpy Generator.
 
     ``signs`` (e = 1 only): set the output weights' signs to these ±1 values (MATH A8).

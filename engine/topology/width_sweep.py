@@ -23,7 +23,7 @@ from engine.core.progress import Job, Progress, wait_for
 from engine.core.runtime import configure_torch_threads
 from engine.core.validation import integer, real
 from engine.topology.initialization import initial_params
-from engine.topology.two_layer import ShallowNet, ShallowParams, loss_and_grads
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, loss_and_grads
 
 SIGN_POLICIES = ("positive", "negative", "random_common", "independent")
 SPLIT_SEED = 0  # the train/test split is fixed; the sweep's seed draws only the inits
@@ -99,7 +99,7 @@ class SweepResult:
 
 def sweep_init(
     d: int, l: int, l_plus: int, run: int, seed: int, c0: float = 1.0, sign_policy: str = "positive"
-) -> ShallowParams:
+) -> TwoLayerParams:
     """Init of one sweep run, reproducible from (seed, l, l+, run): Kaiming normal, the first l+
     neurons rescaled to c = +c0 and the others to −c0.
 
@@ -121,7 +121,7 @@ def sweep_init(
         "independent": rng.choice([-1.0, 1.0], size=n_path),
     }[sign_policy]
     return initial_params(
-        ShallowNet(d, l, 1),
+        TwoLayerNet(d, l, 1),
         "kaiming_normal",
         rng,
         signs=np.concatenate([free_signs, path_signs]),
@@ -129,17 +129,17 @@ def sweep_init(
     )
 
 
-def train_run_bce(X: np.ndarray, Y: np.ndarray, p: ShallowParams, lr: float, steps: int) -> ShallowParams:
+def train_run_bce(X: np.ndarray, Y: np.ndarray, p: TwoLayerParams, lr: float, steps: int) -> TwoLayerParams:
     """Plain per-run full-batch GD on BCE (the unbatched baseline the benchmark loops over)."""
     configure_torch_threads()
-    net = ShallowNet(X.shape[1], p.W1.shape[0], 1, loss="bce")
+    net = TwoLayerNet(X.shape[1], p.W1.shape[0], 1, loss="bce")
     Xt, Yt = torch.from_numpy(X), torch.from_numpy(Y)
     W1, W2 = torch.tensor(p.W1), torch.tensor(p.W2)
     for _ in range(steps):
         _, g1, g2, _, _ = loss_and_grads(net, Xt, Yt, W1, W2)
         W1.sub_(lr * g1)
         W2.sub_(lr * g2)
-    return ShallowParams(W1.numpy(), W2.numpy())
+    return TwoLayerParams(W1.numpy(), W2.numpy())
 
 
 def _bce(F: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -148,7 +148,7 @@ def _bce(F: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (torch.logaddexp(F, torch.zeros_like(F)) - y * F).mean(-1)
 
 
-def held_out_bce(p: ShallowParams) -> float:
+def held_out_bce(p: TwoLayerParams) -> float:
     """Test BCE of one trained run on the sweep's split (for the per-run path)."""
     split = datasets.breast_cancer(seed=SPLIT_SEED)
     F = np.maximum(split.X_test @ p.W1.T, 0.0) @ p.W2.T

@@ -14,7 +14,7 @@ from PySide6.QtGui import QColor
 from shiboken6 import isValid
 
 from engine.core.errors import EngineInputError
-from engine.topology.invariants import barrier_jumps
+from engine.topology.invariants import sign_flip_events
 
 from ..style import neuron_color
 from ..views.neuron_quadrics import shape_name, sub
@@ -51,8 +51,7 @@ class TopologyScene:
         self.workspace = workspace
         self.traj = traj
         self.views = list(workspace.gl_views())
-        flips = [(int(s), int(k)) for s, k in traj.sign_flips]
-        self.events = [(s, k, j) for (s, k), j in zip(flips, barrier_jumps(traj.step, traj.c, flips))]
+        self.events = [(e.step, e.neuron, e.jumped) for e in sign_flip_events(traj.step, traj.c, traj.sign_flips)]
         # The clip's own curves, never shown: they keep the cell's size from frame to frame
         # (resizing the window's plots back and forth cost more than drawing them), their x axis
         # spans the whole run so the curves grow across it, and the window's plots stay as they are.

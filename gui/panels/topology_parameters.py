@@ -18,7 +18,7 @@ from engine.core.errors import EngineInputError
 from engine.topology.initialization import initial_params
 from engine.topology.probability import MapSettings
 from engine.topology.training import TrainConfig
-from engine.topology.two_layer import INITS, ShallowNet, ShallowParams
+from engine.topology.two_layer import INITS, TwoLayerNet, TwoLayerParams
 from engine.topology.width_sweep import SweepSettings
 
 from ..parameter_values import SEED_RANGE
@@ -288,8 +288,8 @@ def parse_signs(text: str) -> list[int]:
 class TrainingSetup:
     """What one training run needs, plus the raw data for the function heatmaps."""
 
-    net: ShallowNet
-    params: ShallowParams
+    net: TwoLayerNet
+    params: TwoLayerParams
     X: np.ndarray
     Y: np.ndarray
     config: TrainConfig
@@ -394,7 +394,7 @@ def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
             f"the network has d = {d}, e = {e} — set Network d and e to match"
         )
     loss = "bce" if p["data", "source"] == "breast_cancer" else "mse"
-    net = ShallowNet(
+    net = TwoLayerNet(
         d=d,
         l=p["network", "l"],
         e=e,

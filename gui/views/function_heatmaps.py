@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from engine.topology.two_layer import ShallowNet, ShallowParams, forward
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward
 
 from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors, set_colorbar_font
 
@@ -89,7 +89,7 @@ class FunctionHeatmaps(QWidget):
         self.learned_image.clear()
         self.zero_note.hide()
 
-    def show_function(self, net: ShallowNet, params: ShallowParams):
+    def show_function(self, net: TwoLayerNet, params: TwoLayerParams):
         if self._grid is None:
             return
         if getattr(self, "_d", 2) == 1:

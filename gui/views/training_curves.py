@@ -106,7 +106,7 @@ class TrainingCurves:
 
     def show(self, step: np.ndarray, loss: np.ndarray, c: np.ndarray, flips: list[tuple[int, int]], jumps: list[bool]):
         """flips: (step, k) output-sign changes; jumps[i]: flip i was a pathological neuron's
-        finite-step jump over v = 0 (engine.topology.invariants.barrier_jumps), not a free flip."""
+        finite-step jump over v = 0 (engine.topology.invariants.sign_flip_events), not a free flip."""
         self.show_loss(step, loss, flips, jumps)
         self.show_drift(step, c)
 

@@ -33,7 +33,7 @@ from engine.minima.pipeline import (
     drag_job,
     figure3_job,
     inspected_figure_job,
-    load_job,
+    load_figure3_job,
     preview_job,
     probe_job,
     reslice_job,
@@ -552,7 +552,7 @@ class MinimaWorkspace(Workspace):
             self.controller.hand_network("topology", path, data)
             return
         try:
-            job = load_job(
+            job = load_figure3_job(
                 path, self.slice_settings(), replace(self._settings(), plane=None), activation or None, data or None
             )
         except EngineInputError as error:

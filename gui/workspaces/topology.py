@@ -15,12 +15,12 @@ from PySide6.QtCore import QStandardPaths, Qt
 from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.core.errors import EngineInputError
-from engine.topology.invariants import barrier_jumps, c_of, component_label
-from engine.topology.obstruction import LoadedNetwork, NetworkRun, continue_training_job, load_job
+from engine.topology.invariants import c_of, component_label, sign_flip_events
+from engine.topology.obstruction import LoadedNetwork, NetworkRun, continue_training_job, load_two_layer_job
 from engine.topology.probability import probability_maps_job
 from engine.topology.quadrics import reduced_coordinates
 from engine.topology.training import Trajectory, train
-from engine.topology.two_layer import ShallowNet, ShallowParams
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams
 from engine.topology.width_sweep import breast_cancer_sweep
 
 from ..pacing import Pacer
@@ -113,7 +113,7 @@ def drift_note(c_start: np.ndarray, c_now: np.ndarray, config) -> str:
     return f"{moved}: {name} steps are not gradient steps, so c is not conserved."
 
 
-def locked_signs(net: ShallowNet, c: np.ndarray, W2: np.ndarray) -> list[int]:
+def locked_signs(net: TwoLayerNet, c: np.ndarray, W2: np.ndarray) -> list[int]:
     """Per neuron: the output sign it is locked to (e = 1, c_k < 0; MATH A5), else 0."""
     if net.e != 1:
         return [0] * len(c)
@@ -238,7 +238,7 @@ class TopologyWorkspace(Workspace):
             self._error(str(error))
             return False
         self._loaded_key = r.key
-        self._start(load_job(r.path, r.activation, r.slope, r.data, r.data_source, MAX_LOADED_NEURONS))
+        self._start(load_two_layer_job(r.path, r.activation, r.slope, r.data, r.data_source, MAX_LOADED_NEURONS))
         return True
 
     accepts_networks = True  # File ▸ Load network on this tab loads here
@@ -303,8 +303,8 @@ class TopologyWorkspace(Workspace):
         self._loaded = loaded
         n = loaded.network
         slope = n.slope if n.activation == "leaky_relu" else 0.01
-        net = loaded.net or ShallowNet(n.d, n.l, n.e, n.activation, slope, n.b1 is not None)
-        params = loaded.params or ShallowParams(n.W1, n.W2, n.b1, n.b2)
+        net = loaded.net or TwoLayerNet(n.d, n.l, n.e, n.activation, slope, n.b1 is not None)
+        params = loaded.params or TwoLayerParams(n.W1, n.W2, n.b1, n.b2)
         self._extra = loaded_text(loaded)
         self._configure(TrainingSetup(net, params, n.X, n.Y, train_config(self.parameters)), points=True)
 
@@ -368,43 +368,40 @@ class TopologyWorkspace(Workspace):
         return run.trajectory
 
     def show_partial(self, partial):
-        if isinstance(partial, LoadedNetwork):  # the job read the file: lay the views out for it
-            self._configure_loaded(partial)
-            return
-        if isinstance(partial, NetworkRun):
-            partial = self._unwrap(partial)
-        self._result = partial
-        if self.mode == "training":
-            self._show_trajectory(partial, final=False)
-        else:
-            self.page_of[self.mode].show_partial(partial)
+        self._show(partial, final=False)
 
     def show_result(self, result):
-        if isinstance(result, LoadedNetwork):  # File ▸ Load network: shown, not trained
-            self._result = None
+        self._show(result, final=True)
+
+    def _show(self, result, final: bool):
+        if isinstance(result, LoadedNetwork):  # the job read the file: lay the views out for it
+            if final:  # File ▸ Load network: shown, not trained
+                self._result = None
             self._configure_loaded(result)
             return
         if isinstance(result, NetworkRun):
             result = self._unwrap(result)
         self._result = result
         if self.mode == "training":
-            self._show_trajectory(result, final=True)
-        else:
+            self._show_trajectory(result, final=final)
+        elif final:
             self.page_of[self.mode].show_result(result)
+        else:
+            self.page_of[self.mode].show_partial(result)
 
     def _show_trajectory(self, traj: Trajectory, final: bool):
         """Every view of the run, through the pacer: a live update draws one view per turn of
         the event loop (gui.pacing), a final one all at once."""
         if self._setup is None or len(traj.step) == 0:
             return
-        net: ShallowNet = self._setup.net
+        net: TwoLayerNet = self._setup.net
         frac = traj.step / self._total_steps
         c_now, c_start = traj.c[-1], traj.c[0]
-        flips = [(s, k) for s, k in traj.sign_flips]
-        jumps = barrier_jumps(traj.step, traj.c, flips)  # pathological at the flip: a finite-step jump
+        flip_events = sign_flip_events(traj.step, traj.c, traj.sign_flips)
+        flips, jumps = [(e.step, e.neuron) for e in flip_events], [e.jumped for e in flip_events]
         events = [[] for _ in range(net.l)]  # per neuron: (row, step, jumped)
-        for (s, k), jumped in zip(flips, jumps):
-            events[k].append((min(int(np.searchsorted(traj.step, s)), len(traj.step) - 1), s, jumped))
+        for e in flip_events:
+            events[e.neuron].append((e.row, e.step, e.jumped))
         draw = self.pacer.submit
         if self._axes is not None:
             axes = self._axes
@@ -442,7 +439,7 @@ class TopologyWorkspace(Workspace):
             self.pacer.flush()
             self.curves.finish()
 
-    def _show_reduced(self, traj: Trajectory, net: ShallowNet, frac, c_now, c_start, events):
+    def _show_reduced(self, traj: Trajectory, net: TwoLayerNet, frac, c_now, c_start, events):
         r, v = reduced_coordinates(traj.W1, traj.W2, traj.b1)
         if net.d == 1 and not net.bias:
             r = traj.W1[:, :, 0]  # signed: the label of a c > 0 neuron is sign(w)

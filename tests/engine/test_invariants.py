@@ -6,8 +6,8 @@ import pytest
 from engine.core.errors import EngineInputError
 from engine.topology.initialization import initial_params
 from engine.topology.invariants import (
+    SignFlip,
     balances,
-    barrier_jumps,
     beta0,
     component_label,
     counts,
@@ -18,8 +18,9 @@ from engine.topology.invariants import (
     rescale_to,
     same_component,
     same_effective_component,
+    sign_flip_events,
 )
-from engine.topology.two_layer import ShallowNet, ShallowParams, forward, init_params
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward, init_params
 
 
 def _kunneth(d, e, c, bias):
@@ -60,7 +61,7 @@ def test_beta0_closed_forms_and_summary():
 @pytest.mark.parametrize("bias, e", [(False, 1), (True, 1), (False, 3), (True, 2)])
 def test_rescale_hits_target_and_keeps_function(bias, e):
     rng = np.random.default_rng(5)
-    net = ShallowNet(d=3, l=5, e=e, bias=bias)
+    net = TwoLayerNet(d=3, l=5, e=e, bias=bias)
     p = init_params(net, "kaiming_normal", rng)
     if bias:
         p.b1 = rng.normal(size=5)
@@ -74,7 +75,7 @@ def test_rescale_hits_target_and_keeps_function(bias, e):
 
 
 def test_rescale_degenerate_cases():
-    p = ShallowParams(np.array([[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]), np.array([[3.0, 0.0, 0.0]]))
+    p = TwoLayerParams(np.array([[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]), np.array([[3.0, 0.0, 0.0]]))
     q = rescale_to(p, [-2.0, 0.5, 0.0])
     np.testing.assert_allclose(balances(q.W1, q.W2), [-2.0, 0.5, 0.0], atol=1e-14)
     for c, msg in (
@@ -89,7 +90,7 @@ def test_rescale_degenerate_cases():
 
 
 def test_component_labels_and_same_component():
-    net = ShallowNet(d=2, l=3, e=1)
+    net = TwoLayerNet(d=2, l=3, e=1)
     base = initial_params(net, "kaiming_normal", 0, signs=[1, -1, 1], c=[-0.5, -0.5, 0.5])
     assert component_label(base.W1, base.W2).tolist() == [1, -1, 0]
     flipped_free = base.copy()
@@ -102,7 +103,7 @@ def test_component_labels_and_same_component():
     swapped.W2[0, :2] *= -1  # labels (-1, +1): same sum, so same effective component
     assert not same_component(base, swapped) and same_effective_component(base, swapped)
     assert not same_effective_component(base, flipped_path)
-    d1 = ShallowParams(np.array([[2.0]]), np.array([[1.0]]))  # d = 1, c > 0: input sign is the label
+    d1 = TwoLayerParams(np.array([[2.0]]), np.array([[1.0]]))  # d = 1, c > 0: input sign is the label
     assert component_label(d1.W1, d1.W2).tolist() == [1]
     assert same_effective_component(d1, d1) is None
 
@@ -129,7 +130,7 @@ def test_effective_component_index_brute_force(l):
 
 
 def test_effective_component_index_of_real_parameters():
-    net = ShallowNet(d=3, l=4, e=1)
+    net = TwoLayerNet(d=3, l=4, e=1)
     p = initial_params(net, "kaiming_normal", 1, signs=[1, -1, -1, 1], c=[-0.5, -0.5, 0.5, -1.0])
     label = component_label(p.W1, p.W2)
     assert label.tolist() == [1, -1, 0, 1]
@@ -138,11 +139,16 @@ def test_effective_component_index_of_real_parameters():
         effective_component_index([2, 0])
 
 
-def test_barrier_jumps_tell_finite_step_jumps_from_free_flips():
+def test_sign_flip_events_tell_finite_step_jumps_from_free_flips():
     step = np.array([0, 2, 4, 6])
     c = np.array([[-0.1, 0.1], [-0.1, 0.1], [0.2, 0.1], [0.2, 0.1]])  # neuron 0 drifts free by step 4
-    assert barrier_jumps(step, c, [(2, 0), (3, 1), (6, 0)]) == [True, False, False]
-    assert barrier_jumps(step, c, []) == []
+    # c is read at the last row before each flip's step; the row is the first that shows the flip
+    assert sign_flip_events(step, c, [(2, 0), (3, 1), (6, 0)]) == [
+        SignFlip(2, 0, 1, True),
+        SignFlip(3, 1, 2, False),
+        SignFlip(6, 0, 3, False),
+    ]
+    assert sign_flip_events(step, c, []) == []
     # A real one: with h = 0.3 the first GD step throws the pathological neuron 0 across v = 0,
     # while the free neuron 1 flips as gradient flow would let it.
     from engine.core.datasets import toy_dataset
@@ -150,11 +156,11 @@ def test_barrier_jumps_tell_finite_step_jumps_from_free_flips():
     from engine.topology.training import TrainConfig, train
 
     X, Y = toy_dataset(500, 0)
-    net = ShallowNet(2, 2, 1)
+    net = TwoLayerNet(2, 2, 1)
     p = initial_params(net, "uniform", seed=0, a=1.41421356, c=[-0.1, 0.1], signs=[1, 1], positive_inputs=True)
     tr = run_to_completion(train(net, p, X, Y, TrainConfig("gd", lr=0.3, steps=20, stride=1)))
     assert tr.sign_flips == [(1, 0), (1, 1)]
-    assert barrier_jumps(tr.step, tr.c, tr.sign_flips) == [True, False]
+    assert [e.jumped for e in sign_flip_events(tr.step, tr.c, tr.sign_flips)] == [True, False]
 
 
 def test_bad_dimensions():

@@ -13,7 +13,7 @@ from engine.core.datasets import breast_cancer, toy_dataset
 from engine.topology.probability import MapSettings, probability_maps_job
 from engine.topology.reproduce import toy_init
 from engine.topology.training import TrainConfig, train
-from engine.topology.two_layer import ShallowNet
+from engine.topology.two_layer import TwoLayerNet
 from engine.topology.width_sweep import SweepSettings, breast_cancer_sweep
 
 from .job_timing import largest_work_between_yields
@@ -32,7 +32,7 @@ def warm_imports():
 
 def toy_training(optimizer: str, n: int, steps: int):
     X, Y = toy_dataset(n, 0)
-    return train(ShallowNet(2, 2, 1), toy_init(0, (-0.1, 0.1)), X, Y, TrainConfig(optimizer, 0.01, steps))
+    return train(TwoLayerNet(2, 2, 1), toy_init(0, (-0.1, 0.1)), X, Y, TrainConfig(optimizer, 0.01, steps))
 
 
 JOBS = {

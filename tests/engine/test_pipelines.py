@@ -76,7 +76,7 @@ def test_load_job_inspects_a_saved_network(run, tmp_path):
     fig, _ = run
     c = fig.construction
     netio.save_network(tmp_path / "net.npz", c.arch, c.params, c.X, c.Y)
-    loaded = run_to_completion(F.load_job(tmp_path / "net.npz", F.SliceSettings(10, 5)))
+    loaded = run_to_completion(F.load_figure3_job(tmp_path / "net.npz", F.SliceSettings(10, 5)))
     assert loaded.loaded_from.endswith("net.npz") and loaded.construction.splits == ()
     assert np.array_equal(loaded.eigs, fig.eigs) and loaded.steps[0].verdict is Verdict.DEGENERATE_MINIMUM
     assert loaded.slices_min.curves.shape == (10, 5)

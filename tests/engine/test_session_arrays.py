@@ -17,7 +17,7 @@ from engine.core.progress import run_to_completion
 from engine.io import session_arrays as sa
 from engine.topology.probability import CLOSED_FORM_SCHEMES, MapSettings, probability_maps_job
 from engine.topology.training import TrainConfig, Trajectory, train
-from engine.topology.two_layer import ShallowNet, init_params
+from engine.topology.two_layer import TwoLayerNet, init_params
 from engine.topology.width_sweep import SweepResult
 
 
@@ -25,7 +25,7 @@ def saved_trajectory(bias=False, optimizer="gd") -> dict:
     """A real run as gui.workspaces.topology.session_state saves it: None fields left out,
     sign_flips as an (F, 2) int64 array."""
     rng = np.random.default_rng(0)
-    net = ShallowNet(d=2, l=3, e=1, bias=bias)
+    net = TwoLayerNet(d=2, l=3, e=1, bias=bias)
     X = rng.uniform(-1, 1, size=(20, 2))
     traj = run_to_completion(
         train(net, init_params(net, "kaiming_uniform", rng), X, X[:, :1] - X[:, 1:], TrainConfig(optimizer, steps=5))

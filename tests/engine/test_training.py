@@ -6,12 +6,12 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.topology.invariants import component_label, rescale_to
 from engine.topology.training import TrainConfig, Trajectory, train
-from engine.topology.two_layer import ShallowNet, gradients, init_params
+from engine.topology.two_layer import TwoLayerNet, gradients, init_params
 
 
 def _problem(bias=False, e=1, n=60, seed=0):
     rng = np.random.default_rng(seed)
-    net = ShallowNet(d=2, l=3, e=e, bias=bias)
+    net = TwoLayerNet(d=2, l=3, e=e, bias=bias)
     X = rng.uniform(-1, 1, size=(n, 2))
     Y = np.column_stack([np.sin(2 * X[:, 0]) - X[:, 1]] * e)
     p = init_params(net, "kaiming_uniform", rng)
@@ -72,7 +72,7 @@ def test_labels_constant_along_trajectories():
 
 
 def test_sign_flips_detected():
-    net = ShallowNet(2, 2, 1)
+    net = TwoLayerNet(2, 2, 1)
     X = np.random.default_rng(0).uniform(0, 1, size=(200, 2))
     Y = -X.sum(1, keepdims=True)
     p = rescale_to(init_params(net, "uniform", 0, a=1.0, signs=[1, 1]), [-0.1, 0.1])

@@ -30,7 +30,7 @@ def export(c, path):
 
 def test_export_then_load_restores_splits_verdicts_and_interval(built, tmp_path):
     c = built.construction
-    loaded = run_to_completion(F.load_job(export(c, tmp_path / "c.npz"), SMALL.slices, SMALL))
+    loaded = run_to_completion(F.load_figure3_job(export(c, tmp_path / "c.npz"), SMALL.slices, SMALL))
     lc = loaded.construction
     assert lc.splits == c.splits and lc.small_arch == c.small_arch
     assert np.array_equal(lc.small_params, c.small_params) and np.array_equal(lc.params, c.params)
@@ -47,7 +47,7 @@ def test_export_then_load_restores_splits_verdicts_and_interval(built, tmp_path)
 def test_a_file_without_history_loads_without_splits(built, tmp_path):
     c = built.construction
     path = netio.save_network(tmp_path / "plain.npz", c.arch, c.params, c.X, c.Y)
-    assert run_to_completion(F.load_job(path, None)).construction.splits == ()
+    assert run_to_completion(F.load_figure3_job(path, None)).construction.splits == ()
 
 
 @pytest.fixture(scope="module")

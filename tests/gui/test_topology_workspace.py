@@ -10,7 +10,7 @@ import pytest
 
 from engine.topology import invariants as inv
 from engine.topology.initialization import initial_params
-from engine.topology.two_layer import ShallowNet
+from engine.topology.two_layer import TwoLayerNet
 from gui.session import read_session, write_session
 from gui.views.quadric_view import MAX_SHOWN_POINTS
 from gui.views.training_curves import event_callouts
@@ -114,7 +114,7 @@ def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     assert shown["beta0"] == inv.beta0(2, 1, c) == 4
     assert shown["effective_components"] == inv.effective_components(2, 1, c) == 3
     # The preset starts both neurons in the s = (+1, +1) component (MATH A8).
-    net = ShallowNet(2, 2, 1)
+    net = TwoLayerNet(2, 2, 1)
     start = initial_params(net, "uniform", seed=3, a=2**0.5, c=[-0.1, -0.1], signs=[1, 1], positive_inputs=True)
     assert shown["label"] == list(inv.component_label(start.W1, start.W2)) == [1, 1]
     text = ws.invariants.label.text()

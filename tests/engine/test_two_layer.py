@@ -7,8 +7,8 @@ import torch
 from engine.core.errors import EngineInputError
 from engine.topology.initialization import initial_params
 from engine.topology.two_layer import (
-    ShallowNet,
-    ShallowParams,
+    TwoLayerNet,
+    TwoLayerParams,
     forward,
     gradients,
     init_params,
@@ -35,7 +35,7 @@ def _data(net, rng, n=40):
 @pytest.mark.parametrize("kw", CASES)
 def test_gradients_match_finite_differences(kw):
     rng = np.random.default_rng(1)
-    net = ShallowNet(d=3, l=4, **kw)
+    net = TwoLayerNet(d=3, l=4, **kw)
     p = init_params(net, "xavier_normal", rng)
     if net.bias:
         p.b1, p.b2 = rng.normal(size=net.l), rng.normal(size=net.e)
@@ -62,7 +62,7 @@ def test_gradients_match_finite_differences(kw):
 @pytest.mark.parametrize("kw", CASES)
 def test_numpy_twin_and_forward_agree_with_torch(kw):
     rng = np.random.default_rng(2)
-    net = ShallowNet(d=2, l=3, **kw)
+    net = TwoLayerNet(d=2, l=3, **kw)
     p = init_params(net, "pytorch", rng)
     X, Y = _data(net, rng)
     args = [None if a is None else torch.tensor(a) for a in (p.W1, p.W2, p.b1, p.b2)]
@@ -93,7 +93,7 @@ def test_numpy_twin_and_forward_agree_with_torch(kw):
     ],
 )
 def test_init_scales(scheme, w1_std, w2_std):
-    net = ShallowNet(d=5, l=7, e=1)
+    net = TwoLayerNet(d=5, l=7, e=1)
     p = sample_init(net, scheme, np.random.default_rng(0), size=(4000,))
     assert p.W1.shape == (4000, 7, 5) and p.W2.shape == (4000, 1, 7)
     assert p.W1.std() == pytest.approx(w1_std, rel=0.02)
@@ -101,12 +101,12 @@ def test_init_scales(scheme, w1_std, w2_std):
 
 
 def test_init_signs_rescale_and_bias():
-    net = ShallowNet(d=2, l=3, e=1, bias=True)
+    net = TwoLayerNet(d=2, l=3, e=1, bias=True)
     p = initial_params(net, "pytorch", 0, signs=[1, -1, 1], c=[0.5, -0.5, 0.0])
     assert np.array_equal(np.sign(p.W2[0]), [1, -1, 1])
     c = np.sum(p.W1**2, 1) + p.b1**2 - p.W2[0] ** 2
     np.testing.assert_allclose(c, [0.5, -0.5, 0.0], atol=1e-12)
-    q = init_params(ShallowNet(2, 2), "uniform", 0, a=0.5)
+    q = init_params(TwoLayerNet(2, 2), "uniform", 0, a=0.5)
     assert np.abs(q.W1).max() <= 0.5
 
 
@@ -120,10 +120,10 @@ def test_bad_config():
         dict(d=2, l=2, leaky_slope=2.0),
     ):
         with pytest.raises(EngineInputError):
-            ShallowNet(**kw)
+            TwoLayerNet(**kw)
     with pytest.raises(EngineInputError, match="initialization"):
-        init_params(ShallowNet(2, 2), "orthogonal")
+        init_params(TwoLayerNet(2, 2), "orthogonal")
     with pytest.raises(EngineInputError, match="signs"):
-        init_params(ShallowNet(2, 2), signs=[1, 0])
+        init_params(TwoLayerNet(2, 2), signs=[1, 0])
     with pytest.raises(EngineInputError, match="X has shape"):
-        loss(ShallowNet(2, 2), ShallowParams(np.zeros((2, 2)), np.zeros((1, 2))), np.zeros((3, 3)), np.zeros(3))
+        loss(TwoLayerNet(2, 2), TwoLayerParams(np.zeros((2, 2)), np.zeros((1, 2))), np.zeros((3, 3)), np.zeros(3))
