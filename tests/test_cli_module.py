@@ -241,3 +241,21 @@ def test_a_plane_on_ray_and_on_local_workers_equals_the_plain_one_bit_for_bit_an
     with np.load(tmp_path / "ray" / "plane.npz") as p:
         np.testing.assert_array_equal(p["loss"], losses[None])
     assert {name: (cells / name).stat().st_mtime_ns for name in kept} == kept  # the kept rows were not redone
+
+
+def test_hessian_directions_are_the_top_two_eigenvectors_of_the_dense_hessian(files, tmp_path):
+    from tests.engine.test_module_toolkit import Net, dense_hessian
+
+    out = tmp_path / "out"
+    result = run_main(
+        "landscape", str(files["dynamic"]), "--data", str(files["data"]), "--out", str(out), "--plane", "2",
+        "--directions", "hessian", "--no-vts",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    model = files["model"]
+    H = dense_hessian(Net(model, files["X"], files["Y"]), module_flat(model), "cross-entropy")
+    _, vecs = np.linalg.eigh(H)
+    with np.load(out / "plane.npz") as p:
+        assert str(p["normalization"]) == "hessian"
+        for d, k in ((p["d1"], -1), (p["d2"], -2)):  # the largest eigenvalue's first
+            assert abs(d @ vecs[:, k]) / np.linalg.norm(d) >= 0.999
