@@ -42,6 +42,20 @@ def check_ignore(name: str | None) -> str:
     return name
 
 
+def gaussian_draws(count: int, dim: int, seed: int = 0, what: str = "number of directions") -> np.ndarray:
+    """(count, dim) standard Gaussian draws of ``np.random.default_rng(seed)``, row k the k-th: what
+    every family of random directions in the app (these, slices', dip_probability's) is made from,
+    so a seed names the same draws everywhere."""
+    if count < 1:
+        raise EngineInputError(f"{what} {count} must be at least 1")
+    return np.random.default_rng(seed).standard_normal((count, dim))
+
+
+def unit_rows(d: np.ndarray) -> np.ndarray:
+    """Each direction (the last axis) scaled to norm 1."""
+    return d / np.linalg.norm(d, axis=-1, keepdims=True)
+
+
 def filter_norms(arch: Arch, v) -> list[np.ndarray]:
     """The norms of every filter (row of each W_l) of a flat vector ``v`` (..., P): one array
     (..., n_l) per layer. What a filter-normalised direction shares with θ."""
@@ -66,7 +80,7 @@ def normalize(arch: Arch, theta, d, normalization: str = "filter", ignore: str =
         for b in biases:
             d[..., b] = 0.0
     if normalization == "random":
-        return d / np.linalg.norm(d, axis=-1, keepdims=True)
+        return unit_rows(d)
     tiny = np.finfo(float).tiny
     for l in range(1, arch.n_layers + 1):
         blk = arch.block(f"W{l}")
@@ -87,7 +101,4 @@ def directions(
 ) -> np.ndarray:
     """``count`` seeded, normalised directions (count, P): row k is the k-th standard Gaussian
     draw of ``np.random.default_rng(seed)`` (shape (count, P)), then ``normalize``."""
-    if count < 1:
-        raise EngineInputError(f"number of directions {count} must be at least 1")
-    raw = np.random.default_rng(seed).standard_normal((count, arch.n_params))
-    return normalize(arch, theta, raw, normalization, ignore)
+    return normalize(arch, theta, gaussian_draws(count, arch.n_params, seed), normalization, ignore)

@@ -23,6 +23,7 @@ from engine.core.lazy import torch
 from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, run_to_completion
 from engine.core.runtime import configure_torch_threads
+from engine.landscape.directions import gaussian_draws, unit_rows
 
 
 class _Dtypes(Mapping):
@@ -60,11 +61,9 @@ def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: s
     incoming block scaled to the norm of the same block of θ. Li et al.'s filter and layer
     normalisations: engine.landscape.directions.directions (the same Gaussian draws), passed in
     as ``directions=``."""
-    if K < 1:
-        raise EngineInputError(f"number of directions K = {K} must be at least 1")
-    d = np.random.default_rng(seed).standard_normal((K, arch.n_params))
+    d = gaussian_draws(K, arch.n_params, seed, "number of directions K =")
     if normalization == "unit":
-        return d / np.linalg.norm(d, axis=1, keepdims=True)
+        return unit_rows(d)
     if normalization == "neuron":
         theta = np.asarray(theta, float)
         for idx in arch.neuron_blocks():

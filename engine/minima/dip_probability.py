@@ -27,6 +27,7 @@ from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, run_to_completion
 from engine.core.runtime import configure_torch_threads
 from engine.landscape import hessian
+from engine.landscape.directions import gaussian_draws, unit_rows
 from engine.minima.construction import EIG_TOL_REL
 
 FAMILY_KINDS = ("all", "layer", "neuron", "pair")
@@ -283,10 +284,7 @@ def slice_family(
 
 def family_directions(family: Family, K: int, seed: int = 0) -> np.ndarray:
     """K unit-norm directions d = V z / ‖V z‖, z ~ N(0, I): the distribution the prediction is for."""
-    if K < 1:
-        raise EngineInputError(f"number of directions K = {K} must be at least 1")
-    d = family.directions(np.random.default_rng(seed).standard_normal((K, family.dim)))
-    return d / np.linalg.norm(d, axis=1, keepdims=True)
+    return unit_rows(family.directions(gaussian_draws(K, family.dim, seed, "number of directions K =")))
 
 
 def predicted_for_family(arch: Arch, theta, X, Y, family: Family) -> float | None:
