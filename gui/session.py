@@ -224,6 +224,8 @@ def apply_state(window, state: dict) -> None:
         if key not in window.workspaces:
             raise EngineInputError(f"the session has a workspace {key!r} this app does not know")
         check_workspace_results(key, saved.results)
+    if checked.current in window.workspaces:  # first: views drawn while hidden lay out at another size
+        window.show_workspace(checked.current)
     for key, saved in checked.workspaces.items():
         ws = window.workspaces[key]
         apply_all(ws.parameters, values_of_state(saved.parameters, f"{key}/parameters"))
@@ -232,8 +234,6 @@ def apply_state(window, state: dict) -> None:
             ws.restore_session_state(saved.results)
         for view, camera in zip(ws.gl_views(), saved.cameras):  # last: views may reframe
             set_camera(view, camera.model_dump())
-    if checked.current in window.workspaces:
-        window.show_workspace(checked.current)
     if checked.frame is not None:
         window.slide_title.show_slide(checked.frame.title, checked.frame.subtitle)
         window.status_label.setText(checked.frame.status)

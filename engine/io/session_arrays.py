@@ -180,6 +180,29 @@ MINIMA_STAGES = {
 }
 TOPOLOGY_RESULTS = {"training": TRAJECTORY, "fig4": SWEEP, "fig5": PROBABILITY_MAPS}
 
+# The landscape toolkit tab's view state (gui.present.landscape), one page of it: the plane's loss
+# is (len(alpha), len(beta)) as the job computed it; paths are (runs, steps, 2), runs may be 0.
+TOOLKIT_PAGES = {
+    "plane": Schema(
+        "saved toolkit plane",
+        {
+            "alpha": ArraySpec(F, ("A",)),
+            "beta": ArraySpec(F, ("B",)),
+            "loss": ArraySpec(F, ("A", "B")),
+            "paths": ArraySpec(F, (None, None, 2)),
+        },
+        at_least={"A": 2, "B": 2},
+    ),
+    "interpolation": Schema(
+        "saved interpolation", {"alpha": ArraySpec(F, ("M",)), "loss": ArraySpec(F, ("M",))}, at_least={"M": 2}
+    ),
+    "density": Schema(
+        "saved spectral density",
+        {"grid": ArraySpec(F, ("G",)), "density": ArraySpec(F, ("G",)), "extremes": ArraySpec(F, (2,))},
+        at_least={"G": 2},
+    ),
+}
+
 
 def check_workspace_results(key: str, results) -> None:
     """Check one workspace's saved ``results`` (what its ``session_state()`` returned) against the
@@ -195,3 +218,7 @@ def check_workspace_results(key: str, results) -> None:
         for stage, schema in MINIMA_STAGES.items():
             if stage in results:
                 check_arrays(results[stage], schema)
+    elif key == "landscape":
+        for page, schema in TOOLKIT_PAGES.items():
+            if page in results:
+                check_arrays(results[page], schema)

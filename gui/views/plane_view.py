@@ -67,7 +67,9 @@ class PlaneView(QWidget):
         self.point.setData([center[0]], [center[1]])
         self.heatmap.setLabel("bottom", labels[0])
         self.heatmap.setLabel("left", labels[1])
-        self.heatmap.autoRange()
+        # Kept on: a one-shot autoRange() taken while the page was hidden or not laid out yet framed
+        # the map by that size, so a session opened at the same size drew it shifted.
+        self.heatmap.enableAutoRange()
         # Scale to a fixed box so the camera framing does not depend on the data's units.
         sx = SURFACE_SIZE / max(a[-1] - a[0], 1e-12)
         sy = SURFACE_SIZE / max(b[-1] - b[0], 1e-12)

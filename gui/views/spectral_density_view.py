@@ -51,7 +51,10 @@ class SpectralDensityView(pg.PlotWidget):
                 f"tr H ≈ {trace:.4g} · Σλ² ≈ {sum_squares:.4g}",
             ],
         )
-        self.autoRange()
+        # Auto-range that stays on: a one-shot autoRange() ran at whatever size the page had when
+        # it was drawn (hidden, on another tab, or before the window's last layout), and the
+        # density's right end then fell outside the plot shown at 1600×960.
+        self.enableAutoRange()
 
     def clear_density(self):
         self.curve.setData([], [])

@@ -18,7 +18,10 @@ from engine.landscape.networks import Network
 from engine.landscape.toolkit import ToolkitResult, ToolkitSettings, read_network_job, toolkit_job
 
 from ..panels.inspector import NETWORK_FILES, TorchFileDialog
+from ..panels.topology_parameters import resolve
 from ..parameter_values import SEED_RANGE
+from ..present import Presented
+from ..present.landscape import presented_job
 from ..views.contour_plane_view import ContourPlaneView
 from ..views.curves_view import CurvesView
 from ..views.plot_style import set_plot_fonts
@@ -137,6 +140,7 @@ class LandscapeWorkspace(Workspace):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.pages)
         self.result: ToolkitResult | None = None
+        self.shown: dict = {}  # the view state drawn now (gui.present.landscape), what a session saves
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
 
@@ -165,7 +169,7 @@ class LandscapeWorkspace(Workspace):
         if steps is not None and s.mode == "pca":
             s = ToolkitSettings(**{**s.__dict__, "steps": max(2, steps)})
         self.pages.setCurrentIndex(PAGES[s.mode])
-        return toolkit_job(s, self._network(), self._second() if s.mode == "interpolation" else None)
+        return presented_job(toolkit_job(s, self._network(), self._second() if s.mode == "interpolation" else None))
 
     def _network(self):
         """The minima tab's network as built or loaded, or a job reading the chosen file."""
@@ -173,7 +177,12 @@ class LandscapeWorkspace(Workspace):
         if p["network", "source"] == "file":
             if not p["network", "path"].strip():
                 raise EngineInputError("choose a network file (File ▸ Load network) or the minima tab's network")
-            return read_network_job(p["network", "path"].strip(), p["network", "activation"], p["network", "data"])
+            data = p["network", "data"].strip()
+            return read_network_job(
+                resolve(p["network", "path"], "network file"),
+                p["network", "activation"],
+                resolve(data, "data file") if data else "",
+            )
         c = self._minima_construction()
         if c is None:
             raise EngineInputError("build or load a network in the minima tab first, or choose a file")
@@ -198,39 +207,52 @@ class LandscapeWorkspace(Workspace):
         return getattr(figure, "construction", None)
 
     # ------------------------------------------------------------------ drawing
-    def show_result(self, result):
-        if not isinstance(result, ToolkitResult):
+    def show_result(self, presented):
+        if not isinstance(presented, Presented) or not isinstance(presented.result, ToolkitResult):
             return
-        self.result = result
-        self.pages.setCurrentIndex(PAGES[result.mode])
-        if result.plane is not None:
-            self._show_plane(result.plane, f"d1, {result.plane.normalization}", f"d2, {result.plane.normalization}")
-        elif result.pca is not None:
-            pca = result.pca
-            labels = tuple(f"PC{k + 1} ({100 * pca.explained[k]:.1f} % of the variance)" for k in (0, 1))
-            paths = [(run.optimizer, xy) for run, xy in zip(pca.runs, pca.paths)]
-            self._show_plane(pca.plane, *labels, paths=paths)
-        elif result.interpolation is not None:
-            i = result.interpolation
+        self.result = presented.result
+        self._draw(presented.state)
+
+    def _draw(self, state: dict):
+        """Route a view state (gui.present.landscape) to the pages; nothing is computed here."""
+        self.shown = state
+        self.pages.setCurrentIndex(PAGES[state["mode"]])
+        if "plane" in state:
+            p = state["plane"]
+            paths = list(zip(p["path_names"], p["paths"]))
+            self.plane.show_plane(p["alpha"], p["beta"], p["loss"].T, tuple(p["labels"]), (0.0, 0.0), paths)
+            self.plane.heatmap.getPlotItem().setTitle(f"loss ({p['kind']}) over the plane · L(θ) = {p['L_star']:.6g}")
+        elif "interpolation" in state:
+            i = state["interpolation"]
             self.interpolation.show_curves(
                 [
-                    {"name": "L(α)", "x": i.alpha, "y": i.loss},
-                    {"name": "θa (α = 0)", "hline": i.loss_a, "color": "fg", "style": "dash"},
+                    {"name": "L(α)", "x": i["alpha"], "y": i["loss"]},
+                    {"name": "θa (α = 0)", "hline": i["loss_a"], "color": "fg", "style": "dash"},
                 ],
-                note=f"L(θa) = {i.loss_a:.6g}, L(θb) = {i.loss_b:.6g}; barrier over the chord {i.barrier:.3g}",
+                note=f"L(θa) = {i['loss_a']:.6g}, L(θb) = {i['loss_b']:.6g}; barrier over the chord {i['barrier']:.3g}",
             )
-        elif result.density is not None:
-            d = result.density
+        elif "density" in state:
+            d = state["density"]
             self.density.show_density(
-                d.grid, d.density, d.extremes, d.trace, d.sum_squares, d.nodes.shape[0], int(d.steps_done.max())
+                d["grid"], d["density"], d["extremes"], d["trace"], d["sum_squares"], d["probes"], d["steps"]
             )
 
-    def _show_plane(self, plane, x_label: str, y_label: str, paths=()):
-        self.plane.show_plane(plane.alpha, plane.beta, plane.loss.T, (x_label, y_label), (0.0, 0.0), paths)
-        self.plane.heatmap.getPlotItem().setTitle(f"loss ({plane.kind}) over the plane · L(θ) = {plane.L_star:.6g}")
+    # Sessions save the drawn view state, and opening one draws it again without a job.
+    def session_state(self) -> dict:
+        return dict(self.shown)
+
+    def restore_session_state(self, state: dict):
+        if state.get("mode") not in PAGES:
+            raise EngineInputError(f"session has no toolkit mode it can draw: {state.get('mode')!r}")
+        plane = state.get("plane")
+        if plane is not None and len(plane.get("path_names", ())) != len(plane["paths"]):
+            raise EngineInputError("session's toolkit plane names a different number of paths than it holds")
+        self.reset()
+        self._draw(state)
 
     def reset(self):
         self.result = None
+        self.shown = {}
         self.plane.clear_plane()
         self.interpolation.clear_curves()
         self.density.clear_density()

@@ -87,3 +87,34 @@ def test_a_bad_session_argument_is_one_line_and_exit_2(argv, tmp_path):
     done = screenshot(*[str(tmp_path / a) if a == "x.png" else a for a in argv])
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("preset", ["toolkit-plane", "toolkit-density"])
+def test_the_toolkit_tab_reopens_what_it_drew(qtbot, window, tmp_path, monkeypatch, preset):
+    """The toolkit's view state is saved and drawn again field by field, with no job run."""
+    window.load_preset(preset)
+    wait_until_idle(qtbot, window)
+    ws = window.workspaces["landscape"]
+    assert window.last_outcome == "succeeded" and ws.shown, window.message_bar.text
+    path = tmp_path / "toolkit.lens"
+    session.write_session(path, session.capture_state(window))
+    monkeypatch.setattr(JobRunner, "submit", lambda self, job, *a, **k: pytest.fail("a job ran"))
+    fresh = MainWindow()
+    qtbot.addWidget(fresh)
+    fresh.show()
+    assert session.load_session(fresh, path), fresh.message_bar.text
+    again = fresh.workspaces["landscape"]
+    assert fresh.workspace is again and again.pages.currentIndex() == ws.pages.currentIndex()
+    assert again.shown.keys() == ws.shown.keys()
+    if preset == "toolkit-plane":
+        plane = ws.result.plane  # the engine's arrays, not the saved copy
+        np.testing.assert_array_equal(again.plane.image.image, ws.plane.image.image)
+        np.testing.assert_array_equal(again.shown["plane"]["loss"], plane.loss)
+        assert len(again.plane.isocurves) == len(ws.plane.isocurves) > 0
+        assert again.plane.heatmap.getPlotItem().titleLabel.text == ws.plane.heatmap.getPlotItem().titleLabel.text
+    else:
+        x, y = again.density.curve.getData()
+        x0, y0 = ws.density.curve.getData()
+        np.testing.assert_array_equal(x, ws.result.density.grid)
+        np.testing.assert_array_equal(y, y0)
+        assert [line.value() for line in again.density.edges] == list(ws.result.density.extremes)

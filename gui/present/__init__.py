@@ -1,0 +1,23 @@
+"""What each tab draws, as plain data made off the GUI thread: no Qt, no pyqtgraph.
+
+A presenter turns an engine result into a view state (numbers, strings and numpy arrays in a
+dict), inside the job that produced the result; the workspace only routes the state's fields to
+its views, and a session saves the same state, so opening it draws without recomputing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, eq=False)
+class Presented:
+    """A job's result beside its view state, both made on the worker thread."""
+
+    result: Any
+    state: dict
+
+    @property
+    def message(self) -> str:  # the status bar's last word, as the result alone gave it
+        return getattr(self.result, "message", "")
