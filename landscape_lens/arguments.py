@@ -40,30 +40,27 @@ def size(text: str) -> tuple[int, int]:
     return width, height
 
 
-def int_in(low: int, high: int, what: str = "an integer"):
-    def parse(text: str) -> int:
+def _number_in(convert, low, high, what: str, show):
+    """A parser of one number that ``convert`` reads, finite and within [low, high]."""
+
+    def parse(text: str):
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is outside {low} .. {high}")
-        return value
-
-    return parse
-
-
-def float_in(low: float, high: float, what: str = "a number"):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
+            value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}") from None
         if not (math.isfinite(value) and low <= value <= high):
-            raise argparse.ArgumentTypeError(f"{text} is outside {low:g} .. {high:g}")
+            raise argparse.ArgumentTypeError(f"{text.strip()} is outside {show(low)} .. {show(high)}")
         return value
 
     return parse
+
+
+def int_in(low: int, high: int, what: str = "an integer"):
+    return _number_in(int, low, high, what, str)
+
+
+def float_in(low: float, high: float, what: str = "a number"):
+    return _number_in(float, low, high, what, lambda x: f"{x:g}")
 
 
 def split_arg(text: str) -> tuple[int, int]:

@@ -24,6 +24,11 @@ def json_default(value):
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
+def fields(obj, *names: str, prefix: str = "") -> dict:
+    """``{prefix + name: obj.name}`` for each name: a result's arrays under their own names."""
+    return {prefix + name: getattr(obj, name) for name in names}
+
+
 def grid_to_json(a) -> list:
     """A 2-D map as nested lists, NaN and inf as null: JSON has no non-finite numbers."""
     return [[None if not np.isfinite(x) else float(x) for x in row] for row in np.asarray(a)]

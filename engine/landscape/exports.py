@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.core.exports import fields
 from engine.core.mlp import Arch
 from engine.landscape import directions as D
 from engine.landscape.density import Density
@@ -28,13 +29,7 @@ def _save(path, **arrays) -> Path:
 
 def _plane_arrays(p: PlaneResult) -> dict:
     return dict(
-        alpha=p.alpha,
-        beta=p.beta,
-        loss=p.loss,
-        theta=p.theta,
-        d1=p.d1,
-        d2=p.d2,
-        L_star=p.L_star,
+        **fields(p, "alpha", "beta", "loss", "theta", "d1", "d2", "L_star"),
         loss_kind=np.array(p.kind),
         normalization=np.array(p.normalization),
         ignore=np.array(p.ignore),
@@ -86,12 +81,7 @@ def write_interpolation(out_dir, r: Interpolation, **extra) -> Path:
         extra = dict(accuracy=r.accuracy, accuracy_a=r.accuracy_a, accuracy_b=r.accuracy_b, **extra)
     return _save(
         Path(out_dir) / "interp.npz",
-        alpha=r.alpha,
-        loss=r.loss,
-        theta_a=r.theta_a,
-        theta_b=r.theta_b,
-        loss_a=r.loss_a,
-        loss_b=r.loss_b,
+        **fields(r, "alpha", "loss", "theta_a", "theta_b", "loss_a", "loss_b"),
         loss_kind=np.array(r.kind),
         **extra,
     )
@@ -100,13 +90,6 @@ def write_interpolation(out_dir, r: Interpolation, **extra) -> Path:
 def write_density(out_dir, r: Density) -> Path:
     return _save(
         Path(out_dir) / "density.npz",
-        nodes=r.nodes,
-        weights=r.weights,
-        grid=r.grid,
-        density=r.density,
-        sigma=r.sigma,
+        **fields(r, "nodes", "weights", "grid", "density", "sigma", "steps_done", "alphas", "betas"),
         n_params=np.int64(r.n_params),
-        steps_done=r.steps_done,
-        alphas=r.alphas,
-        betas=r.betas,
     )

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.core import mlp
-from engine.core.exports import save_arrays, write_metrics
+from engine.core.exports import fields, save_arrays, write_metrics
 from engine.core.progress import Job, Progress, subjob
 from engine.io import netfile as netio
+from engine.minima import construction as C
 from engine.minima import figures
 from engine.minima.construction import Step
 from engine.minima.descending_path import descending_path_job
 from engine.minima.infinity import infinity_job
-from engine.minima.pipeline import Figure3Settings, SliceSettings, figure3_job
+from engine.minima.pipeline import Figure3, Figure3Settings, SliceSettings, figure3_job
 
 # The split λ of the deep construction (docs/dip-instance.md): with 0.99 the last pair keeps
 # 0.99¹⁹ ≈ 0.83 of the neuron's outgoing weight, so its B and the saddle's negative curvature stay
@@ -98,13 +98,25 @@ def _saddle_exports(out_dir: Path, fig) -> dict:
     }
 
 
+def _constructed(out_dir: Path, s: Figure3Settings, grown_name: str) -> Job[Figure3]:
+    """The Fig. 3 pipeline of ``s``, its small minimum saved as small_min.npz, the grown one as ``grown_name``."""
+    fig = yield from subjob(figure3_job(s), 0.0, 0.95, partial=lambda _: None)
+    c = fig.construction
+    netio.save_network(out_dir / "small_min.npz", c.small_arch, c.small_params, c.X, c.Y)
+    netio.save_network(out_dir / grown_name, c.arch, c.params, c.X, c.Y)
+    return fig
+
+
+def _construction_metrics(fig: Figure3) -> dict:
+    """What every construction's metrics.json opens with: its data draw and how many restarts it took."""
+    return {"data_seed": fig.data_seed, "restarts": len(fig.construction.restarts)}
+
+
 def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     s = deep_settings(quick, seed)
-    fig = yield from subjob(figure3_job(s), 0.0, 0.95, partial=lambda _: None)
+    fig = yield from _constructed(out_dir, s, "big_min.npz")
     c, path, slices = fig.construction, fig.path, {"minimum": fig.slices_min, "saddle": fig.saddle.slices}
-    small_eigs = np.linalg.eigvalsh(mlp.hessian(c.small_arch, c.small_params, c.X, c.Y))
-    netio.save_network(out_dir / "small_min.npz", c.small_arch, c.small_params, c.X, c.Y)
-    netio.save_network(out_dir / "big_min.npz", c.arch, c.params, c.X, c.Y)
+    small_eigs, _ = C.hessian_spectrum(c.small_arch, c.small_params, c.X, c.Y)
     save_arrays(out_dir, "spectrum.npz", small=small_eigs, big=fig.eigs)
     save_arrays(
         out_dir,
@@ -118,9 +130,7 @@ def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     save_arrays(
         out_dir,
         "degenerate_path.npz",
-        lam=path.lam,
-        loss=path.loss,
-        hessian_min=path.hessian_min,
+        **fields(path, "lam", "loss", "hessian_min"),
         interval=np.array(path.interval.parts, float).reshape(-1, 2),
     )
     save_arrays(out_dir, "plane.npz", s=fig.plane.s, t=fig.plane.t, losses=fig.plane.losses)
@@ -130,8 +140,7 @@ def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     return write_metrics(
         out_dir,
         {
-            "data_seed": fig.data_seed,
-            "restarts": len(c.restarts),
+            **_construction_metrics(fig),
             "restart_reasons": [r.reason for r in c.restarts if not r.accepted],
             "small": {
                 "widths": list(c.small_arch.widths),
@@ -167,19 +176,16 @@ def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
 
 def run_shallow(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     s = shallow_settings(quick, seed)
-    fig = yield from subjob(figure3_job(s), 0.0, 0.95, partial=lambda _: None)
+    fig = yield from _constructed(out_dir, s, "wide_min.npz")
     c = fig.construction
-    netio.save_network(out_dir / "small_min.npz", c.small_arch, c.small_params, c.X, c.Y)
-    netio.save_network(out_dir / "wide_min.npz", c.arch, c.params, c.X, c.Y)
     B, _ = _bd_metrics(c.small_neurons)
     figures.shallow_descent(out_dir, fig)
     yield Progress(1.0, "done")
     return write_metrics(
         out_dir,
         {
-            "data_seed": fig.data_seed,
+            **_construction_metrics(fig),
             "n_samples": s.n_samples,
-            "restarts": len(c.restarts),
             "small": {**_step(c.steps[0]), "B": B},
             "fukumizu_amari": _step(c.steps[1]),
             "wide": _step(c.steps[-1]),
@@ -195,28 +201,14 @@ def run_infinity(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]
     save_arrays(
         out_dir,
         "infinity.npz",
-        X=r.X,
-        Y=r.Y,
-        W=r.W,
-        v=r.v,
-        b0=r.b0,
+        **fields(r, "X", "Y", "W", "v", "b0"),
         b=curve.b,
         L_b=curve.loss,
         excess_b=curve.loss_minus_Linf,
         L_inf=curve.L_inf,
-        gd_step=gd.step,
-        gd_W=gd.W,
-        gd_b=gd.b,
-        gd_v=gd.v,
-        gd_b_out=gd.b_out,
-        gd_loss=gd.loss,
+        **fields(gd, "step", "W", "b", "v", "b_out", "loss", "lr", prefix="gd_"),
         gd_excess=gd.loss_minus_Linf,
-        gd_lr=gd.lr,
-        lower_W=lower.W,
-        lower_b=lower.b,
-        lower_v=lower.v,
-        lower_b_out=lower.b_out,
-        lower_loss=lower.loss,
+        **fields(lower, "W", "b", "v", "b_out", "loss", prefix="lower_"),
     )
     figures.infinity(out_dir, r)
     yield Progress(1.0, "done")
@@ -252,13 +244,9 @@ def run_path(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
     save_arrays(
         out_dir,
         "path.npz",
-        X=c.X,
-        Y=c.Y,
+        **fields(c, "X", "Y"),
         widths=np.array(c.arch.widths),
-        s=p.s,
-        points=p.points,
-        loss_path=p.loss_path,
-        loss_straight=p.loss_straight,
+        **fields(p, "s", "points", "loss_path", "loss_straight"),
     )
     figures.descending_path(out_dir, p)
     yield Progress(1.0, "done")

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.core import datasets
 from engine.core.errors import EngineInputError
-from engine.core.exports import grid_to_json
+from engine.core.exports import fields, grid_to_json
 from engine.core.validation import integer
 from engine.sweeps.executors import Cancelled, stopping
 from engine.sweeps.runner import SweepPlan, SweepRun
@@ -200,14 +200,7 @@ def metrics(run: SweepRun, res: Fig4Result) -> dict:
 def arrays(run: SweepRun, res: Fig4Result) -> dict:
     ctx = run.plan.context
     return dict(
-        ls=res.ls,
-        l_plus=res.l_plus,
-        mean=res.mean,
-        std=res.std,
-        runs=res.runs,
-        test_bce=res.test_bce,
-        W1=res.W1,
-        W2=res.W2,
+        **fields(res, "ls", "l_plus", "mean", "std", "runs", "test_bce", "W1", "W2"),
         X_train=ctx.X_train,
         Y_train=ctx.y_train[:, None],
         X_test=ctx.X_test,

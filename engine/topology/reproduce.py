@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.core import datasets
-from engine.core.exports import save_arrays, write_metrics
+from engine.core.exports import fields, save_arrays, write_metrics
 from engine.core.progress import Job, Progress, subjob
 from engine.core.runtime import configure_torch_threads
 from engine.topology.figures import toy_figure
@@ -64,12 +64,7 @@ def run_toy(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
         save_arrays(
             out_dir,
             f"traj_{key}.npz",
-            W1=tr.W1,
-            W2=tr.W2,
-            loss=tr.loss,
-            c=tr.c,
-            step=tr.step,
-            time=tr.time,
+            **fields(tr, "W1", "W2", "loss", "c", "step", "time"),
             sign_flips=np.array(tr.sign_flips, dtype=np.int64).reshape(-1, 2),
             X=X,
             Y=Y,

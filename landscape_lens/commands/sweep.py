@@ -18,7 +18,11 @@ HELP = "a Fig. 4 / Fig. 5 / construction sweep, local or on Ray, resumable"
 SIGN_POLICIES = ("positive", "negative", "random_common", "independent")  # engine.topology.width_sweep
 
 
-def _common(p) -> None:
+def _common(p, quick: str, seed: bool = True) -> None:
+    """What every kind takes; ``quick``: what --quick runs."""
+    p.add_argument("--quick", action="store_true", help=quick)
+    if seed:
+        p.add_argument("--seed", type=int_in(0, MAX_SEED, "a seed from 0"), default=0)
     p.add_argument("--out", required=True, help="folder for sweep.json, cells/, metrics.json and the arrays")
     p.add_argument("--executor", choices=("local", "ray"), default="local", help="where the cells run")
     p.add_argument("--address", help="with --executor ray: auto or ray://HOST:PORT of a running cluster")
@@ -30,30 +34,25 @@ def _common(p) -> None:
 def add_arguments(parser) -> None:
     kinds = parser.add_subparsers(dest="kind", metavar="KIND", parser_class=type(parser), required=True)
     f4 = kinds.add_parser("fig4", help="test BCE over (l, l+), trained from rescaled inits")
-    _common(f4)
+    _common(f4, "a small grid: 4 inits, 150 steps (l = 2..9)")
     f4.add_argument("--dataset", default="breast-cancer", help="breast-cancer, wine, digits-binary or FILE.csv")
     f4.add_argument("--l", default=None, help="hidden sizes, e.g. 2..30 (default 2..9)")
     f4.add_argument("--inits", type=int_in(1, 10_000), default=None, help="inits per (l, l+) (default 100)")
     f4.add_argument("--steps", type=int_in(1, 1_000_000), default=None, help="GD steps (default 1000)")
     f4.add_argument("--lr", type=float_in(1e-12, 1e3), default=0.1)
     f4.add_argument("--sign-policy", choices=SIGN_POLICIES, default="positive")
-    f4.add_argument("--seed", type=int_in(0, MAX_SEED, "a seed from 0"), default=0)
-    f4.add_argument("--quick", action="store_true", help="a small grid: 4 inits, 150 steps (l = 2..9)")
     f5 = kinds.add_parser("fig5", help="P[obstruction at init] over (d, l), Monte Carlo and closed forms")
-    _common(f5)
+    _common(f5, "a small grid: d, l = 1..5, 2000 draws (unless given)")
     f5.add_argument("--d", help="input dimensions, e.g. 1..100 (default 1..30)")
     f5.add_argument("--l", help="hidden sizes, e.g. 1..100 (default 1..30)")
     f5.add_argument("--samples", type=int_in(2, 100_000_000), help="Monte Carlo draws per cell (default 20000)")
     f5.add_argument("--scheme", default="kaiming_normal,xavier_normal,pytorch", help="init schemes, comma separated")
-    f5.add_argument("--seed", type=int_in(0, MAX_SEED, "a seed from 0"), default=0)
-    f5.add_argument("--quick", action="store_true", help="a small grid: d, l = 1..5, 2000 draws (unless given)")
     mi = kinds.add_parser("minima", help="the Fig. 3 construction over data seeds: how often each outcome")
-    _common(mi)
+    _common(mi, "a small grid: seeds 0..3, 2 splits (unless given)", seed=False)
     mi.add_argument("--data-seeds", help="data seeds, e.g. 0..99 (default 0..19)")
     mi.add_argument("--splits", help="splits per hidden layer (sizes), e.g. 5,20 (default 20)")
     mi.add_argument("--lam", type=float_in(-1e6, 1e6), default=0.99, help="λ of each split")
     mi.add_argument("--saddle-lam", type=float_in(-1e6, 1e6), default=2.0, help="λ of the saddle probe")
-    mi.add_argument("--quick", action="store_true", help="a small grid: seeds 0..3, 2 splits (unless given)")
 
 
 def _plan(args):
