@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.errors import EngineInputError
-from engine.core.npz import npz_names, read_npz
+from engine.core.npz import read_xy
 from engine.core.validation import integer
 
 
@@ -69,18 +69,7 @@ def load_xy_file(path) -> tuple[np.ndarray, np.ndarray]:
         raise EngineInputError(f"data file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        try:  # headers (dtype, declared size) checked before any data is read
-            data = read_npz(path, keys=("X", "Y"))
-        except EngineInputError:
-            raise
-        except Exception as exc:  # corrupt zip, pickled objects, ...
-            raise EngineInputError(f"cannot read {path.name!r} as .npz: {exc}") from exc
-        missing = [k for k in ("X", "Y") if k not in data]
-        if missing:
-            raise EngineInputError(
-                f"data file {path.name!r} lacks array(s) {missing}; it has {npz_names(path)}, expected keys 'X' and 'Y'"
-            )
-        X, Y = data["X"], data["Y"]
+        X, Y = read_xy(path)
     elif suffix == ".csv":
         try:
             table = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2, comments="#")

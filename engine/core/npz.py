@@ -82,3 +82,23 @@ def read_npz(path, keys=None) -> dict[str, np.ndarray]:
             with z.open(members[key]) as raw:
                 arrays[key] = np.lib.format.read_array(raw, allow_pickle=False)
         return arrays
+
+
+def read_xy(path) -> tuple[np.ndarray, np.ndarray]:
+    """The arrays X and Y of a data ``.npz``, headers checked first, as stored; EngineInputError for
+    a missing file, a damaged archive, or X or Y missing (naming what the archive holds)."""
+    path = Path(path)
+    if not path.is_file():
+        raise EngineInputError(f"{path}: no such data file")
+    try:
+        arrays = read_npz(path, keys=("X", "Y"))
+    except EngineInputError:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+        raise EngineInputError(f"{path}: not a readable .npz archive: {e}") from None
+    if set(arrays) != {"X", "Y"}:
+        raise EngineInputError(
+            f"{path}: a data .npz needs arrays 'X' (inputs, batch first) and 'Y' (labels or targets); "
+            f"it holds {', '.join(npz_names(path)) or 'none'}"
+        )
+    return arrays["X"], arrays["Y"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
-from engine.core.npz import read_npz
+from engine.core.npz import read_xy
 from engine.io import torch_state
 from engine.io.pt2_program import read_exported_module
 
@@ -94,19 +93,7 @@ def read_model_data(path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     if path.suffix.lower() != ".npz":
         return torch_state.load_data(path)  # a CSV, or the line that says what data files are read
-    if not path.is_file():
-        raise EngineInputError(f"{path}: no such data file")
-    try:
-        arrays = read_npz(path, keys=("X", "Y"))
-    except EngineInputError:
-        raise
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-        raise EngineInputError(f"{path}: not a readable .npz archive: {e}") from None
-    if set(arrays) != {"X", "Y"}:
-        raise EngineInputError(
-            f"{path}: a data .npz needs arrays 'X' (inputs, batch first) and 'Y' (labels or targets)"
-        )
-    X, Y = arrays["X"], arrays["Y"]
+    X, Y = read_xy(path)
     for name, a, ndims in (("X", X, "at least 1"), ("Y", Y, "1 or 2")):
         if a.dtype.kind not in "biuf" or a.ndim < 1 or (name == "Y" and a.ndim > 2) or len(a) == 0:
             raise EngineInputError(

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import pickle
 import re
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ import numpy as np
 from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
-from engine.core.npz import read_npz
+from engine.core.npz import read_xy
 from engine.io.netfile import NetFile
 
 
@@ -73,18 +72,10 @@ def load_data(path) -> tuple[np.ndarray, np.ndarray]:
     """(X (N, n0), Y (N,)) from a .npz holding X and Y, or a .csv whose last column is Y (one
     header line allowed)."""
     path = Path(path)
-    if not path.is_file():
-        raise EngineInputError(f"{path}: no such data file")
     if path.suffix.lower() == ".npz":
-        try:  # headers (dtype, declared size) checked before any data is read
-            arrays = read_npz(path, keys=("X", "Y"))
-        except EngineInputError:
-            raise
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-            raise EngineInputError(f"{path}: not a readable .npz archive: {e}") from None
-        if set(arrays) != {"X", "Y"}:
-            raise EngineInputError(f"{path}: a data .npz needs arrays 'X' and 'Y'")
-        X, Y = arrays["X"], arrays["Y"]
+        X, Y = read_xy(path)
+    elif not path.is_file():
+        raise EngineInputError(f"{path}: no such data file")
     elif path.suffix.lower() == ".csv":
         table = _read_csv(path)
         if table.shape[1] < 2:
