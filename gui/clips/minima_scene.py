@@ -22,7 +22,7 @@ from ..views.degenerate_path_view import DegeneratePathView
 from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
 from ..workspaces.minima_draw import slices_data, split_label, stages
-from .model import Cell, Clip, KeyFrame, Timing
+from .model import TITLE_CELL, Cell, Clip, KeyFrame, Timing, even_size
 from .scene import adopt_off_screen, dispose_widgets
 
 ROWS = 61  # λ values along the walk: one slice computation each
@@ -171,9 +171,8 @@ def minima_story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: fl
             f"preset {preset!r} shows no degenerate path to walk; the minima "
             "clip films the Fig. 3 presets (nonattr-fig3, nonattr-shallow, …)"
         )
-    size = (size[0] // 2 * 2, size[1] // 2 * 2)
     layout = (
-        Cell("title", (0.0, 0.0, 1.0, 0.07)),
+        TITLE_CELL,
         Cell("path", (0.0, 0.07, 0.32, 0.79)),
         Cell("slices", (0.34, 0.07, 0.36, 0.79)),
         Cell("descent", (0.72, 0.07, 0.28, 0.79)),
@@ -187,4 +186,4 @@ def minima_story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: fl
         KeyFrame(seconds - hold, "end", None, None, STORY_CAPTION),
         KeyFrame(float(seconds), "end", None, None, STORY_CAPTION),
     )
-    return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 1))
+    return Clip(preset, even_size(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 1))

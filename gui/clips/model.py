@@ -295,6 +295,12 @@ def _timing(data) -> Timing:
 
 # ---------------------------------------------------------------- the default story
 STORY_CAPTION = "step {step} / {last_step}   ·   {c}   ·   loss {loss}\n{events}"
+TITLE_CELL = Cell("title", (0.0, 0.0, 1.0, 0.07))  # every story's slide title, across the top
+
+
+def even_size(size) -> tuple[int, int]:
+    """The frame size rounded down to even numbers: H.264's 4:2:0 frames need both even."""
+    return size[0] // 2 * 2, size[1] // 2 * 2
 
 
 def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.0, orbit: bool = False) -> Clip:
@@ -309,9 +315,8 @@ def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8
             f"preset {preset!r}: its clip is paper B's walk along λ "
             "(Record… → replay, or main.py record), not a training story"
         )
-    size = (size[0] // 2 * 2, size[1] // 2 * 2)
     layout = (
-        Cell("title", (0.0, 0.0, 1.0, 0.07)),
+        TITLE_CELL,
         Cell(GL_SOURCE, (0.0, 0.07, 1.0, 0.57)),
         Cell("loss", (0.0, 0.64, 1.0, 0.24)),
         Cell("caption", (0.0, 0.88, 1.0, 0.12)),
@@ -321,7 +326,7 @@ def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8
             KeyFrame(0.0, 0, {"azimuth": 40.0, "elevation": 18.0}, None, STORY_CAPTION),
             KeyFrame(float(seconds), "end", {"azimuth": 110.0, "elevation": 26.0}, None, STORY_CAPTION),
         )
-        return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 15))
+        return Clip(preset, even_size(size), fps, found.title, layout, keys, Timing("smoothstep", 3.0, 15))
     # A full turn needs key frames less than 180° apart (angles go the shortest way round),
     # and a steady pace: linear, with the run's steps spread evenly over the turn.
     steps = int(found.values.get("optimizer", {}).get("steps", 0))
@@ -335,4 +340,4 @@ def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8
         )
         for q in range(4)
     )
-    return Clip(preset, tuple(size), fps, found.title, layout, keys, Timing("linear"))
+    return Clip(preset, even_size(size), fps, found.title, layout, keys, Timing("linear"))
