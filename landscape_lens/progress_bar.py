@@ -71,6 +71,54 @@ class ProgressBar:
             self._bar.set_postfix_str(message[:60], refresh=False)
 
 
+class CellBar:
+    """A sweep's finished cells of its total on a tqdm bar whose rate and ETA count from the first
+    cells' arrival, not from the start: what runs before them (Ray's workers starting, each task's
+    first imports) is no rate, and counted in, it made the first ETAs several times too long. The
+    first arrival is a burst (workers that started together finish their first cells within
+    ``burst_s`` of each other), so the clock starts again at each arrival of that burst, and the
+    cells that came in it are the base the rate counts from, as the window's Fig. 4 caption does
+    (gui.views.fig4_view.SweepClock)."""
+
+    def __init__(self, description: str, total: int, done: int, file=None, burst_s: float = 0.5):
+        file = sys.stderr if file is None else file
+        self._bar = tqdm(
+            total=total,
+            initial=done,
+            desc=description,
+            unit="cell",
+            file=file,
+            disable=not _is_terminal(file),
+            dynamic_ncols=True,
+            smoothing=0,  # the average rate since the clock started: tqdm's (n - initial) / elapsed
+        )
+        self._burst_s = burst_s
+        self._burst_began: float | None = None  # on the bar's clock; None until the first cells
+        self._burst_over = False
+
+    @property
+    def n(self) -> int:
+        return self._bar.n
+
+    def update(self, done: int) -> None:
+        if done <= self._bar.n:
+            return
+        if not self._bar.disable and not self._burst_over:
+            now = self._bar.start_t + self._bar.format_dict["elapsed"]
+            if self._burst_began is None:
+                self._burst_began = now
+            if now - self._burst_began <= self._burst_s:  # the first cells: the clock starts with them
+                self._bar.reset(self._bar.total)
+                self._bar.initial = done
+                self._bar.update(done)
+                return
+            self._burst_over = True
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
 def _is_terminal(file) -> bool:
     try:
         return file.isatty()

@@ -2,8 +2,10 @@
 uninterrupted run, the progress bar on a terminal only, and one-line errors (exit 2)."""
 
 import fcntl
+import io
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -12,11 +14,13 @@ import termios
 from pathlib import Path
 
 import pytest
+import tqdm.std
 
 import main
 from engine.core.progress import run_to_completion
 from engine.minima.pipeline import Figure3Settings, construction_job
 from engine.minima.verdicts import Verdict
+from landscape_lens.progress_bar import CellBar
 
 from .files import output_bytes
 
@@ -117,6 +121,35 @@ def test_progress_bar_on_a_terminal(tmp_path):
     assert proc.returncode == 0, text
     assert "fig5 on local (" in text and "75/75" in text and "cell/s" in text  # done/total, rate
     assert "<" in text  # tqdm's elapsed<remaining: the ETA
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def shown_eta(terminal: FakeTerminal) -> str:
+    """The remaining time of the last bar tqdm drew: "<MM:SS" or "<?"."""
+    return re.findall(r"<(\d\d:\d\d|\?)", terminal.getvalue())[-1]
+
+
+def test_the_sweep_bars_eta_counts_from_the_first_cells_not_the_start_up(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(tqdm.std, "time", lambda: now[0])  # tqdm's clock, stopped and moved by hand
+    terminal = FakeTerminal()
+    bar = CellBar("fig4 on ray (2 workers)", 50, 0, file=terminal)
+    now[0] = 30.0  # Ray's workers start and import torch: no cell for 30 s
+    bar.update(1)
+    now[0] = 30.25  # the other worker's first cell: the same burst
+    bar.update(2)
+    assert shown_eta(terminal) == "?"  # no rate from a burst
+    for k in range(1, 5):  # then a cell a second
+        now[0] = 30.25 + k
+        bar.update(2 + k)
+    # 4 cells in 4 s since the burst: 44 cells left, 44 s. Counted from the start it said 4 min 11 s
+    # ((50 − 6) / (6 / 34.25)); counted from the first cell alone, 37 s (44 / (5 / 4.25)).
+    assert shown_eta(terminal) == "00:44"
+    bar.close()
 
 
 def test_minima_sweep_counts_outcomes(tmp_path, capsys):

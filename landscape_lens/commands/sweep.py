@@ -88,12 +88,12 @@ def _plan(args):
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from engine.core.exports import json_default
     from engine.core.progress import run_to_completion
     from engine.sweeps import jobs
     from engine.sweeps.runner import SweepPartial
+
+    from ..progress_bar import CellBar
 
     plan = _plan(args)
     job = {"fig4": jobs.fig4_job, "fig5": jobs.fig5_job, "minima": jobs.minima_job}[args.kind](
@@ -113,16 +113,9 @@ def run(args) -> int:
         if not isinstance(p, SweepPartial):
             return
         if bar is None:  # quiet when stderr is not a terminal (a log, CI, a pipe)
-            bar = tqdm(
-                total=p.total,
-                initial=p.done,
-                unit="cell",
-                desc=f"{p.kind} on {p.executor} ({p.workers} worker{'' if p.workers == 1 else 's'})",
-                disable=not sys.stderr.isatty(),
-                file=sys.stderr,
-                dynamic_ncols=True,
-            )
-        bar.update(p.done - bar.n)
+            where = f"{p.kind} on {p.executor} ({p.workers} worker{'' if p.workers == 1 else 's'})"
+            bar = CellBar(where, p.total, p.done)
+        bar.update(p.done)
 
     try:
         metrics = run_to_completion(job, report)
