@@ -58,6 +58,14 @@ class HessianReport:
     seconds: float = 0.0
 
 
+def full_spectrum(arch: Arch, theta, X, Y, vectors: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(H, its eigenvalues ascending, its eigenvectors as columns or None): the formed Hessian's
+    whole spectrum, the dense path up to ``FULL_SPECTRUM_MAX_PARAMS`` parameters."""
+    H = mlp.hessian(arch, theta, X, Y)
+    eigs, V = np.linalg.eigh(H) if vectors else (np.linalg.eigvalsh(H), None)
+    return H, eigs, V
+
+
 def hvp_function(arch: Arch, theta, X, Y) -> Callable[[torch.Tensor], torch.Tensor]:
     """``hvp(V)`` = H @ V for V of shape (P,) or (m, P), float64 tensors, H at ``theta``.
 
@@ -240,12 +248,8 @@ def hessian_report_job(
     began = time.perf_counter()
     if n <= max_full:
         yield Progress(float("nan"), f"full Hessian ({n} parameters)")
-        H = mlp.hessian(arch, theta, X, Y)
+        H, eigs, V = full_spectrum(arch, theta, X, Y, vectors)
         k = min(k, n)
-        if vectors:
-            eigs, V = np.linalg.eigh(H)
-        else:
-            eigs, V = np.linalg.eigvalsh(H), None
         return HessianReport(
             "full",
             n,

@@ -19,6 +19,7 @@ from engine.core.lazy import scipy_optimize
 from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
+from engine.landscape.hessian import full_spectrum
 from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Definiteness, Interval, Verdict
 
 # An eigenvalue counts as zero when |e| ≤ EIG_TOL_REL · max(1, max|e|). Rounding in a float64
@@ -47,7 +48,7 @@ class HessianSummary:
 
 def hessian_spectrum(arch: Arch, theta, X, Y) -> tuple[np.ndarray, HessianSummary]:
     """Sorted eigenvalues of the full Hessian and their summary (``tol`` is what counts as zero)."""
-    eigs = np.linalg.eigvalsh(mlp.hessian(arch, theta, X, Y))
+    _, eigs, _ = full_spectrum(arch, theta, X, Y)
     return eigs, HessianSummary.of(eigs)
 
 
