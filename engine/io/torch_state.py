@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pickle
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,11 @@ def _read_state_dict(path) -> dict:
     if not path.is_file():
         raise EngineInputError(f"{path}: no such file")
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            # On its way to refusing a TorchScript archive (below) torch warns in two lines that it
+            # dispatches to torch.jit.load; the refusal is this function's to word, in one line.
+            warnings.filterwarnings("ignore", message=".*looks like a TorchScript archive", category=UserWarning)
+            obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         if "Weights only load failed" not in str(e) or "Unsupported operand" in str(e):
             # garbage bytes, or a pickle not written by torch.save: nothing was built from it
@@ -118,6 +123,13 @@ def _read_state_dict(path) -> dict:
         found = re.search(r"Unsupported global: GLOBAL (\S+)", str(e))
         what = f"it would build {found.group(1)}" if found else "it holds more than tensors and plain containers"
         raise EngineInputError(f"{path}: refused, not a plain state_dict of tensors: {what}") from None
+    except RuntimeError as e:
+        if "TorchScript" in str(e):
+            raise EngineInputError(
+                f"{path}: refused, a TorchScript archive (torch.jit.save), not a state_dict: "
+                "save model.state_dict() with torch.save"
+            ) from None
+        raise EngineInputError(f"{path}: not a readable PyTorch state_dict file (RuntimeError)") from None
     except Exception as e:  # truncated or foreign files fail deep inside torch with any error type
         raise EngineInputError(f"{path}: not a readable PyTorch state_dict file ({type(e).__name__})") from None
     if not isinstance(obj, dict) or not obj:

@@ -1,6 +1,10 @@
 """torchio: a PyTorch MLP's state_dict loads as the same network as its .npz; unsafe or broken files are refused."""
 
 import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +153,21 @@ def test_broken_files_name_what_is_wrong(saved_mlp, tmp_path):
         (tmp_path / "junk.pt").write_text(junk)
         with pytest.raises(EngineInputError, match="junk.pt: not a readable PyTorch state_dict file"):
             torchio.load_state_dict_network(tmp_path / "junk.pt", "sigmoid", d / "data.npz")
+
+
+def test_a_torchscript_archive_is_refused_in_one_line_without_torchs_warning(saved_mlp):
+    """torch.load warns (two lines) that it dispatches a TorchScript archive to torch.jit.load,
+    then refuses it under weights_only: the command line must print the refusal alone."""
+    model, _, _, d = saved_mlp
+    script = d / "scripted.pt"
+    torch.jit.save(torch.jit.trace(model, torch.zeros(1, 3, dtype=torch.float64)), script)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(EngineInputError, match="refused, a TorchScript archive") as refused:
+            torchio.load_state_dict_network(script, "sigmoid", d / "data.npz")
+    assert "\n" not in str(refused.value) and not [w for w in seen if "TorchScript" in str(w.message)]
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "main.py", "obstruction", str(script)], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "TorchScript archive" in done.stderr, done.stderr
