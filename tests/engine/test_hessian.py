@@ -106,11 +106,9 @@ def test_report_job_can_be_cancelled_during_lanczos(net, monkeypatch):
     assert worker is not threading.current_thread() and worker.is_alive()
     job.close()  # sets wait_for's stop Event; the next matvec raises and ARPACK is abandoned
     at_close = len(products)
-    worker.join(timeout=1.0)
+    worker.join(timeout=60)  # a hang guard, not a time measured: the count below says how soon
     assert not worker.is_alive(), "the Lanczos thread kept running after the job was closed"
-    assert len(products) <= at_close + 1  # at most the product that was in flight
-    time.sleep(0.1)
-    assert len(products) <= at_close + 1
+    assert len(products) <= at_close + 1  # at most the product that was in flight; the thread is gone
 
 
 def test_bad_k():
