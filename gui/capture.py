@@ -37,16 +37,14 @@ def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     square of what the user framed (side = the view's shorter edge) is always in the frame,
     whatever its shape.
     """
-    from .views.gl_cells import GLCells
+    from .views.gl_cells import GLCells, widened_fov
 
     w, h = int(size[0]), int(size[1])
     square = min(1.0, max(view.height(), 1) / max(view.width(), 1))  # its tan vs. the width's
-    half = math.atan(math.tan(math.radians(view.opts["fov"]) / 2) * square * max(w / h, 1.0))
+    fov = widened_fov(view.opts["fov"], w, h, square)
     cells = GLCells(samples)
     try:
-        image, labels = cells.render(
-            view, w, h, label_scale=max(1.0, h / max(view.height(), 1)), fov=math.degrees(2 * half)
-        )
+        image, labels = cells.render(view, w, h, label_scale=max(1.0, h / max(view.height(), 1)), fov=fov)
     finally:
         cells.release()
     pixels = np.ascontiguousarray(image.keep[::-1, :, :3])  # GL rows run bottom-up

@@ -23,6 +23,13 @@ def _label_position(item, w: int, h: int) -> QPointF:
     return (to_pixels * item.mvpMatrix()).map(QVector3D(*item.pos)).toPointF()
 
 
+def widened_fov(fov: float, w: int, h: int, span: float = 1.0) -> float:
+    """The horizontal field of view (degrees) of a w×h render whose shorter side spans ``fov``
+    (times ``span``, a ratio of the half-angles' tangents): pyqtgraph's fov spans the width, so a
+    tall frame would otherwise crop its top and bottom."""
+    return math.degrees(2 * math.atan(math.tan(math.radians(fov) / 2) * span * max(w / h, 1.0)))
+
+
 class GLCells:
     def __init__(self, samples: int = 0):
         # Framebuffer objects are not shared between GL contexts, so one per view and size.
@@ -53,10 +60,7 @@ class GLCells:
         view.makeCurrent()
         multi, plain = self._framebuffers(view, w, h)
         own = view.opts["fov"]
-        # pyqtgraph's fov spans the width; widen it so the view's fov spans the shorter side.
-        view.opts["fov"] = (
-            fov if fov is not None else math.degrees(2 * math.atan(math.tan(math.radians(own) / 2) * max(w / h, 1.0)))
-        )
+        view.opts["fov"] = fov if fov is not None else widened_fov(own, w, h)
         labels = [item for item in view.items if isinstance(item, GLTextItem) and item.visible()]
         try:
             # Text items paint with a QPainter on the widget, which rebinds the widget's own
