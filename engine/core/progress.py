@@ -89,3 +89,25 @@ def wait_for(
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+class _Closed(Exception):
+    """Ends a job driven by ``on_helper_thread`` at its next step once the outer job is closed."""
+
+
+def on_helper_thread(job: Job[R], message: str) -> Job[R]:
+    """Job: drive ``job`` on ``wait_for``'s helper thread, for jobs whose every step can be long
+    (a Hessian-vector product of a large model). Yields every ~50 ms with ``job``'s latest
+    progress; a close stops ``job`` at its next step. The numbers are exactly ``job``'s."""
+    latest = Progress(0.0, message)
+
+    def call(stop: threading.Event) -> R:
+        def seen(update: Progress) -> None:
+            nonlocal latest
+            if stop.is_set():
+                raise _Closed
+            latest = update
+
+        return run_to_completion(job, seen)
+
+    return (yield from wait_for(call, message, status=lambda: (latest.fraction, latest.message)))

@@ -25,7 +25,7 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
-from engine.core.progress import Job, Progress, run_to_completion
+from engine.core.progress import Job, Progress, on_helper_thread, run_to_completion
 from engine.core.validation import integer, real
 from engine.landscape import density as slq
 from engine.landscape import hessian
@@ -117,8 +117,14 @@ def module_hessian_job(
     spectrum when P ≤ ``max_full`` (0: never), and with ``density_probes`` > 0 the SLQ density of
     ``steps`` steps. ``tol``: ARPACK's relative residual bound (0: machine precision). ``deflate``:
     estimate only tr(PHP) beyond the top eigenpairs (MATH.md C2); off, the probes are plain
-    Rademacher vectors and a probe's variance is 2 Σ_{i≠j} H_ij²."""
+    Rademacher vectors and a probe's variance is 2 Σ_{i≠j} H_ij². The measures run on a helper
+    thread (``on_helper_thread``): one product of a large model can take seconds."""
     check_options(loss, top_k, probes, density_probes, steps, tol)
+    measures = _measures_job(loss, top_k, probes, seed, tol, max_full, density_probes, steps, deflate)
+    return (yield from on_helper_thread(measures, f"Hessian of {loss.n_params} parameters"))
+
+
+def _measures_job(loss, top_k, probes, seed, tol, max_full, density_probes, steps, deflate) -> Job[ModuleHessian]:
     began = time.perf_counter()
     n, hvp, tol = loss.n_params, module_hvp(loss), attainable_tol(loss, tol)
     yield Progress(0.0, f"Hessian of {n} parameters: Lanczos for the top {top_k}")

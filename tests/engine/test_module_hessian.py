@@ -8,6 +8,7 @@ difference between the product operator and the dense matrix (Weyl), the standar
 """
 
 import copy
+import threading
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import torch
 
 from engine.core import mlp
 from engine.core.errors import EngineInputError
-from engine.core.progress import run_to_completion
+from engine.core.progress import Progress, on_helper_thread, run_to_completion
 from engine.io.module_network import ModuleNetwork
 from engine.landscape import density
 from engine.landscape.module_hessian import hessian_directions, module_hessian, module_hvp
@@ -193,3 +194,29 @@ def test_row_by_row_products_past_20000_parameters_match_dense_columns():
     # the two differ by rounding: each entry sums 12 samples' terms, each a few roundings of |H|'s size
     np.testing.assert_allclose(rows, dense, rtol=0, atol=1e3 * EPS * np.abs(dense).max())
     np.testing.assert_allclose(rows[:, columns], rows[:, columns].T, rtol=0, atol=1e3 * EPS * np.abs(dense).max())
+
+
+def test_on_helper_thread_yields_while_a_step_blocks_and_a_close_stops_it_at_the_next_step():
+    """The measures' driver: a product of a large model can take seconds, so the job must yield
+    while one runs, and a cancel must stop the work at its next step (events, not clocks)."""
+    release, done = threading.Event(), []
+
+    def steps():
+        for i in range(5):
+            release.wait()  # a long step: it ends only when the test lets it
+            release.clear()
+            done.append(i)
+            yield Progress((i + 1) / 5, f"step {i + 1}")
+        return "finished"
+
+    job = on_helper_thread(steps(), "steps")
+    assert next(job).message == "steps" and done == []  # a yield while step 1 blocks
+    release.set()
+    while next(job).message != "step 1":
+        pass
+    job.close()
+    release.set()  # step 2 may finish, but the closed job's next step never starts
+    for thread in threading.enumerate():
+        if thread.name == "engine-wait-for":
+            thread.join()
+    assert done == [0, 1]
