@@ -234,6 +234,7 @@ def module_landscape(args, net) -> dict:
     """The module toolkit: every input read and checked first, then the modes run."""
     from engine.core.errors import EngineInputError
     from engine.core.exports import json_default
+    from engine.core.lazy import torch
     from engine.core.runtime import configure_torch_threads
     from engine.io.module_network import check_state_dict, read_checkpoint, read_module_network
     from engine.landscape import module_exports
@@ -284,7 +285,7 @@ def module_landscape(args, net) -> dict:
         "loss_kind": kind,
         "batch_size": loss.batch_size,
         "fixed_batch": net.fixed_batch,
-        "threads": os.cpu_count() or 1,
+        "threads": torch.get_num_threads(),
         "files": [],
     }
     vts = not args.no_vts
