@@ -10,6 +10,9 @@ from ..style import NEURON_COLORS
 from .plane_view import PlaneView
 from .plot_style import add_legend, follow_theme
 
+END_MARK = 11  # px: a path's start (disc) and end (square)
+STAYED_RING = 26  # px: the ring around a path that never left its start, larger than any mark there
+STAYED = 1e-3  # of the plane's extent: a path shorter than this is one point on the map
 CONTOURS = 14  # levels between the lowest loss and the colour bar's top (98th percentile)
 
 
@@ -50,15 +53,32 @@ class ContourPlaneView(PlaneView):
             )
             item.setParentItem(self.image)  # in the image's coordinates: it follows its rect
             self.isocurves.append(item)
+        span = max(float(np.ptp(a)), float(np.ptp(b)), 1e-300)
         for k, (name, xy) in enumerate(paths):
             xy = np.asarray(xy, float)
             color = NEURON_COLORS[(k + 1) % len(NEURON_COLORS)]
+            stayed = float(np.ptp(xy, axis=0).max()) < STAYED * span
             item = pg.PlotDataItem(
-                xy[:, 0], xy[:, 1], pen=pg.mkPen(color, width=3), name=name, symbol=None, antialias=True
+                xy[:, 0],
+                xy[:, 1],
+                pen=pg.mkPen(color, width=3),
+                name=f"{name} (stayed at its start)" if stayed else name,
+                symbol=None,
+                antialias=True,
             )
-            ends = pg.ScatterPlotItem(
-                xy[[0, -1], 0], xy[[0, -1], 1], symbol=["o", "s"], size=11, brush=pg.mkBrush(color), pen=pg.mkPen("w")
-            )
+            if stayed:  # no line to see, and its end markers lie under the others' starts: ring it
+                ends = pg.ScatterPlotItem(
+                    xy[:1, 0], xy[:1, 1], symbol="o", size=STAYED_RING, brush=None, pen=pg.mkPen(color, width=3)
+                )
+            else:
+                ends = pg.ScatterPlotItem(
+                    xy[[0, -1], 0],
+                    xy[[0, -1], 1],
+                    symbol=["o", "s"],
+                    size=END_MARK,
+                    brush=pg.mkBrush(color),
+                    pen=pg.mkPen("w"),
+                )
             for it in (item, ends):
                 self.heatmap.addItem(it)
                 self.paths.append(it)

@@ -8,7 +8,7 @@ import pyqtgraph.opengl as gl
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from .offscreen_gl import OffscreenGLView
-from .plot_style import own_menus
+from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors
 
 COLORMAP = "viridis"
 SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units
@@ -27,6 +27,12 @@ class PlaneView(QWidget):
         self.heatmap.addItem(self.image)
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get(COLORMAP), interactive=False, label="loss L")
         self.colorbar.setImageItem(self.image, insert_in=self.heatmap.getPlotItem())
+        # pyqtgraph fixes a colour bar's axis at 45 px and drops labels wider than that: a loss
+        # near a minimum (0.004290 … 0.004305) showed no values at all. Fit it to its labels,
+        # few of them, in the theme's ink.
+        self.colorbar.axis.setWidth(None)
+        limit_ticks(self.colorbar.axis)
+        follow_theme(self.heatmap, lambda fg: set_axis_colors(self.colorbar.axis, fg))
         self.point = pg.ScatterPlotItem(
             size=16, symbol="star", brush=pg.mkBrush("#D62728"), pen=pg.mkPen("w", width=1.5)
         )

@@ -54,6 +54,19 @@ def test_training_preset_runs_and_draws_3d(window, qtbot, preset):
     save_screenshot(window, f"topology_{preset}")
 
 
+def test_the_biases_preset_moves_on_its_projections(window, qtbot):
+    """Each neuron trains visibly on its 3D projection: with inputs of either sign both ReLUs died
+    at once (one stood still, the other moved 0.017 in a frame of 0.5) and each view drew a dot."""
+    window.load_preset("biases")
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    traj = ws._result
+    for k, cell in enumerate(ws.quadrics.cells[: traj.W1.shape[1]]):
+        np.testing.assert_allclose(cell.view.trajectory.pos, neuron_points(traj, k), rtol=1e-6, atol=1e-7)
+        span = np.ptp(neuron_points(traj, k), axis=0).max()
+        assert span > 0.1 * cell.view.extent, (k, span, cell.view.extent)
+
+
 def test_d1_preset_shows_the_exact_plane(window, qtbot):
     window.load_preset("d1-input-signs", steps=10)
     assert not window.message_bar.text, window.message_bar.text
