@@ -198,6 +198,7 @@ def bad_cases(files, tmp_path):
         ),
         "no data": ([str(files["dynamic"])], "--data"),
         "training a module": (base + ["--train", "5"], "--trajectory"),
+        "two checkpoints": (base + ["--trajectory", *ckpts[:2]], "at least 3 checkpoints"),
     }
 
 

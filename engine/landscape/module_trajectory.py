@@ -23,19 +23,24 @@ from engine.landscape.plane import PlaneResult
 from engine.landscape.trajectory_pca import MAX_TRAJECTORY_FLOATS, PCAPlane, Trajectory, path_grid, pca_directions
 
 
+def check_count(count: int, n_params: int) -> None:
+    """Enough checkpoints for a plane, and not more than memory holds (before any is read)."""
+    if count < 3:
+        raise EngineInputError(f"a PCA plane needs at least 3 checkpoints; got {count}")
+    if count * n_params > MAX_TRAJECTORY_FLOATS:
+        raise EngineInputError(
+            f"{count} checkpoints × {n_params} parameters exceed the trajectory limit of "
+            f"{MAX_TRAJECTORY_FLOATS:g} numbers"
+        )
+
+
 def checkpoint_plane_job(
     loss: ModuleLoss, checkpoints: Sequence[Mapping], n: int = 51, extent: float | None = None
 ) -> Job[PCAPlane]:
     """Job: the PCA plane of ``checkpoints`` (state_dicts, oldest first, at least three) and the
     n×n loss over it; the grid covers the path with a margin, or [−extent, extent]²."""
     check_grid(n, 1.0 if extent is None else extent)
-    if len(checkpoints) < 3:
-        raise EngineInputError(f"a PCA plane needs at least 3 checkpoints; got {len(checkpoints)}")
-    if len(checkpoints) * loss.n_params > MAX_TRAJECTORY_FLOATS:
-        raise EngineInputError(
-            f"{len(checkpoints)} checkpoints × {loss.n_params} parameters exceed the trajectory limit "
-            f"of {MAX_TRAJECTORY_FLOATS:g} numbers"
-        )
+    check_count(len(checkpoints), loss.n_params)
     params = np.stack([loss.flatten(state).double().cpu().numpy() for state in checkpoints])
     buffers = [loss.state_buffers(state) for state in checkpoints]
     center = params[-1]

@@ -243,6 +243,7 @@ def module_landscape(args, net) -> dict:
     from engine.landscape.module_interpolation import module_interpolation_job
     from engine.landscape.module_loss import ModuleLoss
     from engine.landscape.module_plane import check_grid, module_plane_job
+    from engine.landscape.module_trajectory import check_count as check_checkpoint_count
     from engine.landscape.module_trajectory import checkpoint_plane_job
     from landscape_lens.progress_bar import progress_bar
 
@@ -264,6 +265,8 @@ def module_landscape(args, net) -> dict:
     hessian_probes, density_probes = args.probes or 100, _density_probes(args) if args.density else 0
     if args.hessian:
         check_hessian_options(loss, args.top_k, hessian_probes, density_probes, args.steps)
+    if args.trajectory:
+        check_checkpoint_count(len(args.trajectory), loss.n_params)
     states = [read_checkpoint(path, net) for path in args.trajectory or ()]
     other = None
     if args.interpolate:

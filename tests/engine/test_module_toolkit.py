@@ -19,7 +19,7 @@ from engine.landscape import module_directions as MD
 from engine.landscape.module_interpolation import module_interpolation_job
 from engine.landscape.module_loss import ModuleLoss
 from engine.landscape.module_plane import module_plane_job, plane_row, points_job
-from engine.landscape.module_trajectory import checkpoint_plane_job
+from engine.landscape.module_trajectory import check_count, checkpoint_plane_job
 from tests.models import CLASSES, images, trained_cnn
 
 EPS = np.finfo(np.float64).eps
@@ -330,6 +330,8 @@ def test_checkpoint_plane_is_numpy_svd_pca_of_the_checkpoints_minus_the_last():
         assert own[t] == pytest.approx(float(reference_loss(centre, P[t], "cross-entropy")), rel=1e3 * EPS)
     with pytest.raises(EngineInputError, match="at least 3 checkpoints"):
         run_to_completion(checkpoint_plane_job(loss, states[:2]))
+    with pytest.raises(EngineInputError, match="trajectory limit"):
+        check_count(1000, 10**6)  # before a single checkpoint is read
 
 
 def test_points_job_yields_while_a_point_runs_and_a_close_stops_it_at_the_next_point():
