@@ -175,3 +175,23 @@ def test_refilling_the_steps_table_keeps_the_row_and_announces_nothing(qapp):
     panel.steps.itemSelectionChanged.connect(lambda: announced.append(1))
     panel.show_steps(rows[:4])
     assert panel.steps.rowCount() == 4 and panel.steps.currentRow() == 2 and announced == []
+
+
+def test_a_view_resized_again_and_again_keeps_one_framebuffer(qapp, qtbot):
+    """Each size a layout gives a 3D view needs its own framebuffer; those of the sizes it left
+    are deleted (kept, they made the soak's window grow by ~30 MB a minute)."""
+    box, views = _two_views(qtbot)
+    try:
+        sizes = set()
+        for width, height in [(500, 260), (640, 300), (420, 240), (700, 330)]:
+            before = [v.renders for v in views]
+            box.resize(width, height)
+            qtbot.waitUntil(lambda: all(v.renders > n for v, n in zip(views, before)), timeout=5000)
+            for view in views:
+                size = (view.deviceWidth(), view.deviceHeight())
+                sizes.add(size)
+                assert [key[1:] for key in view._cells._fbos] == [size]
+                assert view._picture[2] == size
+        assert len(sizes) == 4  # each resize gave the views a size of their own: kept, four framebuffers
+    finally:
+        box.close()
