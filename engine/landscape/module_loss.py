@@ -128,7 +128,7 @@ class ModuleLoss:
         return torch.as_tensor(X, device=self.device).to(torch.int64 if X.dtype.kind in "biu" else self.dtype)
 
     def _output_width(self) -> int:
-        x, valid = next(self._chunks(self.X))
+        x, _ = next(self._chunks(self.X))
         try:
             with torch.no_grad():
                 f = self._forward(self.theta, x)
