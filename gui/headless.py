@@ -94,6 +94,7 @@ def screenshot(
             if not session.load_session(window, session_in):
                 raise EngineInputError(window.message_bar.text or f"cannot open session {session_in}")
             window.message_bar.clear()  # "Opened session …" is for a person at the window, not for the slide
+            wait_until_idle(window)  # the session's network made live again: no thread left at exit
             settle()
         else:
             run_preset(window, preset, steps)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QSlider,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -52,7 +53,7 @@ def verdict_kind(verdict: Verdict) -> str:
 SHORT_VERDICT = {
     Verdict.SADDLE: "saddle",
     Verdict.STRICT_MINIMUM: "strict min",
-    Verdict.NON_ATTRACTING: "non-attracting min",
+    Verdict.NON_ATTRACTING: "non-attracting",
     Verdict.DEGENERATE_MINIMUM: "degenerate",
     Verdict.CONDITIONS_NOT_MET: "not met",
     Verdict.NOT_CRITICAL: "not critical",
@@ -70,6 +71,7 @@ def _table(headers) -> QTableWidget:
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     table.setAlternatingRowColors(True)
+    table.verticalHeader().hide()  # row numbers cost a column the pane does not have at 1600×960
     header = table.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     header.setSectionResizeMode(len(headers) - 1, QHeaderView.ResizeMode.Stretch)
@@ -131,12 +133,12 @@ class LambdaBox(QGroupBox):
         grid.addWidget(QLabel(f"{SLIDER_RANGE[0]:g}"), 0, 0)
         grid.addWidget(self.slider, 0, 1)
         grid.addWidget(QLabel(f"{SLIDER_RANGE[1]:g}"), 0, 2)
-        grid.addWidget(self.value_label, 0, 3)
+        grid.addWidget(self.value_label, 1, 0, 1, 3)  # beside the slider, presentation type cut it off
         # One readout per line: side by side they set the inspector's minimum width, and in
         # presentation type pushed it past its pane.
-        grid.addWidget(self.loss_label, 1, 0, 1, 4)
-        grid.addWidget(self.hmin_label, 2, 0, 1, 4)
-        grid.addWidget(self.verdict_label, 3, 0, 1, 4)
+        grid.addWidget(self.loss_label, 2, 0, 1, 3)
+        grid.addWidget(self.hmin_label, 3, 0, 1, 3)
+        grid.addWidget(self.verdict_label, 4, 0, 1, 3)
         self.slider.valueChanged.connect(lambda _: self._on_value())
         self.slider.sliderReleased.connect(lambda: self.released.emit(self.value()))
 
@@ -189,7 +191,7 @@ class LambdaBox(QGroupBox):
         return self.verdict_label.text()
 
 
-class SplitBox(QGroupBox):
+class SplitBox(QWidget):
     """Every neuron of the current network with B's definiteness, ‖D‖ and whether Theorem 9 covers
     a split of it (and if not, why), each with a Split button; λ of the next split; Undo."""
 
@@ -197,7 +199,7 @@ class SplitBox(QGroupBox):
     undo_requested = Signal()
 
     def __init__(self, parent=None):
-        super().__init__("Split a neuron (γ, Theorem 9)", parent)
+        super().__init__(parent)
         self.lam = QDoubleSpinBox()
         self.lam.setRange(-10.0, 10.0)
         self.lam.setDecimals(3)
@@ -211,9 +213,11 @@ class SplitBox(QGroupBox):
         self.undo.setEnabled(False)
         self.undo.clicked.connect(self.undo_requested.emit)
         self.table = _table(["layer", "neuron", "B is", "‖D‖", "Theorem 9", ""])
-        self.table.setMinimumHeight(120)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)  # the reasons wrap
+        header.setSectionResizeMode(5, QHeaderView.ResizeMode.ResizeToContents)
         row = QHBoxLayout()
-        row.addWidget(QLabel("λ"))
+        row.addWidget(QLabel("γ-split with λ"))
         row.addWidget(self.lam)
         row.addStretch(1)
         row.addWidget(self.undo)
@@ -226,11 +230,12 @@ class SplitBox(QGroupBox):
         neuron; ``n_splits``: splits made so far (Undo needs one). Neurons are counted from 1."""
         cells, colors = [], []
         for layer, r, badge, d_norm, reasons in rows:
-            cells.append([str(layer), str(r + NEURONS_FROM), badge, d_norm, "; ".join(reasons) or "covers it", ""])
+            why = "covers it" if not reasons else "outside: " + "; ".join(reasons)
+            cells.append([str(layer), str(r + NEURONS_FROM), badge, d_norm, why, ""])
             colors.append([None, None, None, None, BADGE_COLORS["other" if reasons else "definite"], None])
         _fill(self.table, cells, colors)
         for i, (layer, neuron, _, _, reasons) in enumerate(rows):
-            button = QPushButton("Split (outside Thm 9)" if reasons else "Split")
+            button = QPushButton("Split")
             button.setToolTip(
                 "Theorem 9 does not cover this split: " + "; ".join(reasons) + ". It is made and verified all the same."
                 if reasons
@@ -239,7 +244,7 @@ class SplitBox(QGroupBox):
             button.clicked.connect(lambda _=False, l=layer, r=neuron: self.split_requested.emit(l, r, self.lam.value()))
             self.table.setCellWidget(i, 5, button)
             self.table.item(i, 4).setToolTip(button.toolTip())
-        self.table.resizeColumnsToContents()
+        self.table.resizeRowsToContents()
         self.undo.setEnabled(n_splits > 0)
 
     def button(self, layer: int, neuron: int) -> QPushButton:
@@ -254,12 +259,12 @@ class SplitBox(QGroupBox):
         self.undo.setEnabled(False)
 
 
-class HypothesesBox(QGroupBox):
+class HypothesesBox(QWidget):
     """Which of paper B's hypotheses hold under the chosen loss, and the verdicts there
     (engine.minima.report.loss_verdict, one entry per loss in the construction's view data)."""
 
     def __init__(self, parent=None):
-        super().__init__("Paper B's hypotheses", parent)
+        super().__init__(parent)
         self.loss = QComboBox()
         for kind in LOSSES:  # the keys of the view data
             self.loss.addItem(kind, kind)
@@ -272,8 +277,10 @@ class HypothesesBox(QGroupBox):
         row.addWidget(QLabel("loss"))
         row.addWidget(self.loss, 1)
         layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Paper B's hypotheses under the chosen loss, and the verdicts there"))
         layout.addLayout(row)
         layout.addWidget(self.text)
+        layout.addStretch(1)
         self._losses: dict = {}
 
     def show_losses(self, losses: dict):
@@ -371,7 +378,10 @@ class InspectorPanel(QWidget):
         self.neurons = _table(["layer", "neuron", "B is", "‖D‖", "eigenvalues of B"])
         self.restarts_label = QLabel("")
         self.restarts_label.setWordWrap(True)
-        load, export = QPushButton("Load network…"), QPushButton("Export network (.npz)…")
+        # Short labels: in presentation type the longer ones set the pane's minimum width past its edge.
+        load, export = QPushButton("Load network…"), QPushButton("Export .npz…")
+        load.setToolTip("a network: the app's .npz, a PyTorch state_dict (.pt, .pth) or a torch.export .pt2")
+        export.setToolTip("the network on screen with its data and construction history, as .npz")
         load.clicked.connect(self.ask_load)
         self.critical_button = QPushButton("Find critical point")
         self.critical_button.setToolTip(CRITICAL_TIP)
@@ -388,15 +398,27 @@ class InspectorPanel(QWidget):
         layout.addLayout(files)
         layout.addWidget(self.critical_button)
         layout.addWidget(self.lam)
-        layout.addWidget(self.split)
-        layout.addWidget(self.hypotheses)
-        steps_box = QGroupBox("Construction steps")
-        QVBoxLayout(steps_box).addWidget(self.steps)
-        steps_box.layout().addWidget(self.restarts_label)
-        neurons_box = QGroupBox("Per-neuron B and D (small network)")
-        QVBoxLayout(neurons_box).addWidget(self.neurons)
-        layout.addWidget(steps_box, 3)
-        layout.addWidget(neurons_box, 2)
+        # The tables as tabs: stacked, at 1600×960 the last ones lay below the pane's edge.
+        steps = QWidget()
+        QVBoxLayout(steps).addWidget(self.steps)
+        steps.layout().addWidget(self.restarts_label)
+        neurons = QWidget()
+        QVBoxLayout(neurons).addWidget(self.neurons)
+        self.tables = QTabWidget()
+        self.tables.addTab(steps, "Steps")
+        self.tables.addTab(self.split, "Split")
+        self.tables.addTab(neurons, "B, D")
+        self.tables.addTab(self.hypotheses, "Loss")
+        for i, tip in enumerate(
+            (
+                "the construction steps, one Hessian each; select a split's row to move its λ",
+                "split any neuron of the current network (γ), with why Theorem 9 does or does not cover it",
+                "B and D of every neuron of the small network (Theorem 9's conditions)",
+                "paper B's hypotheses and verdicts under the sum, mean or cross-entropy loss",
+            )
+        ):
+            self.tables.setTabToolTip(i, tip)
+        layout.addWidget(self.tables, 1)
 
     def show_search(self, reached: bool | None):
         """After a search that stopped short (``reached`` False) the button offers to go on from there."""

@@ -15,7 +15,9 @@ EDGE_BINS = 4  # edges are drawn as a few items by weight class, not one item pe
 class NetworkDiagram(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        set_title(self, "network: edges ∝ |w|; origin ● and split copies ●")
+        # The key's dots in the nodes' own colours (in the text colour, both read black)
+        dot = "<span style='color:{}'>●</span>".format
+        set_title(self, f"network: edges ∝ |w|; origin {dot(ORIGIN)} and split copies {dot(COPY)}")
         self.hideAxis("left")
         self.hideAxis("bottom")
         self.setMouseEnabled(x=False, y=False)

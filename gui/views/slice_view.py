@@ -88,7 +88,7 @@ class SliceView(pg.PlotWidget):
         """The key (curves fill every corner, so no legend box) and the numbers, under the title."""
         self._subtitle, self._with_descent = lines, with_descent
         key = [(CURVE_RGB, SOLID, "slices"), (ENVELOPE_COLOR, SOLID, "envelope"), (self._fg, DASHED, "L*")] + (
-            [(DESCENT_COLOR, DASHED, "B6 descent")] if with_descent else []
+            [(DESCENT_COLOR, DASHED, "B6")] if with_descent else []  # the line below names it: 1600 px cut it
         )
         set_title(self, self._title, [key_text(key)] + lines)
 
@@ -117,9 +117,9 @@ class SliceView(pg.PlotWidget):
         self.lstar.setValue(lstar)
         self.lstar.show()
         self.n_curves = k
-        lines = [f"{n_below} of {k} random directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]
+        lines = [f"{n_below} of {k} directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]  # random ones: the key says
         if predicted is not None:  # the engine's second-order prediction for this family (dᵀHd < 0)
-            lines.insert(1, f"over {family}: predicted {predicted:.2g}, seen {n_below / k:.2g}")
+            lines.insert(1, f"{family}: predicted {predicted:.2g}, seen {n_below / k:.2g}")
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)

@@ -208,10 +208,10 @@ class MinimaWorkspace(Workspace):
 
     def __init__(self, parent=None):
         super().__init__(Parameter.create(name="minima", type="group", children=PARAMETERS), parent)
-        self.slice_min = SliceView("(a) slices at the embedded minimum")
+        self.slice_min = SliceView("(a) at the embedded minimum")
         self.path_view = DegeneratePathView()
-        self.slice_saddle = SliceView("(c) slices at the saddle (λ outside I)")
-        self.descent_view = CurvesView("(d) descent direction at the saddle", "t", "loss L")
+        self.slice_saddle = SliceView("(c) at the saddle")
+        self.descent_view = CurvesView("(d) descent at the saddle", "t", "loss L")
         self.plane = PlaneView()
         self.bias_view = CurvesView("loss against the shared last-layer bias b", "bias b", "L(b) − L∞")
         self.gd_view = CurvesView("gradient descent from large b", "step", "L − L∞")
@@ -270,11 +270,12 @@ class MinimaWorkspace(Workspace):
         inspector = QScrollArea()
         inspector.setWidgetResizable(True)
         inspector.setFrameShape(QFrame.Shape.NoFrame)
+        inspector.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # its tables scroll instead
         inspector.setWidget(self.inspector)
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(inspector)
         right.addWidget(details)
-        right.setSizes([560, 340])
+        right.setSizes([600, 300])  # the inspector's λ box and tables whole, without a scroll bar
         self._splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.figures)
         splitter.addWidget(right)
@@ -347,7 +348,12 @@ class MinimaWorkspace(Workspace):
         if isinstance(result, (Figure3, DescendingPath)):
             self.figure = result
         if result is not None and hasattr(result, "__dataclass_fields__"):
-            self._draw_all(stages(result, self._seen))
+            data = stages(result, self._seen)
+            self._draw_all(data)
+            if isinstance(result, Figure3) and "probe" in data and self.shown.get("probe") is data["probe"]:
+                probe = result.saddle.probe  # the λ box shows it: the spectrum beside it is its Hessian's
+                if probe.hessian_eigs is not None:
+                    self._draw("spectrum", probe_spectrum(probe, result))
         if isinstance(result, Figure3) and result.saddle is not None and result.construction is not self._warmed_for:
             self._warmed_for = result.construction
             if self._movable():
@@ -381,10 +387,10 @@ class MinimaWorkspace(Workspace):
         elif stage == "spectrum":
             self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
         elif stage == "slices_min":
-            self.slice_min.set_title(data.get("title", "(a) slices at the embedded minimum"))
+            self.slice_min.set_title(data.get("title", "(a) at the embedded minimum"))
             self.slice_min.show_slices(**{k: v for k, v in data.items() if k != "title"})
         elif stage == "slices_saddle":
-            self.slice_saddle.set_title(data.get("title", "(c) slices at the saddle"))
+            self.slice_saddle.set_title(data.get("title", "(c) at the saddle"))
             self.slice_saddle.show_slices(**{k: v for k, v in data.items() if k != "title"})
         elif stage == "path":
             self.path_view.show_path(

@@ -13,7 +13,7 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.mlp import LOSSES
-from engine.minima.construction import HessianSummary
+from engine.minima.construction import HessianSummary, critical_point_kind
 from engine.minima.descending_path import DescendingPath
 from engine.minima.infinity import InfinityResult
 from engine.minima.pipeline import Figure3
@@ -181,11 +181,13 @@ def _split_verdict(c):
 
 
 def slices_min_title(fig) -> str:
-    """Panel (a) names the point it slices by the verdict of the steps table's last row."""
-    verdict = fig.steps[-1].verdict if fig.steps else None
+    """Panel (a) names the point it slices by what the point is (the one rule of
+    construction.critical_point_kind on the steps table's last row), not by Theorem 9's verdict."""
+    last = fig.steps[-1] if fig.steps else None
+    verdict = None if last is None else critical_point_kind(last.hessian, last.grad_norm)
     if verdict is not None and verdict.is_minimum:
-        return "(a) slices at the embedded minimum" if fig.construction.splits else "(a) slices at the minimum"
-    return f"(a) slices at the network ({SHORT[verdict]})" if verdict is not None else "(a) slices"
+        return "(a) at the embedded minimum" if fig.construction.splits else "(a) at the minimum"
+    return f"(a) at the network ({SHORT[verdict]})" if verdict is not None else "(a) slices"
 
 
 def _spectrum(eigs, fig) -> dict:
@@ -207,8 +209,9 @@ def probe_spectrum(probe, fig) -> dict:
     return {
         "eigs": eigs,
         "tol": HessianSummary.of(eigs).tol,
-        "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params, at the slider's "
-        f"λ = {probe.lam:.3g} ({probe.verdict.value})",
+        # the verdict is the λ box's, beside it: in the caption it ran past the pane at 1600×960
+        "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params, "
+        f"at the slider's λ = {probe.lam:.3g}",
     }
 
 
@@ -246,7 +249,7 @@ def _saddle(saddle, fig) -> dict:
     probe, line = saddle.probe, saddle.descent
     out = {"probe": probe_data(probe)}
     if line is not None:
-        title = f"(c) slices at λ = {probe.lam:g}: {SHORT[probe.verdict]}"
+        title = f"(c) at λ = {probe.lam:g}: {SHORT[probe.verdict]}"
         if saddle.slices is not None:
             out["slices_saddle"] = slices_data(saddle.slices, title=title, descent=(line.t, line.loss))
         out["descent"] = {
@@ -254,7 +257,8 @@ def _saddle(saddle, fig) -> dict:
                 {"name": "L(θ + t·e)", "x": line.t, "y": line.loss},
                 {"name": "L*", "hline": probe.loss, "color": "fg", "style": "dash"},
             ],
-            "note": f"λ = {probe.lam:g}; λ_min(H) = {probe.hessian_min:.2e}; dip {np.min(line.loss) - probe.loss:.2g}",
+            "note": f"λ = {probe.lam:g}; λ_min(H) = {probe.hessian_min:.2e}<br>"
+            f"dip {np.min(line.loss) - probe.loss:.2g}",
             "frame": dip_frame(line.t, line.loss, probe.loss),
         }
     return out

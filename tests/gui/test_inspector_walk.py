@@ -98,9 +98,9 @@ def check_against(ws, report: dict, loss_kind: str | None = None):
     for i, n in enumerate(report["neurons"]):
         assert (cell(split, i, 0), cell(split, i, 1)) == (str(n["layer"]), str(n["neuron"]))
         assert cell(split, i, 2) == n["B"] and cell(split, i, 3) == g3(n["D_norm"])
-        assert cell(split, i, 4) == ("; ".join(n["outside_theorem_9"]) or "covers it")
-        label = split.cellWidget(i, 5).text()
-        assert label == ("Split (outside Thm 9)" if n["outside_theorem_9"] else "Split")
+        reasons = n["outside_theorem_9"]
+        assert cell(split, i, 4) == ("outside: " + "; ".join(reasons) if reasons else "covers it")
+        assert split.cellWidget(i, 5).text() == "Split" and split.cellWidget(i, 5).isEnabled()
     if loss_kind is not None:
         box = ws.inspector.hypotheses
         box.loss.setCurrentIndex(box.loss.findData(loss_kind))
@@ -135,7 +135,7 @@ def test_inspector_walk_on_a_torch_network(window, qtbot, tmp_path, monkeypatch)
     assert loaded["critical_point"] == "not a critical point"
     check_against(ws, loaded, "mean")
     check_neurons_table(ws, loaded)
-    assert ws.slice_min.getPlotItem().titleLabel.text.startswith("(a) slices at the network (not critical)")
+    assert ws.slice_min.getPlotItem().titleLabel.text.startswith("(a) at the network (not critical)")
     assert all("not a critical point" in n["outside_theorem_9"][0] for n in loaded["neurons"])
 
     # 2. Find critical point: it reaches the tooltip's tolerance, and says so with how it got there.
