@@ -39,8 +39,8 @@ def test_3d_view_framebuffer_is_not_blank(window, qtbot):
 
 
 def test_3d_view_pixels_are_where_the_run_projects(window, qtbot):
-    """Where pyqtgraph's camera puts a point of the run (read from its weights), the rendered frame
-    has the line's colour, and the head marker's red at the last point."""
+    """The rendered line lies where pyqtgraph's camera projects the run's points (read from its
+    weights), and the head marker's red is at the last one."""
     window.load_preset("fig3-free", steps=40)
     wait_until_idle(qtbot, window)
     ws = window.workspace
@@ -50,9 +50,21 @@ def test_3d_view_pixels_are_where_the_run_projects(window, qtbot):
     pixels = render_square(view, side)
     where = projected_pixels(view, points, side)
     assert ((0 <= where) & (where < side)).all(), "the whole run is in the frame"
-    middle = len(points) // 2
-    line_rgb = view.trajectory.color[middle][:3]
-    assert nearest_colour_distance(pixels, where[middle], line_rgb) < 0.08, (where[middle], line_rgb)
+    # The line's own pixels: those that change when it alone is hidden. They lie along the
+    # projected polyline of the run's points, and each of these vertices has some next to it.
+    view.trajectory.setVisible(False)
+    try:
+        without = render_square(view, side)
+    finally:
+        view.trajectory.setVisible(True)
+    rows, cols = np.nonzero(np.abs(pixels.astype(int) - without.astype(int)).max(axis=2) > 8)
+    drawn = np.column_stack([cols, rows]) + 0.5  # pixel centres
+    assert len(drawn) > 50, "the line drew almost nothing"
+    off = distance_to_polyline(drawn, where)
+    assert np.mean(off <= 4) > 0.99, f"{100 * np.mean(off > 4):.1f} % of the line's pixels are off the run"
+    for k in (len(points) // 4, len(points) // 2, 3 * len(points) // 4):
+        assert np.linalg.norm(drawn - where[k], axis=1).min() <= 2.5, (k, where[k])
+    line_rgb = view.trajectory.color[len(points) // 2][:3]
     col, row = np.round(where[-1]).astype(int)
     r, g, b = pixels[row, col].astype(int)
     assert r > 2 * g and r > 2 * b, ("the head marker is red", (r, g, b))
@@ -60,6 +72,15 @@ def test_3d_view_pixels_are_where_the_run_projects(window, qtbot):
     empty = np.array([side * 0.02, side * 0.5])
     assert np.min(np.linalg.norm(where - empty, axis=1)) > 20
     assert nearest_colour_distance(pixels, empty, line_rgb, radius=0) > 0.2
+
+
+def distance_to_polyline(points: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Each point's distance (pixels) to the nearest segment of the polyline through ``vertices``."""
+    a, b = vertices[:-1], vertices[1:]
+    ab = b - a
+    t = np.einsum("psk,sk->ps", points[:, None] - a[None], ab) / np.maximum((ab**2).sum(1), 1e-12)
+    nearest = a[None] + np.clip(t, 0, 1)[..., None] * ab[None]
+    return np.linalg.norm(points[:, None] - nearest, axis=2).min(axis=1)
 
 
 def test_blank_check_can_fail(window):
