@@ -374,3 +374,22 @@ def test_a_minima_clip_file_renders_headless(qapp, tmp_path):
     assert main.main(["record", "--clip", str(path), "--out", str(tmp_path / "walk")]) == 0
     frames = [iio.imread(f) for f in sorted((tmp_path / "walk").glob("frame_*.png"))]
     assert len(frames) == 6 and np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 0.5
+
+
+def test_a_scene_dropped_mid_render_is_deleted_when_the_render_ends(story_window, qtbot, tmp_path):
+    """A run's end drops the dock's scene while its clip still renders; the scene's own plots go
+    when the render ends (kept with the workspace, each such scene held ~200 widgets for good)."""
+    from shiboken6 import isValid
+
+    dock = story_window.clip_dock
+    job = story_window.recording._start_clip(SIZE, 10, 1.0, False, str(tmp_path / "dropped.mp4"))
+    assert job is not None and job.active
+    scene = dock._scene
+    plots = (scene.curves.loss_plot, scene.curves.drift_plot)
+    dock.forget_scene()  # what run_finished does
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert all(isValid(p) for p in plots), "deleted while the render still poses them"
+    with qtbot.waitSignal(job.cancelled, timeout=10000):
+        job.cancel()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert not any(isValid(p) for p in plots)
