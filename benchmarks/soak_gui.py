@@ -16,10 +16,13 @@ Reported at the end:
 - exceptions: whatever reached the app's error relay (sys.excepthook, threading.excepthook, Qt
   critical messages), and exceptions an action raised;
 - check failures: the invariants of tests/gui/actions.py (Driver.check), by message;
-- resident memory (/proc/self/statm every 10 s), minute by minute.
+- resident memory (/proc/self/statm every 10 s) and the actions done, minute by minute;
+- with --profile-memory OUT.json, what the window holds, every minute (benchmarks/memory_profile.py):
+  Python heap against native memory, Qt objects, pyqtgraph and GL items, framebuffers, arrays,
+  tensors, objects by type, and tracemalloc's growth by line (by traceback at the end).
 
-Targets: 0 hangs, 0 crashes, 0 exceptions, RSS growth ≤ 200 MB after the first 2 minutes.
-Exit status 0 when they are met, 1 otherwise.
+Targets: 0 hangs, 0 crashes, 0 exceptions, 0 check failures, RSS growth ≤ 100 MB after the first
+2 minutes. Exit status 0 when they are met, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HANG_S = 2.0
 BEAT_MS = 100
 SAMPLE_S = 10.0
-GROWTH_LIMIT_MB = 200.0
+GROWTH_LIMIT_MB = 100.0
 WARMUP_S = 120.0  # RSS growth counts from here (or a quarter of a shorter soak)
 
 
@@ -133,10 +136,16 @@ class Watchdog:
 
 
 # ---------------------------------------------------------------------------- the child
-def child(minutes: float, seed: int, report_path: Path, hang_s: float) -> int:
-    """Drive one window for ``minutes``; write the report (JSON) every sample and at the end."""
+def child(minutes: float, seed: int, report_path: Path, hang_s: float, profile: dict | None = None) -> int:
+    """Drive one window for ``minutes``; write the report (JSON) every sample and at the end.
+    ``profile``: MemoryProfile's arguments, to sample what the window holds every minute."""
     sys.path.insert(0, str(ROOT))
     faulthandler.enable()  # a crash prints every thread's stack to stderr
+    memory = None
+    if profile is not None:
+        from benchmarks.memory_profile import MemoryProfile
+
+        memory = MemoryProfile(**profile)  # before the app: tracemalloc sees every allocation
     from gui.app import create_app
 
     app = create_app()
@@ -158,6 +167,7 @@ def child(minutes: float, seed: int, report_path: Path, hang_s: float) -> int:
         "qt_warnings": {},
         "window_open_s": None,
         "done": False,
+        "memory": [],
     }
     exceptions = report["exceptions"]
     counts = collections.Counter()
@@ -173,7 +183,15 @@ def child(minutes: float, seed: int, report_path: Path, hang_s: float) -> int:
         tmp_path.replace(report_path)
 
     def sample():
-        report["samples"].append([round(time.monotonic() - t0, 1), round(rss_mb(), 1)])
+        report["samples"].append([round(time.monotonic() - t0, 1), round(rss_mb(), 1), report["actions"]])
+        write()
+
+    def profile_memory(last: bool = False):
+        dog.pause(True)  # a profile takes seconds: not the window's block
+        at = time.monotonic() - t0
+        warm = at >= min(WARMUP_S, 15 * minutes)
+        report["memory"].append(memory.sample(at, window, after_warmup=warm, by_traceback=last))
+        dog.pause(False)
         write()
 
     dog.pause(True)
@@ -209,6 +227,11 @@ def child(minutes: float, seed: int, report_path: Path, hang_s: float) -> int:
     sampler = QTimer(interval=round(1000 * SAMPLE_S))  # fires during the actions' waits too
     sampler.timeout.connect(sample)
     sampler.start()
+    if memory is not None:
+        profiler = QTimer(interval=60_000)
+        profiler.timeout.connect(profile_memory)
+        profiler.start()
+        profile_memory()
     seen_errors = 0
     table = A.ACTIONS
     deadline = t0 + 60 * minutes
@@ -248,6 +271,9 @@ def child(minutes: float, seed: int, report_path: Path, hang_s: float) -> int:
                 print(f"[{at:7.1f} s] check failed: {key}", file=sys.stderr, flush=True)
             window.message_bar.clear()  # one unexpected message is counted once
     sampler.stop()
+    if memory is not None:
+        profiler.stop()
+        profile_memory(last=True)
     dog.pause(True)
     stopped = A.close_window(window)
     driver.detach()
@@ -267,12 +293,22 @@ def child(minutes: float, seed: int, report_path: Path, hang_s: float) -> int:
 
 
 # ---------------------------------------------------------------------------- the parent
-def soak(minutes: float = 20.0, seed: int = 0, hang_s: float = HANG_S, out_dir: Path | None = None, quiet=False):
-    """Run children for ``minutes`` in all (a fresh one after a crash); return the merged report."""
+def soak(
+    minutes: float = 20.0,
+    seed: int = 0,
+    hang_s: float = HANG_S,
+    out_dir: Path | None = None,
+    quiet=False,
+    profile: dict | None = None,
+):
+    """Run children for ``minutes`` in all (a fresh one after a crash); return the merged report.
+    ``profile``: MemoryProfile's arguments (benchmarks/memory_profile.py), to sample each minute
+    what the window holds."""
     out_dir = Path(out_dir or tempfile.mkdtemp(prefix="soak-report-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     merged = {"hangs": [], "crashes": [], "exceptions": [], "check_failures": {}, "samples": [], "actions": 0}
+    merged["memory"] = []
     merged.update(action_counts=collections.Counter(), qt_warnings=collections.Counter(), window_open_s=[])
     run = 0
     while True:
@@ -283,6 +319,8 @@ def soak(minutes: float = 20.0, seed: int = 0, hang_s: float = HANG_S, out_dir: 
         offset = time.monotonic() - t0
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--minutes", f"{left:.3f}"]
         cmd += ["--seed", str(seed + run), "--report", str(report_path), "--hang-s", str(hang_s)]
+        if profile is not None:
+            cmd += ["--profile-json", json.dumps(profile)]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
         if not quiet:
             lines = [line for line in proc.stdout.splitlines() if line.startswith("[")]
@@ -303,7 +341,10 @@ def soak(minutes: float = 20.0, seed: int = 0, hang_s: float = HANG_S, out_dir: 
         for key, entry in report.get("check_failures", {}).items():
             into = merged["check_failures"].setdefault(key, dict(entry, count=0))
             into["count"] += entry["count"]
-        merged["samples"] += [[round(t + offset, 1), mb] for t, mb in report.get("samples", [])]
+        done = merged["actions"]  # the earlier children's: the column counts from the soak's start
+        merged["samples"] += [[round(t + offset, 1), mb, done + n] for t, mb, n in report.get("samples", [])]
+        for entry in report.get("memory", []):
+            merged["memory"].append(dict(entry, t_s=round(entry["t_s"] + offset, 1), child=run))
         merged["actions"] += report.get("actions", 0)
         merged["action_counts"].update(report.get("action_counts", {}))
         merged["qt_warnings"].update(report.get("qt_warnings", {}))
@@ -320,25 +361,26 @@ def rss_growth(samples: list, minutes: float) -> float:
     """The most RSS rose above its value at the end of the warm-up (2 min, or a quarter of a
     shorter soak)."""
     warmup = min(WARMUP_S, 60 * minutes / 4)
-    after = [mb for t, mb in samples if t >= warmup]
-    before = [mb for t, mb in samples if t <= warmup]
+    after = [mb for t, mb, _ in samples if t >= warmup]
+    before = [mb for t, mb, _ in samples if t <= warmup]
     if not after or not before:
         return 0.0
     return round(max(after) - before[-1], 1)
 
 
 def table(report: dict) -> str:
-    """Minute by minute: RSS at the end of the minute, and the hangs and exceptions in it."""
-    lines = ["minute   RSS (MB)   hangs   exceptions"]
+    """Minute by minute: RSS and the actions done at the end of the minute, and the hangs,
+    exceptions and check failures in it."""
+    lines = ["minute   RSS (MB)   actions   hangs   exceptions"]
     samples = report["samples"]
     if not samples:
         return lines[0]
     last_minute = int(samples[-1][0] // 60)
     for m in range(last_minute + 1):
-        within = [mb for t, mb in samples if t <= 60 * (m + 1)]
+        _t, mb, actions = [s for s in samples if s[0] <= 60 * (m + 1)][-1]
         hangs = sum(1 for h in report["hangs"] if 60 * m <= h["at_s"] < 60 * (m + 1))
         errors = sum(1 for e in report["exceptions"] if 60 * m <= e["at_s"] < 60 * (m + 1))
-        lines.append(f"{m + 1:6d}   {within[-1]:8.1f}   {hangs:5d}   {errors:10d}")
+        lines.append(f"{m + 1:6d}   {mb:8.1f}   {actions:7d}   {hangs:5d}   {errors:10d}")
     return "\n".join(lines)
 
 
@@ -379,16 +421,38 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hang-s", type=float, default=HANG_S)
     parser.add_argument("--json", help="also write the merged report here")
+    parser.add_argument(
+        "--profile-memory",
+        metavar="OUT.json",
+        help="sample every minute what the window holds (benchmarks/memory_profile.py) and write the samples here",
+    )
+    parser.add_argument(
+        "--tracemalloc-frames", type=int, default=10, help="traceback depth of --profile-memory, 0: no tracemalloc"
+    )
+    parser.add_argument(
+        "--malloc-trim", action="store_true", help="--profile-memory: malloc_trim(0) before each sample"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return child(args.minutes, args.seed, Path(args.report), args.hang_s)
-    report = soak(args.minutes, args.seed, args.hang_s)
+        profile = json.loads(args.profile_json) if args.profile_json else None
+        return child(args.minutes, args.seed, Path(args.report), args.hang_s, profile)
+    profile = None
+    if args.profile_memory:
+        profile = {"frames": args.tracemalloc_frames, "malloc_trim": args.malloc_trim}
+    report = soak(args.minutes, args.seed, args.hang_s, profile=profile)
     print(summary(report), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str))
-    ok = not report["hangs"] and not report["crashes"] and not report["exceptions"]
+    if args.profile_memory:
+        sys.path.insert(0, str(ROOT))
+        from benchmarks.memory_profile import table as memory_table
+
+        Path(args.profile_memory).write_text(json.dumps(report["memory"], indent=1, default=str))
+        print("\nmemory, minute by minute:\n" + memory_table(report["memory"]), flush=True)
+    ok = not report["hangs"] and not report["crashes"] and not report["exceptions"] and not report["check_failures"]
     return 0 if ok and report["growth_mb"] <= GROWTH_LIMIT_MB else 1
 
 

@@ -1,8 +1,12 @@
 """Two minutes of the soak (benchmarks/soak_gui.py) in CI: random sequences of the state
 machine's actions on the real window, under the watchdog. No event-loop block over 2 s, no
-crash, no exception. Memory is the 20-minute soak's measure, not this test's: in two minutes
-the first use of each feature (clip encoder, walk slices, sessions) dominates the growth, which
-ranged 130–360 MB between runs of the same seed.
+crash, no exception, no failed invariant (tests/gui/actions.py's checks after every action).
+
+Memory: in two minutes the first use of each feature (torch, the clip encoder, walk slices,
+sessions) dominates RSS, so RSS growth is the 20-minute soak's measure and here only bounds a
+gross leak. What grew for good before (issue 27) is counted exactly instead, from the soak's own
+memory profile: each 3D view holds the framebuffers of one size, its current one (kept for every
+size a layout gave it, they grew RSS by ~30 MB a minute).
 
 The soak runs its window in a child process on the display pytest-xvfb started (DISPLAY is
 inherited), so a crash fails this test instead of ending the session.
@@ -13,6 +17,10 @@ from pathlib import Path
 
 SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak_gui.py"
 MINUTES = 2.0
+# RSS growth after the first 30 s. Runs of this seed grew 130–360 MB in two minutes, all of it
+# features used for the first time (torch's import alone is ~400 MB of the first minute); twice
+# the largest is what no first use explains.
+GROSS_GROWTH_MB = 720.0
 
 
 def load_soak():
@@ -22,12 +30,20 @@ def load_soak():
     return module
 
 
-def test_two_minutes_of_random_actions_neither_hang_nor_raise(tmp_path):
+def test_two_minutes_of_random_actions_neither_hang_nor_raise_nor_grow(tmp_path):
     soak = load_soak()
-    report = soak.soak(minutes=MINUTES, seed=23, out_dir=tmp_path, quiet=True)
+    profile = {"frames": 0}  # counts only: tracemalloc would slow the actions several times over
+    report = soak.soak(minutes=MINUTES, seed=23, out_dir=tmp_path, quiet=True, profile=profile)
     text = soak.summary(report)
     print(text)  # pytest shows it when the test fails
     assert report["actions"] > 50, text
     assert report["crashes"] == [], text
     assert report["hangs"] == [], text
     assert report["exceptions"] == [], text
+    assert report["check_failures"] == {}, text
+    assert report["memory"], text
+    for sample in report["memory"]:
+        graphics = sample["graphics"]
+        # one GLCells per 3D view (and per clip render in progress), one size each
+        assert graphics["framebuffers"] <= graphics["gl_cells"], (sample["t_s"], graphics)
+    assert report["growth_mb"] <= GROSS_GROWTH_MB, text

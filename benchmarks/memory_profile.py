@@ -1,0 +1,259 @@
+"""What a long-running window holds, sampled minute by minute (``soak_gui.py --profile-memory``).
+
+Each sample separates the Python heap (tracemalloc's traced bytes) from native memory (RSS minus
+that: glibc's arenas, Qt, Mesa, torch's allocator) and counts what could be growing: Qt widgets
+and QObjects by type, pyqtgraph items by type (and the items in each scene), GL buffers and the
+3D views' cached framebuffers, numpy arrays and torch tensors reachable from the collector's
+objects (by total bytes), and Python objects by type. tracemalloc's growth since the first sample
+after the warm-up is listed by traceback.
+
+``malloc_trim=True`` returns glibc's free heap pages to the system before a sample and records RSS
+before and after: what it gives back is fragmentation or free lists, not a leak (a diagnosis,
+never a fix). Run the child with MALLOC_ARENA_MAX=2 for the same question about thread arenas.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import gc
+import os
+import sys
+import time
+import tracemalloc
+
+TOP = 25  # entries kept per counter and per tracemalloc comparison
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks")
+        + ("uordblks", "fordblks", "keepcost")
+    ]
+
+
+_libc = ctypes.CDLL("libc.so.6")
+_libc.mallinfo2.restype = _Mallinfo2
+
+
+def malloc_mb() -> dict:
+    """glibc's heap: bytes in use, free inside the heap (fragmentation, free lists), mmapped."""
+    info = _libc.mallinfo2()
+    mb = 2**-20
+    return {
+        "in_use_mb": round(info.uordblks * mb, 1),
+        "free_in_heap_mb": round(info.fordblks * mb, 1),
+        "mmapped_mb": round(info.hblkhd * mb, 1),
+    }
+
+
+def _by_type(objects) -> collections.Counter:
+    return collections.Counter(type(o).__name__ for o in objects)
+
+
+def _top(counter: collections.Counter) -> dict:
+    return dict(counter.most_common(TOP))
+
+
+def qt_counts(window) -> dict:
+    from PySide6.QtCore import QObject
+    from PySide6.QtWidgets import QApplication
+
+    widgets = QApplication.allWidgets()
+    children = window.findChildren(QObject) if window is not None else []
+    return {
+        "widgets": len(widgets),
+        "widgets_by_type": _top(_by_type(widgets)),
+        "top_level_widgets": len(QApplication.topLevelWidgets()),
+        "window_qobjects": len(children),
+        "window_qobjects_by_type": _top(_by_type(children)),
+    }
+
+
+def graphics_counts(objects: list) -> dict:
+    """pyqtgraph's 2D and GL items, the items each scene holds, GL buffers and framebuffers."""
+    from pyqtgraph import GraphicsObject
+    from pyqtgraph.opengl.GLGraphicsItem import GLGraphicsItem
+    from PySide6.QtOpenGL import QOpenGLBuffer
+    from PySide6.QtWidgets import QGraphicsScene
+
+    from gui.views.gl_cells import GLCells
+
+    types = {type(o) for o in objects}
+
+    def of(cls):  # by type (isinstance would read __class__, which some lazy objects warn on)
+        kinds = {t for t in types if issubclass(t, cls)}
+        return [o for o in objects if type(o) in kinds]
+
+    items_2d, items_gl, scenes = of(GraphicsObject), of(GLGraphicsItem), of(QGraphicsScene)
+    buffers, cells = of(QOpenGLBuffer), of(GLCells)
+    fbos = [key for c in cells for key in c._fbos]
+    return {
+        "pyqtgraph_items": len(items_2d),
+        "pyqtgraph_items_by_type": _top(_by_type(items_2d)),
+        "gl_items": len(items_gl),
+        "gl_items_by_type": _top(_by_type(items_gl)),
+        "scenes": len(scenes),
+        "scene_items": sum(len(s.items()) for s in scenes),
+        "gl_buffers": len(buffers),
+        "gl_buffers_created": sum(1 for b in buffers if b.isCreated()),
+        "gl_cells": len(cells),
+        "framebuffers": len(fbos),
+        # colour + depth/stencil, 4 bytes each per pixel (a multisampled twin counts again)
+        "framebuffer_mb": round(sum(8 * w * h for _view, w, h in fbos) / 2**20, 1),
+    }
+
+
+def array_counts(objects: list) -> dict:
+    """numpy arrays and torch tensors referred to by the collector's objects, by their memory's
+    owner (a view counts its base once), and the largest groups by dtype and shape."""
+    import numpy as np
+
+    torch = sys.modules.get("torch")  # imported by the app when it needs it, never by a profile
+    owners: dict[int, np.ndarray] = {}
+    tensors: dict[int, object] = {}
+    referents = [r for o in objects for r in gc.get_referents(o)]
+    kinds = {type(r) for r in referents}
+    arrays = {t for t in kinds if issubclass(t, np.ndarray)}
+    tensor_kinds = {t for t in kinds if torch is not None and issubclass(t, torch.Tensor)}
+    for r in referents:
+        kind = type(r)
+        if kind in arrays:
+            base = r
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            owners[id(base)] = base
+        elif kind in tensor_kinds:
+            tensors[id(r)] = r
+    del referents
+    storages: dict[int, int] = {}
+    for t in tensors.values():
+        try:
+            storage = t.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+        except RuntimeError:  # a tensor without storage (meta, sparse)
+            pass
+    groups = collections.Counter()
+    for a in owners.values():
+        groups[f"{a.dtype}{list(a.shape)}"] += a.nbytes
+    return {
+        "ndarrays": len(owners),
+        "ndarray_mb": round(sum(a.nbytes for a in owners.values()) / 2**20, 1),
+        "ndarray_largest_mb": {k: round(v / 2**20, 2) for k, v in groups.most_common(10)},
+        "tensors": len(storages),
+        "tensor_mb": round(sum(storages.values()) / 2**20, 1),
+    }
+
+
+def _by_traceback(snap, lines: set) -> collections.Counter:
+    """Bytes by traceback of the traces allocated at one of ``lines`` ((file, line) pairs).
+    Read from the snapshot's raw tuples (domain, size, frames, total): Snapshot.filter_traces and
+    compare_to("traceback") take minutes over a million traces."""
+    sizes = collections.Counter()
+    for _domain, size, frames, *_ in snap.traces._traces:
+        if frames[0] in lines:
+            sizes[frames] += size
+    return sizes
+
+
+def _by_line(snap, before) -> list[dict]:
+    stats = snap.compare_to(before, "lineno")[:TOP]
+    where = [f"{s.traceback[0].filename.split('site-packages/')[-1]}:{s.traceback[0].lineno}" for s in stats]
+    return [{"kb": round(s.size_diff / 1024, 1), "count": s.count_diff, "at": at} for s, at in zip(stats, where)]
+
+
+def _growth(snap, before) -> list[dict]:
+    """The tracebacks whose memory grew most since ``before``: the lines that grew most (by line,
+    as compare_to groups them), then their traces by traceback."""
+    grown = [s for s in snap.compare_to(before, "lineno")[:TOP] if s.size_diff > 0]
+    lines = {(s.traceback[0].filename, s.traceback[0].lineno) for s in grown}
+    diff = _by_traceback(snap, lines)
+    diff.subtract(_by_traceback(before, lines))
+    out = []
+    for frames, size in diff.most_common(TOP):
+        where = [f"{name.split('site-packages/')[-1]}:{line}" for name, line in frames]
+        out.append({"kb": round(size / 1024, 1), "traceback": where[:6]})  # most recent first
+    return out
+
+
+class MemoryProfile:
+    """Samples of one window's memory; ``sample`` takes one (seconds: the caller's clock)."""
+
+    def __init__(self, frames: int = 10, malloc_trim: bool = False):
+        self.frames, self.malloc_trim = frames, malloc_trim
+        self.samples: list[dict] = []
+        self._baseline = None  # tracemalloc snapshot at the first sample after the warm-up
+        self._previous = None
+        self._types0 = None
+        if frames and not tracemalloc.is_tracing():
+            tracemalloc.start(frames)
+
+    def _snapshot(self):
+        snap = tracemalloc.take_snapshot()
+        ignore = [tracemalloc.__file__, "<frozen importlib._bootstrap*"]
+        return snap.filter_traces([tracemalloc.Filter(False, pattern) for pattern in ignore])
+
+    def sample(self, seconds: float, window, after_warmup: bool, by_traceback: bool = False) -> dict:
+        """One sample; ``by_traceback``: tracemalloc's growth since the warm-up by traceback too
+        (a minute's work over a million traces; by line otherwise)."""
+        started = time.monotonic()
+        gc.collect()
+        out = {"t_s": round(seconds, 1), "rss_mb": round(rss_mb(), 1)}
+        if self.malloc_trim:
+            _libc.malloc_trim(0)
+            out["rss_after_malloc_trim_mb"] = round(rss_mb(), 1)
+        out["malloc"] = malloc_mb()
+        if tracemalloc.is_tracing():
+            traced = tracemalloc.get_traced_memory()[0] / 2**20
+            out["python_heap_mb"] = round(traced, 1)
+            out["native_mb"] = round(out["rss_mb"] - traced, 1)
+        objects = gc.get_objects()
+        types = _by_type(objects)
+        out["python_objects"] = len(objects)
+        if self._types0 is None or (after_warmup and self._baseline is None and tracemalloc.is_tracing()):
+            self._types0 = types
+        grown = types - self._types0
+        out["python_types_grown"] = _top(grown)
+        out["qt"] = qt_counts(window)
+        out["graphics"] = graphics_counts(objects)
+        out["arrays"] = array_counts(objects)
+        del objects
+        if tracemalloc.is_tracing():
+            snap = self._snapshot()
+            if self._previous is not None:
+                out["tracemalloc_since_previous"] = _by_line(snap, self._previous)[:10]
+            if self._baseline is not None:
+                out["tracemalloc_since_warmup"] = _by_line(snap, self._baseline)
+                if by_traceback:
+                    out["tracemalloc_since_warmup_by_traceback"] = _growth(snap, self._baseline)
+            elif after_warmup:
+                self._baseline = snap
+            self._previous = snap
+        out["profile_s"] = round(time.monotonic() - started, 1)
+        self.samples.append(out)
+        return out
+
+
+def table(samples: list[dict]) -> str:
+    """One line a sample: RSS, its Python and native parts, and the main counts."""
+    head = (
+        f"{'min':>5} {'RSS':>7} {'trim':>7} {'py heap':>7} {'native':>7} {'malloc free':>11} {'widgets':>7} "
+        f"{'pg items':>8} {'GL items':>8} {'FBOs':>5} {'FBO MB':>6} {'arrays MB':>9} {'tensors MB':>10} {'objects':>8}"
+    )
+    lines = [head]
+    for s in samples:
+        g, a = s["graphics"], s["arrays"]
+        lines.append(
+            f"{s['t_s'] / 60:5.1f} {s['rss_mb']:7.0f} {s.get('rss_after_malloc_trim_mb', float('nan')):7.0f} "
+            f"{s.get('python_heap_mb', float('nan')):7.0f} {s.get('native_mb', float('nan')):7.0f} "
+            f"{s['malloc']['free_in_heap_mb']:11.0f} {s['qt']['widgets']:7d} {g['pyqtgraph_items']:8d} "
+            f"{g['gl_items']:8d} {g['framebuffers']:5d} {g['framebuffer_mb']:6.0f} {a['ndarray_mb']:9.0f} "
+            f"{a['tensor_mb']:10.0f} {s['python_objects']:8d}"
+        )
+    return "\n".join(lines)
