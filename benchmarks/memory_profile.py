@@ -82,6 +82,7 @@ def graphics_counts(objects: list) -> dict:
     from pyqtgraph.opengl.GLGraphicsItem import GLGraphicsItem
     from PySide6.QtOpenGL import QOpenGLBuffer
     from PySide6.QtWidgets import QGraphicsScene
+    from shiboken6 import isValid
 
     from gui.views.gl_cells import GLCells
 
@@ -91,7 +92,8 @@ def graphics_counts(objects: list) -> dict:
         kinds = {t for t in types if issubclass(t, cls)}
         return [o for o in objects if type(o) in kinds]
 
-    items_2d, items_gl, scenes = of(GraphicsObject), of(GLGraphicsItem), of(QGraphicsScene)
+    items_2d, items_gl = of(GraphicsObject), of(GLGraphicsItem)
+    scenes = [s for s in of(QGraphicsScene) if isValid(s)]  # a wrapper may outlive its deleted scene
     buffers, cells = of(QOpenGLBuffer), of(GLCells)
     fbos = [key for c in cells for key in c._fbos]
     return {
