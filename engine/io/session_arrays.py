@@ -194,11 +194,22 @@ TOOLKIT_PAGES = {
         at_least={"A": 2, "B": 2},
     ),
     "interpolation": Schema(
-        "saved interpolation", {"alpha": ArraySpec(F, ("M",)), "loss": ArraySpec(F, ("M",))}, at_least={"M": 2}
+        "saved interpolation",
+        {
+            "alpha": ArraySpec(F, ("M",)),
+            "loss": ArraySpec(F, ("M",)),
+            "accuracy": ArraySpec(F, ("M",), optional=True),  # a classifier's
+        },
+        at_least={"M": 2},
     ),
     "density": Schema(
         "saved spectral density",
-        {"grid": ArraySpec(F, ("G",)), "density": ArraySpec(F, ("G",)), "extremes": ArraySpec(F, (2,))},
+        {
+            "grid": ArraySpec(F, ("G",)),
+            "density": ArraySpec(F, ("G",)),
+            "extremes": ArraySpec(F, (2,)),
+            "top_eigenvalues": ArraySpec(F, (None,), optional=True),  # a module's
+        },
         at_least={"G": 2},
     ),
 }

@@ -7,9 +7,11 @@ checks it when a session is opened). Keys:
 - ``mode``: the toolkit mode that made it (plane, pca, interpolation, density);
 - ``plane``: ``alpha`` (A,), ``beta`` (B,), ``loss`` (A, B) as the job computed it, ``L_star``,
   ``kind``, ``labels`` [x, y], ``path_names`` [R], ``paths`` (R, T, 2) in (α, β) (R may be 0);
-- ``interpolation``: ``alpha``, ``loss`` (M,), ``loss_a``, ``loss_b``, ``barrier``;
+- ``interpolation``: ``alpha``, ``loss`` (M,), ``loss_a``, ``loss_b``, ``barrier``; for a
+  classifier also ``accuracy`` (M,), ``accuracy_a``, ``accuracy_b``, ``accuracy_barrier``;
 - ``density``: ``grid``, ``density`` (G,), ``extremes`` (2,), ``trace``, ``sum_squares``,
-  ``probes``, ``steps``.
+  ``probes``, ``steps``; for a module also its Hessian's ``top_eigenvalues`` (k,) descending,
+  and the Hutchinson ``hutchinson_trace`` with its standard error ``hutchinson_se``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def present(result: ToolkitResult) -> dict:
             "loss_b": float(i.loss_b),
             "barrier": float(i.barrier),
         }
+        if i.accuracy is not None:  # a classifier: linear mode connectivity's error along the line
+            state["interpolation"].update(
+                accuracy=np.asarray(i.accuracy, float),
+                accuracy_a=float(i.accuracy_a),
+                accuracy_b=float(i.accuracy_b),
+                accuracy_barrier=float(i.accuracy_barrier),
+            )
     elif result.density is not None:
         d = result.density
         state["density"] = {
@@ -51,6 +60,13 @@ def present(result: ToolkitResult) -> dict:
             "probes": int(d.nodes.shape[0]),
             "steps": int(d.steps_done.max()),
         }
+        h = result.hessian
+        if h is not None:
+            state["density"].update(
+                top_eigenvalues=np.asarray(h.eigenvalues, float),
+                hutchinson_trace=float(h.trace),
+                hutchinson_se=float(h.trace_se),
+            )
     return state
 
 

@@ -32,9 +32,11 @@ class SpectralDensityView(pg.PlotWidget):
             self.addItem(line)
         own_menus(self)
 
-    def show_density(self, grid, density, extremes, trace: float, sum_squares: float, probes: int, steps: int):
+    def show_density(
+        self, grid, density, extremes, trace: float, sum_squares: float, probes: int, steps: int, note: str = ""
+    ):
         """The smoothed density on ``grid``, the extreme Ritz values as dashed lines, and the
-        SLQ estimates of tr H and Σλ² under the title."""
+        SLQ estimates of tr H and Σλ² under the title (and ``note`` under them, when given)."""
         grid, density = np.asarray(grid, float), np.asarray(density, float)
         self.curve.setData(grid, np.maximum(density, FLOOR))
         for line, value in zip(self.edges, extremes):
@@ -49,7 +51,8 @@ class SpectralDensityView(pg.PlotWidget):
             [
                 f"{probes} probes × {steps} Lanczos steps · λ from {lo:.3g} to {hi:.3g} (dashed)",
                 f"tr H ≈ {trace:.4g} · Σλ² ≈ {sum_squares:.4g}",
-            ],
+            ]
+            + ([note] if note else []),
         )
         # Auto-range that stays on: a one-shot autoRange() ran at whatever size the page had when
         # it was drawn (hidden, on another tab, or before the window's last layout), and the

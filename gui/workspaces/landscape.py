@@ -4,6 +4,10 @@ optimizers' paths on their PCA plane, the interpolation between two networks, an
 spectral density where the full spectrum would not fit.
 
 Every number comes from engine.landscape.toolkit's job, the same jobs ``main.py landscape`` runs.
+Any PyTorch model loads too (a .pt2 of a conv net with batch norm, or a state_dict with its
+``package.module:factory``): its modes are the module toolkit's (engine.landscape.module_toolkit),
+its PCA plane that of the training checkpoints listed, and a classifier's interpolation shows the
+accuracy along the line under the loss.
 """
 
 from __future__ import annotations
@@ -11,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
-from PySide6.QtWidgets import QFileDialog, QTabWidget, QVBoxLayout
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QSplitter, QTabWidget, QVBoxLayout
 
 from engine.core.errors import EngineInputError
 from engine.landscape.networks import Network
-from engine.landscape.toolkit import ToolkitResult, ToolkitSettings, read_network_job, toolkit_job
+from engine.landscape.toolkit import NetworkFile, ToolkitResult, ToolkitSettings, toolkit_job
 
 from ..panels.inspector import NETWORK_FILES, TorchFileDialog
 from ..panels.topology_parameters import resolve
@@ -30,12 +35,13 @@ from ..workspace import Workspace
 
 MODES = {
     "filter-normalised plane": "plane",
-    "optimizers on their PCA plane": "pca",
+    "training paths on their PCA plane (optimizers, or a model's checkpoints)": "pca",
     "interpolation to a second network": "interpolation",
     "Hessian spectral density (SLQ)": "density",
 }
 PAGES = {"plane": 0, "pca": 0, "interpolation": 1, "density": 2}
 NORMALIZATIONS = {"per filter (Li et al.)": "filter", "per layer": "layer", "unit norm": "random"}
+FILE_FIELDS = ("source", "path", "activation", "data", "model")  # the network group's fields a load sets
 
 PARAMETERS = [
     {"name": "mode", "title": "Show", "type": "list", "value": "plane", "limits": MODES},
@@ -52,7 +58,14 @@ PARAMETERS = [
                 "limits": {"the minima tab's network": "minima", "a file": "file"},
             },
             {"name": "path", "title": "file", "type": "str", "value": "", "tip": ".npz, .pt/.pth state_dict or .pt2"},
-            {"name": "activation", "title": "activation", "type": "str", "value": "", "tip": "for a state_dict"},
+            {"name": "activation", "title": "activation", "type": "str", "value": "", "tip": "for an MLP's state_dict"},
+            {
+                "name": "model",
+                "title": "model factory",
+                "type": "str",
+                "value": "",
+                "tip": "package.module:factory building the nn.Module a state_dict is for (your own code, imported)",
+            },
             {
                 "name": "data",
                 "title": "data",
@@ -64,8 +77,9 @@ PARAMETERS = [
                 "name": "loss",
                 "title": "loss",
                 "type": "list",
-                "value": "sum",
+                "value": "auto",
                 "limits": {
+                    "cross-entropy for labels, else summed squares": "auto",
                     "summed squared error (papers)": "sum",
                     "mean squared error": "mean",
                     "cross-entropy": "cross-entropy",
@@ -93,6 +107,12 @@ PARAMETERS = [
             {"name": "steps", "type": "int", "value": 200, "limits": (2, 100_000)},
             {"name": "optimizers", "type": "str", "value": "gd, adam", "tip": "comma-separated: gd, sgd, adam"},
             {"name": "lr", "title": "step size (0: default)", "type": "float", "value": 0.0, "limits": (0.0, 1e3)},
+            {
+                "name": "checkpoints",
+                "type": "str",
+                "value": "",
+                "tip": "a PyTorch model's training state_dicts, oldest first, separated by ';' (at least 3)",
+            },
         ],
     },
     {
@@ -131,18 +151,31 @@ class LandscapeWorkspace(Workspace):
         super().__init__(Parameter.create(name="landscape", type="group", children=PARAMETERS), parent)
         self.plane = ContourPlaneView()
         self.interpolation = CurvesView("interpolation L(θa + α (θb − θa))", "α", "loss L")
+        self.accuracy = CurvesView("accuracy along the line (a classifier's)", "α", "accuracy")
+        self.accuracy.setXLink(self.interpolation)
+        self.accuracy.hide()
+        line = QSplitter(Qt.Orientation.Vertical)
+        line.addWidget(self.interpolation)
+        line.addWidget(self.accuracy)
+        line.setStretchFactor(0, 3)  # the loss above, the accuracy below it a third as tall
+        line.setStretchFactor(1, 1)
         self.density = SpectralDensityView()
         self.pages = QTabWidget()
         self.pages.addTab(self.plane, "Plane and surface")
-        self.pages.addTab(self.interpolation, "Interpolation")
+        self.pages.addTab(line, "Interpolation")
         self.pages.addTab(self.density, "Spectral density")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.pages)
         self.result: ToolkitResult | None = None
         self.shown: dict = {}  # the view state drawn now (gui.present.landscape), what a session saves
+        self._loading: dict | None = None  # the network fields before a load that has not finished yet
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
+
+    def attach(self, controller) -> None:
+        super().attach(controller)
+        controller.run_finished.connect(self._run_finished)
 
     # ------------------------------------------------------------------ jobs
     def settings(self) -> ToolkitSettings:
@@ -169,30 +202,38 @@ class LandscapeWorkspace(Workspace):
         if steps is not None and s.mode == "pca":
             s = ToolkitSettings(**{**s.__dict__, "steps": max(2, steps)})
         self.pages.setCurrentIndex(PAGES[s.mode])
-        return presented_job(toolkit_job(s, self._network(), self._second() if s.mode == "interpolation" else None))
+        second = self._second() if s.mode == "interpolation" else None
+        return presented_job(toolkit_job(s, self._network(), second, self._checkpoints() if s.mode == "pca" else ()))
 
     def _network(self):
-        """The minima tab's network as built or loaded, or a job reading the chosen file."""
+        """The minima tab's network as built or loaded, or the chosen file (read by the job)."""
         p = self.parameters
         if p["network", "source"] == "file":
             if not p["network", "path"].strip():
                 raise EngineInputError("choose a network file (File ▸ Load network) or the minima tab's network")
-            data = p["network", "data"].strip()
-            return read_network_job(
-                resolve(p["network", "path"], "network file"),
-                p["network", "activation"],
-                resolve(data, "data file") if data else "",
-            )
+            return self._file(resolve(p["network", "path"], "network file"))
         c = self._minima_construction()
         if c is None:
             raise EngineInputError("build or load a network in the minima tab first, or choose a file")
         return Network(c.arch, c.params, c.X, c.Y)
 
+    def _file(self, path: str) -> NetworkFile:
+        """``path`` read as the network group says: its data, activation or model factory."""
+        p = self.parameters
+        data = p["network", "data"].strip()
+        data = resolve(data, "data file") if data else ""
+        return NetworkFile(str(path), p["network", "activation"], data, p["network", "model"].strip())
+
+    def _checkpoints(self) -> tuple[str, ...]:
+        """A module's checkpoints for its PCA plane: the listed files, oldest first (an MLP's
+        optimizers are trained instead, so it takes none)."""
+        listed = [part.strip() for part in self.parameters["training", "checkpoints"].split(";")]
+        return tuple(resolve(part, "checkpoint") for part in listed if part)
+
     def _second(self):
         path = self.parameters["interpolation", "second"].strip()
         if path:
-            p = self.parameters
-            return read_network_job(path, p["network", "activation"], p["network", "data"])
+            return self._file(resolve(path, "second network"))
         figure = getattr(self.controller.workspaces.get("minima"), "figure", None)
         end = getattr(getattr(figure, "path", None), "theta_end", None)
         if end is None:
@@ -210,6 +251,9 @@ class LandscapeWorkspace(Workspace):
     def show_result(self, presented):
         if not isinstance(presented, Presented) or not isinstance(presented.result, ToolkitResult):
             return
+        if self._loading is not None:  # a loaded file's first result replaces every page
+            self._loading = None
+            self.reset()
         self.result = presented.result
         self._draw(presented.state)
 
@@ -231,11 +275,31 @@ class LandscapeWorkspace(Workspace):
                 ],
                 note=f"L(θa) = {i['loss_a']:.6g}, L(θb) = {i['loss_b']:.6g}; barrier over the chord {i['barrier']:.3g}",
             )
+            self._draw_accuracy(i)
         elif "density" in state:
             d = state["density"]
+            hessian = ""
+            if "top_eigenvalues" in d:  # a module's: Lanczos' top eigenvalues and Hutchinson's trace
+                top = ", ".join(f"{v:.4g}" for v in d["top_eigenvalues"])
+                hessian = f"top λ {top} · Hutchinson tr H = {d['hutchinson_trace']:.4g} ± {d['hutchinson_se']:.2g}"
             self.density.show_density(
-                d["grid"], d["density"], d["extremes"], d["trace"], d["sum_squares"], d["probes"], d["steps"]
+                d["grid"], d["density"], d["extremes"], d["trace"], d["sum_squares"], d["probes"], d["steps"], hessian
             )
+
+    def _draw_accuracy(self, i: dict):
+        """A classifier's accuracy along the line, under the loss (hidden for a regression)."""
+        self.accuracy.setVisible("accuracy" in i)
+        if "accuracy" not in i:
+            self.accuracy.clear_curves()
+            return
+        self.accuracy.show_curves(
+            [
+                {"name": "accuracy(α)", "x": i["alpha"], "y": i["accuracy"], "color": 2},
+                {"name": "θa (α = 0)", "hline": i["accuracy_a"], "color": "fg", "style": "dash"},
+            ],
+            note=f"accuracy at θa {i['accuracy_a']:.3g}, at θb {i['accuracy_b']:.3g}; "
+            f"most lost below the chord {i['accuracy_barrier']:.3g}",
+        )
 
     # Sessions save the drawn view state, and opening one draws it again without a job.
     def session_state(self) -> dict:
@@ -255,6 +319,8 @@ class LandscapeWorkspace(Workspace):
         self.shown = {}
         self.plane.clear_plane()
         self.interpolation.clear_curves()
+        self.accuracy.clear_curves()
+        self.accuracy.hide()
         self.density.clear_density()
 
     # ------------------------------------------------------------------ files
@@ -270,23 +336,38 @@ class LandscapeWorkspace(Workspace):
             activation, data = dialog.choice()
         self.load_network(path, activation, data)
 
-    def load_network(self, path: str, activation: str = "", data: str = ""):
-        """Take ``path`` as this tab's network and run the chosen mode on it."""
+    def load_network(self, path: str, activation: str = "", data: str = "", model: str = ""):
+        """Take ``path`` as this tab's network and run the chosen mode on it: paper B's MLP, or
+        any PyTorch model (a .pt2, or a state_dict with its ``model`` factory) with its data."""
         p = self.parameters
-        p["network", "source"] = "file"
-        p["network", "path"], p["network", "activation"], p["network", "data"] = path, activation, data
+        before = {name: p["network", name] for name in FILE_FIELDS}
+        self._set_file(dict(source="file", path=path, activation=activation, data=data, model=model))
         try:
             job = self.make_job()
         except EngineInputError as error:
+            self._set_file(before)
             self.controller.error(str(error))
             return
-        self.controller.start(self, job)
+        # A file that does not load (the job says why, in one line) changes nothing: the pages keep
+        # what they show until its first result, and the fields go back if it fails or is cancelled.
+        self._loading = before
+        self.controller.start(self, job, keep=True)
+
+    def _set_file(self, values: dict):
+        for name, value in values.items():
+            self.parameters["network", name] = value
+
+    def _run_finished(self):
+        if self._loading is not None and self.controller.last_outcome != "succeeded":
+            self._set_file(self._loading)
+            self._loading = None
 
     # ------------------------------------------------------------------ interface
     def plot_widgets(self) -> dict[str, pg.PlotWidget]:
         return {
             "landscape plane": self.plane.heatmap,
             "interpolation": self.interpolation,
+            "interpolation accuracy": self.accuracy,
             "spectral density": self.density,
         }
 

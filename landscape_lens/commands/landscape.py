@@ -210,24 +210,19 @@ def read_any_network(args):
     behaviour as before); otherwise the file as any nn.Module (engine.io.module_network)."""
     from engine.core.errors import EngineInputError
     from engine.io.module_network import read_module_network
-    from engine.landscape.networks import read_network
+    from engine.landscape.module_toolkit import read_any_network
 
     flags, exported = _module_flags(args), Path(args.network).suffix.lower() == ".pt2"
-    if not (flags or exported):
-        return read_network(args.network, args.activation, args.data)
     if flags and not (exported or args.model):
         raise EngineInputError(
             f"{flags[0]} needs a model read as a module: a .pt2 archive, or a state_dict with "
             "--model package.module:factory"
         )
-    if not args.data:
+    if (flags or exported) and not args.data:
         raise EngineInputError(f"{args.network}: a PyTorch model needs --data D.npz (X batch first, Y) or a .csv")
-    if exported and not flags:
-        try:
-            return read_network(args.network, args.activation, args.data)
-        except EngineInputError:
-            pass  # not a chain of Linear layers: the module reader says why, if it cannot read it either
-    return read_module_network(args.network, args.data, args.model)
+    if flags:
+        return read_module_network(args.network, args.data, args.model)
+    return read_any_network(args.network, args.activation, args.data)  # the window's choice, as File ▸ Load network
 
 
 def module_landscape(args, net) -> dict:
@@ -236,13 +231,14 @@ def module_landscape(args, net) -> dict:
     from engine.core.exports import json_default
     from engine.core.lazy import torch
     from engine.core.runtime import configure_torch_threads
-    from engine.io.module_network import check_state_dict, read_checkpoint, read_module_network
+    from engine.io.module_network import read_checkpoint
     from engine.landscape import module_exports
     from engine.landscape.module_hessian import check_options as check_hessian_options
     from engine.landscape.module_hessian import module_hessian_job
     from engine.landscape.module_interpolation import module_interpolation_job
     from engine.landscape.module_loss import ModuleLoss
     from engine.landscape.module_plane import check_grid, module_plane_job
+    from engine.landscape.module_toolkit import loss_kind, read_end_state
     from engine.landscape.module_trajectory import check_count as check_checkpoint_count
     from engine.landscape.module_trajectory import checkpoint_plane_job
     from landscape_lens.progress_bar import progress_bar
@@ -257,7 +253,7 @@ def module_landscape(args, net) -> dict:
         raise EngineInputError("--resume continues a plane computed with --executor; give --executor too")
     if args.executor and (args.trajectory or args.device != "cpu"):
         raise EngineInputError("--executor computes a plane's rows on the CPU; not with --trajectory or --device")
-    kind = args.loss or ("cross-entropy" if net.Y.dtype.kind in "iu" else "sum")
+    kind = loss_kind(args.loss or "auto", net)
     loss = ModuleLoss(net, kind, args.batch_size, args.dtype, args.device)
     ignore = "biasbn" if args.ignore == "biases" else args.ignore
     n = args.plane or 51
@@ -268,13 +264,7 @@ def module_landscape(args, net) -> dict:
     if args.trajectory:
         check_checkpoint_count(len(args.trajectory), loss.n_params)
     states = [read_checkpoint(path, net) for path in args.trajectory or ()]
-    other = None
-    if args.interpolate:
-        if Path(args.interpolate).suffix.lower() == ".pt2":  # a second archive: its state, checked as a file's
-            state = read_module_network(args.interpolate, args.data).module.state_dict()
-            other = check_state_dict(args.interpolate, state, net.module)
-        else:
-            other = read_checkpoint(args.interpolate, net)
+    other = read_end_state(args.interpolate, net) if args.interpolate else None
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
