@@ -12,6 +12,7 @@ from .plot_style import add_legend, follow_theme
 
 END_MARK = 11  # px: a path's start (disc) and end (square)
 STAYED_RING = 26  # px: the ring around a path that never left its start, larger than any mark there
+STAYED_Z = 20
 STAYED = 1e-3  # of the plane's extent: a path shorter than this is one point on the map
 CONTOURS = 14  # levels between the lowest loss and the colour bar's top (98th percentile)
 
@@ -70,6 +71,7 @@ class ContourPlaneView(PlaneView):
                 ends = pg.ScatterPlotItem(
                     xy[:1, 0], xy[:1, 1], symbol="o", size=STAYED_RING, brush=None, pen=pg.mkPen(color, width=3)
                 )
+                ends.setZValue(STAYED_Z)  # over the paths that leave from the same point
             else:
                 ends = pg.ScatterPlotItem(
                     xy[[0, -1], 0],

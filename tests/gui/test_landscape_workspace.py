@@ -92,6 +92,7 @@ def test_pca_paths_are_the_trajectories_projected(window, qtbot, toolkit):
             assert mark.opts["pen"].color() == line.opts["pen"].color()
             np.testing.assert_allclose(np.column_stack(mark.getData()), want[:1], atol=1e-12)
             assert mark.opts["size"] > max(m.opts["size"] for m in marks if m is not mark)
+            assert mark.zValue() > max(item.zValue() for item in ws.plane.paths if item is not mark)
     assert "stayed" in lines[0].name()  # this network's gd: the test would pass vacuously otherwise
     assert_colour_bar_shows_values(window, ws.plane)
     assert np.allclose(pca.components @ pca.components.T, np.eye(2), atol=1e-12)
