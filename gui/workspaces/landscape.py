@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QSplitter, QTabWidget, QVBoxLayout
+from PySide6.QtWidgets import QFileDialog, QTabWidget, QVBoxLayout, QWidget
 
 from engine.core.errors import EngineInputError
 from engine.landscape.networks import Network
@@ -154,11 +153,11 @@ class LandscapeWorkspace(Workspace):
         self.accuracy = CurvesView("accuracy along the line (a classifier's)", "α", "accuracy")
         self.accuracy.setXLink(self.interpolation)
         self.accuracy.hide()
-        line = QSplitter(Qt.Orientation.Vertical)
-        line.addWidget(self.interpolation)
-        line.addWidget(self.accuracy)
-        line.setStretchFactor(0, 3)  # the loss above, the accuracy below it a third as tall
-        line.setStretchFactor(1, 1)
+        line = QWidget()
+        column = QVBoxLayout(line)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.interpolation, 3)  # the loss above, the accuracy below it half as tall
+        column.addWidget(self.accuracy, 2)
         self.density = SpectralDensityView()
         self.pages = QTabWidget()
         self.pages.addTab(self.plane, "Plane and surface")
@@ -334,7 +333,10 @@ class LandscapeWorkspace(Workspace):
             if not dialog.exec():
                 return
             activation, data = dialog.choice()
-        self.load_network(path, activation, data)
+        # a state_dict of any module is built by the factory named in the network group (an
+        # exported graph holds its own)
+        model = "" if path.lower().endswith(".pt2") else self.parameters["network", "model"].strip()
+        self.load_network(path, activation, data, model)
 
     def load_network(self, path: str, activation: str = "", data: str = "", model: str = ""):
         """Take ``path`` as this tab's network and run the chosen mode on it: paper B's MLP, or
