@@ -5,6 +5,7 @@ numpy's SVD; a saved session draws the same in a fresh window with no job run (a
 theme); a bad archive is one line and changes nothing."""
 
 import copy
+import threading
 
 import numpy as np
 import pyqtgraph as pg
@@ -275,3 +276,20 @@ def test_a_bad_archive_is_one_line_and_changes_nothing(window, qtbot, toolkit, f
         assert ws.shown is shown
         np.testing.assert_array_equal(ws.plane.image.image, drawn)
     assert not marker.exists()
+
+
+def test_cancelling_a_load_stops_its_points_and_keeps_what_was_shown(window, qtbot, toolkit, files):
+    ws = toolkit
+    load(window, qtbot, ws, files, "plane", plane={"points": 5})
+    shown, drawn = ws.shown, ws.plane.image.image.copy()
+    apply_values(ws.parameters, {"plane": {"points": 201}})  # 40,401 passes over the data: minutes
+    ws.load_network(str(files["pt2_b"]), "", str(files["data"]))
+    qtbot.waitUntil(lambda: "plane point" in window.status_label.text(), timeout=120000)
+    window.cancel()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
+    assert window.last_outcome == "cancelled"
+    # the helper thread evaluating the points sees the stop and ends
+    qtbot.waitUntil(lambda: not any(t.name == "engine-wait-for" for t in threading.enumerate()), timeout=60000)
+    qtbot.waitUntil(lambda: ws.parameters["network", "path"] == str(files["pt2"]), timeout=5000)
+    assert ws.shown is shown
+    np.testing.assert_array_equal(ws.plane.image.image, drawn)
