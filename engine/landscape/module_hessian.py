@@ -187,14 +187,19 @@ def formed_hessian_job(hvp, n: int, block: int = FULL_BLOCK) -> Job[np.ndarray]:
     return 0.5 * (H + H.T)
 
 
-def hessian_directions(loss, tol: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The unit eigenvectors of the two largest eigenvalues, largest first, for ``--directions
-    hessian``; each signed so that its largest-magnitude component is positive (ARPACK's sign is
-    arbitrary)."""
+def hessian_directions_job(loss, tol: float = 0.0, seed: int = 0) -> Job[tuple[np.ndarray, np.ndarray]]:
+    """Job: the unit eigenvectors of the two largest eigenvalues, largest first, for
+    ``--directions hessian``; each signed so that its largest-magnitude component is positive
+    (ARPACK's sign is arbitrary)."""
     job = hessian.top_eigenpairs_job(module_hvp(loss), loss.n_params, 2, attainable_tol(loss, tol), seed, ncv=TOP_NCV)
-    _, vecs, _ = run_to_completion(job)
+    _, vecs, _ = yield from job
     d1, d2 = vecs[:, 1], vecs[:, 0]
     return tuple(d * np.sign(d[np.argmax(np.abs(d))]) for d in (d1, d2))
+
+
+def hessian_directions(loss, tol: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``hessian_directions_job`` run to completion (the command line)."""
+    return run_to_completion(hessian_directions_job(loss, tol, seed))
 
 
 def module_hessian(loss, **options) -> ModuleHessian:

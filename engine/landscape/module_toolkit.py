@@ -1,7 +1,8 @@
 """The toolkit tab's four modes on any PyTorch model: the jobs ``main.py landscape MODEL.pt2
 --data D.npz`` runs (engine.landscape.module_*), chosen by the window's settings.
 
-- plane: ``module_plane_job`` (``--plane N --directions filter|layer|random [--ignore biasbn]``);
+- plane: ``module_plane_job`` (``--plane N --directions filter|layer|random|hessian [--ignore
+  biasbn]``), the Hessian's top two eigenvectors by ``hessian_directions_job``;
 - pca: the user's training checkpoints on their PCA plane, ``checkpoint_plane_job``
   (``--trajectory CKPT …``); a module is not trained here;
 - interpolation: ``module_interpolation_job`` to a second model, with the accuracy along the
@@ -24,7 +25,7 @@ from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.io.module_network import ModuleNetwork, check_state_dict, read_checkpoint, read_module_network
 from engine.io.pt2_program import read_exported_module
 from engine.landscape import networks
-from engine.landscape.module_hessian import check_options, module_hessian_job
+from engine.landscape.module_hessian import check_options, hessian_directions_job, module_hessian_job
 from engine.landscape.module_interpolation import module_interpolation_job
 from engine.landscape.module_loss import ModuleLoss
 from engine.landscape.module_plane import check_grid, module_plane_job
@@ -100,7 +101,11 @@ def module_mode_job(s, net: ModuleNetwork, second: str | None = None, checkpoint
     rest = lambda job, text: subjob(job, 0.1, 1.0, text)
     if s.mode == "plane":
         ignore = "biasbn" if s.ignore == "biases" else s.ignore
-        job = module_plane_job(loss, s.points, s.extent, s.normalization, ignore, s.seed)
+        d1 = d2 = None
+        if s.normalization == "hessian":  # the top two eigenvectors, by Lanczos on exact products
+            d1, d2 = yield from subjob(hessian_directions_job(loss, seed=s.seed), 0.1, 0.3, "Hessian directions: ")
+            rest = lambda job, text: subjob(job, 0.3, 1.0, text)
+        job = module_plane_job(loss, s.points, s.extent, s.normalization, ignore, s.seed, d1, d2)
         plane = yield from rest(job, "plane: ")
         message = f"{s.points}×{s.points} plane of {loss.n_params} parameters, {s.normalization}"
         return dict(plane=plane, message=message)

@@ -102,6 +102,8 @@ def toolkit_job(s: ToolkitSettings, network, second=None, checkpoints=()) -> Job
         return ToolkitResult(s.mode, net, **fields)
     if checkpoints:
         raise EngineInputError("checkpoints are projected for a PyTorch module (.pt2); an MLP's optimizers are trained")
+    if s.mode == "plane" and s.normalization == "hessian":
+        raise EngineInputError("Hessian directions are drawn for a PyTorch module (.pt2); an MLP's plane is random")
     s = replace(s, kind=loss_kind(s.kind, net))
     yield Progress(0.05, f"{'—'.join(map(str, net.arch.widths))}, {net.arch.n_params} parameters")
     arch, theta, X, Y = net.arch, net.params, net.X, net.Y

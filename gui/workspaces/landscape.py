@@ -39,7 +39,12 @@ MODES = {
     "Hessian spectral density (SLQ)": "density",
 }
 PAGES = {"plane": 0, "pca": 0, "interpolation": 1, "density": 2}
-NORMALIZATIONS = {"per filter (Li et al.)": "filter", "per layer": "layer", "unit norm": "random"}
+NORMALIZATIONS = {
+    "per filter (Li et al.)": "filter",
+    "per layer": "layer",
+    "unit norm": "random",
+    "the Hessian's top two eigenvectors (a PyTorch model)": "hessian",
+}
 FILE_FIELDS = ("source", "path", "activation", "data", "model")  # the network group's fields a load sets
 
 PARAMETERS = [

@@ -114,3 +114,24 @@ def test_a_state_dict_with_its_factory_is_the_same_model_as_its_export(cnn, tmp_
     a, b = (run_to_completion(toolkit_job(s, f)).plane for f in (file, own))
     np.testing.assert_array_equal(a.d1, b.d1)
     np.testing.assert_allclose(b.loss, a.loss, rtol=1e-12)  # the graph's ops and the module's, in float64
+
+
+def test_a_hessian_plane_lies_along_the_dense_hessians_top_eigenvectors(cnn):
+    file, _ = cnn
+    model = trained_cnn(0).double().eval()
+    arrays = np.load(file.data)
+    X, Y = torch.from_numpy(arrays["X"]).double(), torch.from_numpy(arrays["Y"])
+    named = list(model.named_parameters())
+
+    def loss_of(theta):
+        pieces = torch.split(theta, [p.numel() for _, p in named])
+        params = {n: t.reshape(p.shape) for (n, p), t in zip(named, pieces)}
+        return torch.nn.functional.cross_entropy(torch.func.functional_call(model, params, (X,)), Y)
+
+    theta = torch.cat([p.detach().reshape(-1) for _, p in named])
+    _, vectors = np.linalg.eigh(torch.autograd.functional.hessian(loss_of, theta).numpy())
+    s = ToolkitSettings(mode="plane", kind="auto", points=3, normalization="hessian")
+    plane = run_to_completion(toolkit_job(s, file)).plane
+    assert plane.normalization == "hessian"
+    for d, v in ((plane.d1, vectors[:, -1]), (plane.d2, vectors[:, -2])):
+        assert abs(d @ v) / np.linalg.norm(d) >= 0.999
