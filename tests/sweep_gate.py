@@ -40,7 +40,12 @@ def gate(k: int) -> None:
 
 
 if __name__ == "__main__":
+    import signal
+
     import main
 
+    # A shell starts a background job with SIGINT ignored, and a child inherits that (Python then
+    # installs no handler): the test's signal would be lost. A terminal's Ctrl-C finds Python's.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     gate(int(sys.argv[1]))
     sys.exit(main.main(sys.argv[2:]))
