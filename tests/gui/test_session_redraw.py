@@ -28,7 +28,7 @@ def private_settings(tmp_path):
 def pixels(path) -> np.ndarray:
     image = QImage(str(path)).convertToFormat(QImage.Format.Format_RGB888)
     rows = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
-    return rows[:, : 3 * image.width()].reshape(image.height(), image.width(), 3)
+    return rows[:, : 3 * image.width()].reshape(image.height(), image.width(), 3).copy()  # image's memory dies here
 
 
 def screenshot(*argv) -> subprocess.CompletedProcess:
@@ -59,14 +59,15 @@ def test_opening_a_session_submits_no_job_and_shows_the_saved_frame(qtbot, windo
 
 def test_screenshot_of_a_saved_session_redraws_the_shot(tmp_path):
     first, second, big, saved = (tmp_path / n for n in ("a.png", "b.png", "big.png", "s.lens"))
-    done = screenshot("--preset", "fig3-free", "--steps", "40", "--size", "960x600", "--out", str(first),
-                      "--save-session", str(saved))  # fmt: skip
+    done = screenshot("--preset", "fig3-free", "--steps", "40", "--out", str(first), "--save-session", str(saved))
     assert done.returncode == 0, done.stderr
     assert saved.is_file()
-    again = screenshot("--session", str(saved), "--size", "960x600", "--out", str(second))
+    again = screenshot("--session", str(saved), "--out", str(second))
     assert again.returncode == 0, again.stderr
     a, b = pixels(first), pixels(second)
-    assert a.shape == b.shape == (600, 960, 3)
+    assert a.shape == b.shape == (960, 1600, 3)  # the default size
+    assert a.std() > 20  # a real picture, not a blank grab
+    # 99.3 % measured: the learned map's column is laid out 11 px shorter when drawn at once
     assert (a == b).all(-1).mean() >= 0.99, f"{100 * (a == b).all(-1).mean():.2f} % of pixels identical"
     # any size and theme: a slide re-rendered larger from the same session
     dark = screenshot("--session", str(saved), "--size", "1920x1200", "--theme", "dark", "--out", str(big))
