@@ -191,6 +191,8 @@ class Driver:
         self._owner = owner
         if owner is not None:
             self.outcome[owner.key] = "running"
+        if owner is self.minima:
+            self.minima_saved = None  # a new run: the figure is what is drawn again
         if owner is self.topology:
             job = self.window.clip_dock.job
             self.clip_over_run = job is not None and job.active
@@ -317,8 +319,12 @@ class Driver:
         w.save_session(path)
         assert "could not save" not in w.message_bar.text, w.message_bar.text
         self._allow(*SESSION_MESSAGES)
+        shown = dict(self.minima.shown)
         w.open_session(path)
         assert "cannot open" not in w.message_bar.text, w.message_bar.text
+        # A reopened minima tab draws what the session saved; its figure is rebuilt from the saved
+        # network alone (construction and steps), so check_minima_drawn compares with the save.
+        self.minima_saved = shown if self.minima.shown else None
         self.settle()
 
     @action
@@ -445,6 +451,13 @@ class Driver:
 
         ws = self.minima
         if ws.figure is None or not self._quiet("main", "preview", "probe"):
+            return
+        if getattr(self, "minima_saved", None) is not None:  # reopened from a session
+            saved = {k: v for k, v in self.minima_saved.items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
+            shown = {k: v for k, v in ws.shown.items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
+            assert set(shown) == set(saved), f"reopened, drawn stages {sorted(shown)} but saved {sorted(saved)}"
+            for stage, data in saved.items():
+                assert same(shown[stage], data), f"stage {stage!r} drawn is not the session's"
             return
         if self.outcome.get("minima") != "succeeded":
             return
