@@ -465,7 +465,14 @@ class InspectorPanel(QWidget):
             )
             for column in range(self.steps.columnCount()):
                 self.steps.item(row, column).setToolTip(tip)
-        self.steps.scrollToBottom()
+        # The newest step stays in view at whatever size the table is laid out: a scrollToBottom()
+        # made before the first layout (a session opened into a hidden tab) scrolled the viewport of
+        # the wrong size, and the reopened table showed its first rows instead.
+        bar = self.steps.verticalScrollBar()
+        if not getattr(self, "_steps_follow_bottom", False):
+            bar.rangeChanged.connect(lambda _low, high: bar.setValue(high))
+            self._steps_follow_bottom = True
+        bar.setValue(bar.maximum())
         self.restarts_label.setText(restarts_note)
 
     def show_neurons(self, neurons: list[dict]):
