@@ -205,7 +205,7 @@ def capture_state(window) -> dict:
             "title": slide.title.text() if slide.isVisibleTo(window) else "",
             "subtitle": slide.subtitle.text() if slide.isVisibleTo(window) else "",
             "status": window.status_label.text(),
-            "progress": window.progress_bar.value(),
+            "progress": max(window.progress_bar.value(), 0),  # -1 after QProgressBar.reset(): no progress shown
         },
         "workspaces": {
             key: {

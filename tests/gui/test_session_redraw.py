@@ -119,3 +119,12 @@ def test_the_toolkit_tab_reopens_what_it_drew(qtbot, window, tmp_path, monkeypat
         np.testing.assert_array_equal(x, ws.result.density.grid)
         np.testing.assert_array_equal(y, y0)
         assert [line.value() for line in again.density.edges] == list(ws.result.density.extremes)
+
+
+def test_a_window_whose_progress_bar_was_reset_saves_a_valid_session(window, tmp_path):
+    """QProgressBar.reset() leaves value() at −1 (found by the state machine: save, then open)."""
+    window.progress_bar.reset()
+    assert window.progress_bar.value() == -1
+    path = tmp_path / "reset.lens"
+    session.write_session(path, session.capture_state(window))
+    assert session.checked_state(session.read_session(path)).frame.progress == 0
