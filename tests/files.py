@@ -45,3 +45,17 @@ def output_bytes(out_dir: Path) -> dict:
             with np.load(p, allow_pickle=False) as z:
                 out.update({f"{p.name}:{k}": (z[k].dtype.str, z[k].shape, z[k].tobytes()) for k in z.files})
     return out
+
+
+def assert_landscape_refuses(cases: dict, tmp_path, capsys) -> None:
+    """Each of ``cases`` ({name: (argv, message)}) run as ``main.py landscape ARGV --out DIR``
+    exits 2 with one stderr line holding ``message``, and writes nothing."""
+    from landscape_lens import cli
+
+    for case, (argv, message) in cases.items():
+        out = tmp_path / "out"
+        status = cli.main(["landscape", *argv, "--out", str(out)], prog="main.py")
+        err = capsys.readouterr().err
+        assert status == 2, (case, err)
+        assert len(err.strip().splitlines()) == 1 and message in err, (case, err)
+        assert not out.exists(), case

@@ -9,6 +9,7 @@ import pytest
 
 from landscape_lens import cli
 from tests.engine.test_module_hessian import dense_hessian
+from tests.files import assert_landscape_refuses
 from tests.models import CLASSES, export_cnn, images, trained_cnn
 
 N = 8
@@ -65,10 +66,4 @@ def test_bad_hessian_options_are_one_line_and_nothing_is_written(files, tmp_path
         "density without the Hessian": (base + ["--density"], "add --hessian"),
         "an MLP file": ([str(files["data"]), "--hessian"], "--hessian needs a model read as a module"),
     }
-    for case, (argv, message) in cases.items():
-        out = tmp_path / "out"
-        status = cli.main(["landscape", *argv, "--out", str(out)], prog="main.py")
-        err = capsys.readouterr().err
-        assert status == 2, (case, err)
-        assert len(err.strip().splitlines()) == 1 and message in err, (case, err)
-        assert not out.exists(), case
+    assert_landscape_refuses(cases, tmp_path, capsys)

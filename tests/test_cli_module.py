@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from landscape_lens import cli
+from tests.files import assert_landscape_refuses
 from tests.models import CLASSES, ResidualCNN, crafted_archives, export_cnn, images, trained_cnn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,13 +205,7 @@ def bad_cases(files, tmp_path):
 def test_bad_input_is_one_line_exit_2_and_nothing_is_written(files, tmp_path, capsys, monkeypatch):
     # in this process: keep the test run's thread settings (the command line would take every core)
     monkeypatch.setattr("engine.core.runtime.configure_torch_threads", lambda threads=1: None)
-    for case, (argv, message) in bad_cases(files, tmp_path).items():
-        out = tmp_path / "out"
-        status = cli.main(["landscape", *argv, "--out", str(out)], prog="main.py")
-        err = capsys.readouterr().err
-        assert status == 2, (case, err)
-        assert len(err.strip().splitlines()) == 1 and message in err, (case, err)
-        assert not out.exists(), case
+    assert_landscape_refuses(bad_cases(files, tmp_path), tmp_path, capsys)
 
 
 def test_a_plane_on_ray_and_on_local_workers_equals_the_plain_one_bit_for_bit_and_resumes(files, tmp_path):
