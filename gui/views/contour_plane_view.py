@@ -34,6 +34,7 @@ class ContourPlaneView(PlaneView):
         self.isocurves: list[pg.IsocurveItem] = []
         self.paths: list[pg.PlotDataItem] = []
         self.legend = add_legend(self.heatmap, offset=(-10, 10))
+        self.legend.hide()  # shown with the paths it names
         self._ink = "#111111"
         follow_theme(self.heatmap, self._set_ink)
 
@@ -84,6 +85,7 @@ class ContourPlaneView(PlaneView):
             for it in (item, ends):
                 self.heatmap.addItem(it)
                 self.paths.append(it)
+        self.legend.setVisible(bool(paths))  # a plane alone has nothing to name: no empty card
 
     def _clear_overlays(self):
         for item in self.isocurves:
@@ -94,6 +96,7 @@ class ContourPlaneView(PlaneView):
             self.heatmap.removeItem(item)
         self.isocurves, self.paths = [], []
         self.legend.clear()
+        self.legend.hide()
 
     def clear_plane(self):
         super().clear_plane()

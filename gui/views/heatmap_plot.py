@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
-from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors, set_colorbar_font
+from .plot_style import follow_theme, limit_ticks, own_menus, set_colorbar_colors, set_colorbar_font
 
 
 class HeatmapPlot(pg.PlotWidget):
@@ -28,7 +28,7 @@ class HeatmapPlot(pg.PlotWidget):
         self.colorbar = pg.ColorBarItem(colorMap=colors, width=12, interactive=False, values=levels or (0, 1))
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         limit_ticks(self.colorbar.axis)
-        follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
+        follow_theme(self, lambda fg: set_colorbar_colors(self.colorbar, fg))
         self._fixed_levels = levels
         self.hover = pg.TextItem(anchor=(0, 1), color="k", fill=(255, 255, 255, 220))
         self.hover.setZValue(20)

@@ -8,7 +8,7 @@ import pyqtgraph.opengl as gl
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from .offscreen_gl import OffscreenGLView
-from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors
+from .plot_style import follow_theme, limit_ticks, own_menus, set_colorbar_colors
 
 COLORMAP = "viridis"
 SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units
@@ -32,7 +32,7 @@ class PlaneView(QWidget):
         # few of them, in the theme's ink.
         self.colorbar.axis.setWidth(None)
         limit_ticks(self.colorbar.axis)
-        follow_theme(self.heatmap, lambda fg: set_axis_colors(self.colorbar.axis, fg))
+        follow_theme(self.heatmap, lambda fg: set_colorbar_colors(self.colorbar, fg))
         self.point = pg.ScatterPlotItem(
             size=16, symbol="star", brush=pg.mkBrush("#D62728"), pen=pg.mkPen("w", width=1.5)
         )

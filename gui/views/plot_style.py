@@ -300,3 +300,11 @@ def set_colorbar_font(colorbar: pg.ColorBarItem, presentation: bool = False) -> 
 def set_axis_colors(axis: pg.AxisItem, color) -> None:
     axis.setPen(color)
     axis.setTextPen(color)
+
+
+def set_colorbar_colors(colorbar: pg.ColorBarItem, color) -> None:
+    """The colour bar's value axis and its title in ``color``: the title ("loss L") sits on an axis
+    of its own, which the theme's restyling of plot axes never reaches (dark on dark, unseen)."""
+    set_axis_colors(colorbar.axis, color)
+    for side in ("left", "bottom"):
+        colorbar.getAxis(side).setTextPen(color)  # the title's colour follows the text pen

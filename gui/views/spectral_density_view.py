@@ -12,6 +12,10 @@ from .plot_style import own_menus, set_title
 DENSITY_COLOR = "#0072B2"
 EDGE_COLOR = "#D55E00"
 FLOOR = 1e-8  # the log axis' floor: a Gaussian's tails reach 1e-300 and would flatten the rest
+# px between the plot's right end and the widget's edge. The page fills the window to its right
+# edge, and pyqtgraph's layout has no margin there: the axis ran into the edge with no end, and
+# a tick label at the end was cut in half.
+RIGHT_MARGIN = {False: 16, True: 28}
 
 
 class SpectralDensityView(pg.PlotWidget):
@@ -31,6 +35,10 @@ class SpectralDensityView(pg.PlotWidget):
             line.hide()
             self.addItem(line)
         own_menus(self)
+        self.set_presentation(False)
+
+    def set_presentation(self, on: bool):
+        self.getPlotItem().layout.setContentsMargins(1, 1, RIGHT_MARGIN[on], 1)  # pyqtgraph: 1 px each side
 
     def show_density(
         self, grid, density, extremes, trace: float, sum_squares: float, probes: int, steps: int, note: str = ""
