@@ -1,19 +1,23 @@
 """PyHessian's measures for any PyTorch model: top eigenpairs, trace, density and full spectrum.
 
-Everything here is built on one operation, ``ModuleLoss.hvp`` (exact Hessian-vector products
-summed over memory-bounded chunks of the data), handed to the machinery that already serves the
-MLPs (docs/MATH.md C2, C4, B12.5):
+Everything here is built on one operation, ``module_hvp`` (exact Hessian-vector products of
+``ModuleLoss``'s L), handed to the machinery that already serves the MLPs (docs/MATH.md C2, C4,
+B12.5):
 
-- the k largest eigenpairs by Lanczos (``hessian.top_eigenpairs_job``: ARPACK's ``eigsh`` on a
-  scipy LinearOperator);
+- the k largest eigenpairs by Lanczos with full re-orthogonalisation (``top_eigenpairs_job``),
+  stopped at the first step where every Ritz pair's residual bound is within ``tol`` of its value;
 - the trace by Hutchinson's estimator with Rademacher probes (``hessian.hutchinson_samples_job``),
   with the top eigenpairs deflated so they add nothing to its variance, and its standard error;
 - the spectral density by stochastic Lanczos quadrature (``density.slq_job``);
 - up to ``FULL_SPECTRUM_MAX_PARAMS`` parameters, the whole Hessian, formed column block by column
   block from products with the identity, and its every eigenvalue.
 
-Memory is one chunk's forward-over-reverse graph (``ModuleLoss``) plus a few P-vectors: the
-Lanczos basis (ncv vectors), a probe block, or a P × ``FULL_BLOCK`` block of columns.
+The products: when the gradient's graphs over all the chunks fit ``RETAINED_GRAPH_MAX_BYTES``
+(measured on the first chunk's graph), ∇L is formed once with its graph kept and each product is
+one backward through it (reverse-over-reverse, PyHessian's product); otherwise every product
+redoes the forward chunk by chunk (``ModuleLoss.hvp``, forward-over-reverse), so memory is one
+chunk's graph. Beyond that: a few P-vectors, the Lanczos basis and its products (2 × steps), a
+probe block, or a P × ``FULL_BLOCK`` block of columns.
 """
 
 from __future__ import annotations
@@ -34,13 +38,17 @@ from engine.landscape.hessian import FULL_SPECTRUM_MAX_PARAMS
 
 MAX_TOP_K = 100
 MAX_PROBES = 10_000
-# Identity columns per block when the Hessian is formed: P × 64 float64 is 1.5 MB at P = 3000,
-# and ModuleLoss groups them into vmapped products of its own HVP_GROUP.
+# Identity columns per block when the Hessian is formed: P × 64 float64 is 1.5 MB at P = 3000.
 FULL_BLOCK = 64
-# ARPACK's Lanczos vectors between restarts. scipy's default (2k + 1, at least 20): for the top
-# few eigenvalues it converges within one or two restarts, where the 60 that hessian.py keeps
-# for its clustered lowest end would spend 60 products before the first convergence test.
-TOP_NCV = None
+# The gradient's graphs are kept for the products when all the chunks' graphs together hold at
+# most this. On benchmarks/bench_any_model.py's ResNet-20 (128 inputs, float32, one thread) a
+# product on the kept graph took 1.2 s, one that redoes the forward 2.5 s.
+RETAINED_GRAPH_MAX_BYTES = 2 << 30
+# Lanczos steps before ARPACK takes over: the basis and its products are 2 × steps P-vectors in
+# float64, held within LANCZOS_BASIS_BYTES. The top eigenvalue of that ResNet-20 met a 1e-3
+# residual bound in 10 steps; the test CNN's top three met machine precision in 42.
+LANCZOS_STEPS = 80
+LANCZOS_BASIS_BYTES = 2 << 30
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,22 +81,73 @@ class ModuleHessian:
         return len(self.theta)
 
 
-def module_hvp(loss, flat=None):
+def module_hvp(loss, flat=None, max_graph_bytes: int = RETAINED_GRAPH_MAX_BYTES):
     """``hvp(V)`` = H(θ) @ each row of V, for V (P,) or (m, P): the convention of
-    ``hessian.hvp_function`` and ``density.hvp_function``, on ``ModuleLoss.hvp`` (columns in, columns
-    out). The result comes back in V's dtype and on V's device (the LinearOperator works in float64
-    numpy); products are counted in ``hvp.count``."""
+    ``hessian.hvp_function`` and ``density.hvp_function``. The result comes back in V's dtype and
+    on V's device (the Lanczos basis is float64 numpy); products are counted in ``hvp.count``.
+
+    When the gradient's graphs over all the chunks hold at most ``max_graph_bytes`` (0: never),
+    they are built once here and every product is one backward through them; ``hvp.gradient`` is
+    then ∇L(θ), which came with them, and ``hvp.retained`` is True. Otherwise each product is
+    ``ModuleLoss.hvp`` (the forward redone, chunk by chunk, vmapped over groups of vectors) and
+    ``hvp.gradient`` is None."""
     theta = loss.flat(flat)
+    kept = retained_gradient(loss, theta, max_graph_bytes) if max_graph_bytes > 0 else None
+    if kept is None:
+        rows = lambda V: loss.hvp(theta, V.T).T
+    else:
+        leaf, g = kept
+        # one backward per vector: autograd's batched backward (is_grads_batched, a vmap) took
+        # 1.7× as long as a loop on the ResNet-20 of benchmarks/bench_any_model.py
+        one = lambda v: torch.autograd.grad(g, leaf, v, retain_graph=True)[0]
+        rows = lambda V: torch.stack([one(v) for v in V])
 
     def hvp(V: torch.Tensor) -> torch.Tensor:
         hvp.count += 1 if V.ndim == 1 else len(V)
-        HV = loss.hvp(theta, V.T if V.ndim == 2 else V)
-        return (HV.T if V.ndim == 2 else HV).to(V.device, V.dtype)
+        W = V.to(loss.device, loss.dtype)
+        return rows(W[None] if V.ndim == 1 else W).reshape(V.shape).to(V.device, V.dtype)
 
     hvp.count = 0
-    hvp.one = hvp  # ModuleLoss vmaps its own groups of vectors: rows need no separate path
+    hvp.one = hvp  # rows are handled here, one backward or one vmapped group each
     hvp.batched = True
+    hvp.retained = kept is not None
+    hvp.gradient = None if kept is None else kept[1].detach()
     return hvp
+
+
+def retained_gradient(loss, theta, max_bytes: int = RETAINED_GRAPH_MAX_BYTES):
+    """(θ as a leaf, ∇L(θ) with its graph kept): the chunks' gradients summed, each formed with
+    ``create_graph=True`` so that H v is one backward of ∇L·v. None, and nothing kept, when the
+    first chunk's graph times the number of chunks exceeds ``max_bytes``."""
+    shares = loss.chunk_objectives()
+    leaf = theta.detach().clone().requires_grad_()
+    total = None
+    for i, share in enumerate(shares):
+        (g,) = torch.autograd.grad(share(leaf), leaf, create_graph=True)
+        if i == 0 and graph_bytes(g) * len(shares) > max_bytes:
+            return None
+        total = g if total is None else total + g
+    return leaf, total
+
+
+def graph_bytes(root: torch.Tensor) -> int:
+    """Bytes of the tensors that the autograd graph below ``root`` saved for its backward, each
+    counted once (a tensor saved by several nodes is one allocation)."""
+    seen, sizes, todo = set(), {}, [root.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for name in dir(node):
+            if not name.startswith("_saved_"):
+                continue
+            value = getattr(node, name)
+            for t in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(t, torch.Tensor):
+                    sizes[(t.data_ptr(), t.numel(), t.dtype)] = t.numel() * t.element_size()
+        todo.extend(child for child, _ in node.next_functions)
+    return sum(sizes.values())
 
 
 def check_options(loss, top_k: int, probes: int, density_probes: int = 0, steps: int = 80, tol: float = 0.0) -> None:
@@ -115,7 +174,7 @@ def module_hessian_job(
 ) -> Job[ModuleHessian]:
     """Job: the ``top_k`` largest eigenpairs, the Hutchinson trace over ``probes`` probes, the full
     spectrum when P ≤ ``max_full`` (0: never), and with ``density_probes`` > 0 the SLQ density of
-    ``steps`` steps. ``tol``: ARPACK's relative residual bound (0: machine precision). ``deflate``:
+    ``steps`` steps. ``tol``: the Ritz pairs' relative residual bound (0: machine precision). ``deflate``:
     estimate only tr(PHP) beyond the top eigenpairs (MATH.md C2); off, the probes are plain
     Rademacher vectors and a probe's variance is 2 Σ_{i≠j} H_ij². The measures run on a helper
     thread (``on_helper_thread``): one product of a large model can take seconds."""
@@ -128,9 +187,7 @@ def _measures_job(loss, top_k, probes, seed, tol, max_full, density_probes, step
     began = time.perf_counter()
     n, hvp, tol = loss.n_params, module_hvp(loss), attainable_tol(loss, tol)
     yield Progress(0.0, f"Hessian of {n} parameters: Lanczos for the top {top_k}")
-    vals, vecs, _ = yield from hessian.top_eigenpairs_job(hvp, n, top_k, tol, seed, ncv=TOP_NCV)
-    vals, vecs = vals[::-1].copy(), vecs[:, ::-1].copy()  # descending
-    residuals = _residuals(hvp, vals, vecs)
+    vals, vecs, residuals = yield from top_eigenpairs_job(hvp, n, top_k, tol, seed)
     samples = yield from hessian.hutchinson_samples_job(hvp, n, probes, seed + 1, (vals, vecs) if deflate else None)
     trace, trace_se = hessian.mean_and_stderr(samples)
     H = (yield from formed_hessian_job(hvp, n)) if n <= max_full else None
@@ -163,15 +220,81 @@ def _measures_job(loss, top_k, probes, seed, tol, max_full, density_probes, step
 
 def attainable_tol(loss, tol: float) -> float:
     """``tol``, but no tighter than products in ``loss.dtype`` can resolve: float32 products carry
-    relative errors near 1e-6, so ARPACK asked for machine precision would never converge; √ε
+    relative errors near 1e-6, so a residual bound at machine precision would never be met; √ε
     (3.5e-4) is still well inside the 1e-3 that PyHessian's power iteration aims at."""
     return tol if loss.dtype == torch.float64 else max(tol, float(np.sqrt(torch.finfo(loss.dtype).eps)))
 
 
-def _residuals(hvp, vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
-    """‖Hv − λv‖ per eigenpair: what the pairs are worth, measured rather than trusted."""
-    HV = hvp(torch.from_numpy(np.ascontiguousarray(vecs.T))).numpy().T
-    return np.linalg.norm(HV - vecs * vals, axis=0)
+def top_eigenpairs_job(hvp, n: int, k: int, tol: float = 0.0, seed: int = 0) -> Job[tuple]:
+    """Job: (the k largest eigenvalues, descending; their unit eigenvectors (n, k); each pair's
+    residual ‖Hy − θy‖) by Lanczos on ``hvp``, from the unit start of ``start_vector``.
+
+    Lanczos with full re-orthogonalisation: after m products H Q_m = Q_m T_m + β_m q_{m+1} e_mᵀ, so
+    a Ritz pair (θ, y = Q_m s) of the tridiagonal T_m has residual β_m |s_m|. It stops at the first
+    step where every one of the top k has β_m |s_m| ≤ max(tol, ε) |θ| (then an eigenvalue of H lies
+    within that of θ), or where the Krylov space is invariant (β_m ≈ 0). The residuals returned are
+    measured, ‖(H Q_m) s − θ Q_m s‖ from the products kept, not the bound. If ``LANCZOS_STEPS``
+    (or the basis memory) do not suffice, ARPACK's implicitly restarted Lanczos takes over
+    (``hessian.top_eigenpairs_job``): a restart from one vector would lose the other pairs."""
+    steps = int(min(n, LANCZOS_STEPS, max(2 * k + 2, LANCZOS_BASIS_BYTES // (16 * n))))
+    bound = max(tol, float(np.finfo(np.float64).eps))
+    start = start_vector(n, seed, getattr(hvp, "gradient", None))
+    Q, HQ, T, converged = yield from _lanczos_run(hvp, start, k, steps, bound)
+    if converged:
+        theta, S = np.linalg.eigh(T)
+        theta, S = theta[::-1][:k].copy(), S[:, ::-1][:, :k]
+        Y = Q.T @ S
+        return theta, Y / np.linalg.norm(Y, axis=0), np.linalg.norm(HQ.T @ S - Y * theta, axis=0)
+    del Q, HQ
+    vals, vecs, _ = yield from hessian.top_eigenpairs_job(hvp, n, k, tol, seed, ncv=steps)
+    vals, vecs = vals[::-1].copy(), vecs[:, ::-1].copy()
+    HY = hvp(torch.from_numpy(np.ascontiguousarray(vecs.T))).numpy().T  # one more product each
+    return vals, vecs, np.linalg.norm(HY - vecs * vals, axis=0)
+
+
+def start_vector(n: int, seed: int, gradient=None) -> np.ndarray:
+    """Lanczos's unit start: a seeded Gaussian vector, plus, when it is known, the gradient's
+    direction. Where training moves, the gradient lies mostly in the span of the Hessian's top
+    eigenvectors (Gur-Ari, Roberts & Dyer 2018, "Gradient descent happens in a tiny subspace"), so
+    it brings those in from the first step; the random half keeps every eigenvector in reach.
+    On benchmarks/bench_any_model.py's ResNet-20, 13 steps met a 1e-3 bound from the random start
+    alone, 10 with the gradient."""
+    q = np.random.default_rng(seed).standard_normal(n)
+    q /= np.linalg.norm(q)
+    if gradient is not None:
+        g = gradient.double().cpu().numpy()
+        if np.linalg.norm(g) > 0:
+            q += g / np.linalg.norm(g)
+    return q / np.linalg.norm(q)
+
+
+def _lanczos_run(hvp, q: np.ndarray, k: int, steps: int, bound: float) -> Job[tuple]:
+    """Job: up to ``steps`` Lanczos steps from unit ``q``: (the basis Q (m, n), its products HQ, the
+    tridiagonal T (m, m), whether the top k met ``bound``)."""
+    n = len(q)
+    Q, HQ = np.empty((steps, n)), np.empty((steps, n))
+    alphas, betas = [], []
+    for j in range(steps):
+        Q[j] = q
+        HQ[j] = hvp(torch.from_numpy(q)).numpy()
+        w = HQ[j] - Q[: j + 1].T @ (Q[: j + 1] @ HQ[j])
+        w -= Q[: j + 1].T @ (Q[: j + 1] @ w)  # twice is enough (Kahan, Parlett)
+        alphas.append(float(q @ HQ[j]))
+        beta = float(np.linalg.norm(w))
+        T = np.diag(alphas) + np.diag(betas, 1) + np.diag(betas, -1)
+        theta, S = np.linalg.eigh(T)
+        top = slice(max(j + 1 - k, 0), j + 1)
+        estimate = beta * np.abs(S[-1, top])
+        scale = np.abs(theta).max()
+        invariant = beta <= n * np.finfo(np.float64).eps * scale
+        converged = j + 1 >= k and bool(np.all(estimate <= bound * np.abs(theta[top])))
+        relative = np.max(estimate / np.maximum(np.abs(theta[top]), np.finfo(np.float64).tiny))
+        yield Progress((j + 1) / steps, f"Lanczos step {j + 1}: top {k} relative residual bound {relative:.1e}")
+        if converged or invariant:
+            return Q[: j + 1], HQ[: j + 1], T, True
+        betas.append(beta)
+        q = w / beta
+    return Q, HQ, T, False
 
 
 def formed_hessian_job(hvp, n: int, block: int = FULL_BLOCK) -> Job[np.ndarray]:
@@ -190,11 +313,14 @@ def formed_hessian_job(hvp, n: int, block: int = FULL_BLOCK) -> Job[np.ndarray]:
 def hessian_directions_job(loss, tol: float = 0.0, seed: int = 0) -> Job[tuple[np.ndarray, np.ndarray]]:
     """Job: the unit eigenvectors of the two largest eigenvalues, largest first, for
     ``--directions hessian``; each signed so that its largest-magnitude component is positive
-    (ARPACK's sign is arbitrary)."""
-    job = hessian.top_eigenpairs_job(module_hvp(loss), loss.n_params, 2, attainable_tol(loss, tol), seed, ncv=TOP_NCV)
-    _, vecs, _ = yield from job
-    d1, d2 = vecs[:, 1], vecs[:, 0]
-    return tuple(d * np.sign(d[np.argmax(np.abs(d))]) for d in (d1, d2))
+    (Lanczos's sign is arbitrary). Runs on a helper thread, as ``module_hessian_job``."""
+
+    def directions():
+        hvp = module_hvp(loss)
+        _, vecs, _ = yield from top_eigenpairs_job(hvp, loss.n_params, 2, attainable_tol(loss, tol), seed)
+        return tuple(d * np.sign(d[np.argmax(np.abs(d))]) for d in vecs.T)
+
+    return (yield from on_helper_thread(directions(), f"Hessian directions of {loss.n_params} parameters"))
 
 
 def hessian_directions(loss, tol: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

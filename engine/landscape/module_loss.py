@@ -235,12 +235,17 @@ class ModuleLoss:
         """θ ↦ this chunk's share of L, for torch.func."""
         return lambda flat: self._chunk_sum(self._forward(flat, x)[:valid], y) * self.scale
 
+    def chunk_objectives(self) -> list:
+        """θ ↦ each chunk's share of L, one function per chunk: they add up to L, for torch.func
+        or for autograd (engine.landscape.module_hessian keeps their gradients' graphs)."""
+        return [self._objective(x, y, valid) for x, y, valid in self._pieces()]
+
     def gradient(self, flat=None) -> torch.Tensor:
         """∇L(θ), shape (n_params,), summed over the chunks."""
         flat = self.flat(flat)
         g = torch.zeros_like(flat)
-        for x, y, valid in self._pieces():
-            g += torch.func.grad(self._objective(x, y, valid))(flat)
+        for share in self.chunk_objectives():
+            g += torch.func.grad(share)(flat)
         return g
 
     def hvp(self, flat, V) -> torch.Tensor:

@@ -19,7 +19,8 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import Progress, on_helper_thread, run_to_completion
 from engine.io.module_network import ModuleNetwork
 from engine.landscape import density
-from engine.landscape.module_hessian import hessian_directions, module_hessian, module_hvp
+from engine.landscape import module_hessian as measures
+from engine.landscape.module_hessian import graph_bytes, hessian_directions, module_hessian, module_hvp
 from engine.landscape.module_loss import ModuleLoss
 from tests.models import CLASSES, images, trained_cnn
 
@@ -132,7 +133,9 @@ def test_chunked_equals_unchunked(case):
     bound = whole.residuals + chunked.residuals + delta
     assert np.all(np.abs(chunked.eigenvalues - whole.eigenvalues) <= bound + EPS * np.abs(whole.eigenvalues))
     gap = np.min(np.abs(np.diff(whole.spectrum[::-1][:4])))
-    assert np.all(np.abs(np.sum(chunked.eigenvectors * whole.eigenvectors, axis=0)) >= 1 - (bound / gap) ** 2)
+    # Davis–Kahan, and the rounding of a float64 dot product of two unit P-vectors (P ε)
+    cosines = np.abs(np.sum(chunked.eigenvectors * whole.eigenvectors, axis=0))
+    assert np.all(cosines >= 1 - (bound / gap) ** 2 - loss.n_params * EPS)
     # the same probes, z' = (I − VVᵀ)z: each sample moves by at most ‖z‖² = P times the operators'
     # difference, plus ‖H‖ times the projectors' (Davis–Kahan: bound / gap)
     atol = 4 * loss.n_params * bound.max() * (1 + np.abs(whole.spectrum).max() / gap)
@@ -151,6 +154,81 @@ def test_density_of_a_module_integrates_to_the_trace(case):
     np.testing.assert_allclose(d.moment(1), np.einsum("pi,ij,pj->p", V0, H, V0), rtol=0, atol=gap)
     lam = np.linalg.eigvalsh(H)  # Ritz values lie inside the spectrum
     assert lam[0] - gap <= d.extremes[0] and d.extremes[1] <= lam[-1] + gap
+
+
+def _forwards(module: torch.nn.Module):
+    """A list that grows by one at every forward call of ``module``, and the hook's handle."""
+    calls = []
+    return calls, module.register_forward_hook(lambda *_: calls.append(1))
+
+
+@pytest.mark.parametrize("batch_size", [N, 3])  # one chunk; chunks of 3, 3 and 2
+def test_products_on_the_kept_graph_are_the_dense_hessians_and_the_recomputed_ones(case, batch_size):
+    net, H, _, _ = case
+    loss = ModuleLoss(net, "cross-entropy", batch_size=batch_size)
+    V = torch.as_tensor(np.random.default_rng(4).standard_normal((5, loss.n_params)))
+    calls, hook = _forwards(net.module)
+    try:
+        kept = module_hvp(loss)
+        assert kept.retained and len(calls) == -(-N // batch_size)  # one forward per chunk, once
+        HV_kept = kept(V).numpy()
+        assert len(calls) == -(-N // batch_size)  # and none for the products
+        redone = module_hvp(loss, max_graph_bytes=0)
+        assert not redone.retained and redone.gradient is None
+        HV_redone = redone(V).numpy()
+        assert len(calls) > -(-N // batch_size)  # these redo the forward
+    finally:
+        hook.remove()
+    # two exact float64 products against the dense matrix: rounding, a few ε per term of the sums
+    rounding = 1e3 * EPS * np.linalg.norm(H, 2) * np.linalg.norm(V.numpy(), 2) * np.sqrt(loss.n_params)
+    assert np.linalg.norm(HV_kept - V.numpy() @ H, 2) <= rounding
+    assert np.linalg.norm(HV_kept - HV_redone, 2) <= rounding
+    # the gradient that came with the graph is the one computed by torch.func, chunk by chunk
+    np.testing.assert_allclose(kept.gradient.numpy(), loss.gradient().numpy(), rtol=0, atol=rounding)
+
+
+def test_graph_bytes_counts_each_saved_tensor_once():
+    a, b = (torch.randn(1000, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    assert graph_bytes((a * b).sum()) == 2 * 8000  # mul saves both factors
+    assert graph_bytes((a * a).sum()) == 8000  # the same tensor, saved twice
+    assert graph_bytes(torch.exp(a).sum()) == 8000  # exp saves its result
+    assert graph_bytes(a.sum()) == 0  # sum keeps only a shape
+
+
+def test_a_graph_over_the_budget_is_not_kept(case):
+    net, _, _, _ = case
+    loss = ModuleLoss(net, "cross-entropy", batch_size=3)
+    assert module_hvp(loss).retained
+    assert not module_hvp(loss, max_graph_bytes=1).retained
+
+
+def test_lanczos_at_a_loose_tolerance_stops_within_its_residual_bound(case):
+    _, H, loss, _ = case
+    lam = np.linalg.eigvalsh(H)[::-1]
+    hvp = module_hvp(loss)
+    vals, vecs, residuals = run_to_completion(measures.top_eigenpairs_job(hvp, loss.n_params, 3, 1e-3, seed=1))
+    # stopped on the bound β|s| ≤ 1e-3 |θ|; the residuals measured from the products agree with it
+    # to their rounding
+    rounding = 1e3 * EPS * np.linalg.norm(H, 2) * np.sqrt(loss.n_params)
+    assert np.all(residuals <= 1e-3 * np.abs(vals) + rounding)
+    assert hvp.count < 40  # fewer products than machine precision needed (42 with this CNN)
+    # Krylov–Bogoliubov: some eigenvalue of H within each residual (H_op and H differ by rounding)
+    nearest = np.min(np.abs(vals[:, None] - lam[None, :]), axis=1)
+    assert np.all(nearest <= residuals + rounding)
+    assert np.all(np.abs(vals - lam[:3]) <= 1e-3 * np.abs(lam[:3]))  # and they are the top three
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(3), rtol=0, atol=1e3 * EPS)
+
+
+def test_past_its_basis_lanczos_hands_over_to_arpack(case, monkeypatch):
+    _, H, loss, _ = case
+    monkeypatch.setattr(measures, "LANCZOS_STEPS", 8)  # too few steps for the top three at ε
+    lam = np.linalg.eigvalsh(H)[::-1][:3]
+    hvp = module_hvp(loss)
+    vals, vecs, residuals = run_to_completion(measures.top_eigenpairs_job(hvp, loss.n_params, 3, 0.0, seed=1))
+    assert hvp.count > 8 + 3  # the 8 steps, then ARPACK's own products and one each for the residuals
+    rounding = 1e3 * EPS * np.linalg.norm(H, 2) * np.sqrt(loss.n_params)
+    assert np.all(np.abs(vals - lam) <= residuals + rounding)
+    assert np.all(np.abs(np.sum(vecs * np.linalg.eigh(H)[1][:, ::-1][:, :3], axis=0)) >= 0.999)
 
 
 def test_bad_options_are_refused_before_any_product():
