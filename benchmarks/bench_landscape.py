@@ -11,23 +11,29 @@ Rows, all measured in this one run, interleaved, best of --repeats:
            here) and 1 thread.
 Ratios are peer (or helper) time over engine time, for wall and CPU time (process CPU, all
 threads). "% peak" is the engine's useful GFLOP/s (the multiply-adds of one network forward per
-point) over a 1500² torch matmul of the same dtype timed here on as many threads.
-Also printed: the sigmoid floor (the workload's sigmoids alone on one thread, which bounds the
-"% peak" any torch.sigmoid kernel can reach), the 1-thread kernel's time as a multiple of that
-floor plus the batched products alone (gemm_seconds: what the kernel cannot avoid), the λ-drag
+point) over a 1500² matmul of the same dtype on as many threads, through the BLAS the kernel uses
+(numpy's OpenBLAS on the CPU: engine.landscape.slices.blas_matmul; torch's MKL is printed too).
+The floor, timed here on one thread in CPU seconds: the workload's sigmoids alone (torch.sigmoid
+in the kernel's chunk size) plus the kernel's products alone at its shapes (a chunk's per-point
+20×21 @ 21×21 products and its output layer's (P·N)×21 @ 21×2 ones): what no kernel built from
+these calls can avoid. The 1-thread kernel is printed as a multiple of it (in CPU seconds, so that
+a busy machine's waiting does not count), and two threads' speed-up as 1-thread over 2-thread
+wall time (fair only on an idle machine: the load average is printed). Also printed: the λ-drag
 preview (K = 5000, P = 21, float32) and a 41 × 41 plane.
 
 Needs the bench extra: pip install -e .[bench]   (loss-landscapes declares only numpy and
 imports torch; it runs unchanged on numpy 2, so no workaround is needed.)
-Run: python benchmarks/bench_landscape.py [--repeats 3] [--peer-dirs 20]
+Run: python benchmarks/bench_landscape.py [--repeats 3] [--peer-dirs 20]   (about a minute on 2 idle cores)
 """
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import threadpoolctl
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,6 +46,7 @@ K, P, N, T = 5000, 101, 20, 1.0
 ARCH = mlp.Arch((2, 21, 21, 1))
 FLOPS_PER_POINT = 2 * N * sum(a * b for a, b in zip(ARCH.widths, ARCH.widths[1:]))  # 10.2 GFLOP in all
 ACTIVATIONS = K * P * N * sum(ARCH.widths[1:-1])  # sigmoids: every hidden unit, point and sample (424 M)
+DIRS_PER_CHUNK = landscape.DEFAULT_CHUNK["float64"] // P  # the kernel's chunk: 8 directions of P points
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
@@ -50,43 +57,45 @@ def timed(work):
     return time.perf_counter() - wall, time.process_time() - cpu, out
 
 
-def matmul_peak(dtype, threads, n=1500, reps=3):
+def matmul_peak(dtype, threads, blas="numpy", n=1500, reps=3):
+    """GFLOP/s of an n² matmul on ``threads`` threads, through numpy's BLAS (the kernel's) or torch's."""
+    limits = threadpoolctl.threadpool_limits(threads)
     torch.set_num_threads(threads)
     try:
         a = torch.randn(n, n, dtype=dtype)
-        a @ a
-        return 2 * n**3 / min(timed(lambda: a @ a)[0] for _ in range(reps)) / 1e9
+        out = torch.empty_like(a)
+        product = (lambda: landscape.blas_matmul(a, a, out)) if blas == "numpy" else (lambda: torch.mm(a, a, out=out))
+        product()
+        return 2 * n**3 / min(timed(product)[0] for _ in range(reps)) / 1e9
     finally:
         torch.set_num_threads(1)
+        limits.restore_original_limits()
 
 
-def sigmoid_seconds(dtype, chunk=8 * P * 21 * N):
-    """One thread's time for the workload's sigmoids alone, in the kernel's chunk size (in cache):
-    no kernel that evaluates them with torch.sigmoid can take less."""
-    torch.set_num_threads(1)
-    try:
-        x = torch.randn(chunk, dtype=dtype)
-        out = torch.empty_like(x)
-        torch.sigmoid(x, out=out)
-        return timed(lambda: [torch.sigmoid(x, out=out) for _ in range(ACTIVATIONS // chunk)])[0]
-    finally:
-        torch.set_num_threads(1)
+def sigmoid_seconds(dtype, chunk=DIRS_PER_CHUNK * P * 21 * N):
+    """One thread's CPU time for the workload's sigmoids alone, in the kernel's chunk size (in
+    place, as the kernel does): no kernel that evaluates them with torch.sigmoid can take less."""
+    x = torch.randn(chunk, dtype=dtype)
+    return timed(lambda: [torch.sigmoid_(x) for _ in range(ACTIVATIONS // chunk)])[1]
 
 
-def gemm_seconds(dtype, chunk=landscape.DEFAULT_CHUNK["float64"]):
-    """One thread's time for the workload's batched products alone, at the kernel's shapes: per
-    chunk of ``chunk`` points, layer 2's (chunk, 21, 21) @ (chunk, 21, 20) and the output layer's
-    (chunk, 1, 21) @ (chunk, 21, 20). With ``sigmoid_seconds`` this is the kernel's floor: what
-    remains (forming W + t D, the additions, the loss) is overhead the kernel could still lose."""
-    torch.set_num_threads(1)
-    a = torch.rand(chunk, ARCH.widths[1], N, dtype=dtype)
-    W2 = torch.rand(chunk, ARCH.widths[2], ARCH.widths[1], dtype=dtype)
-    W3 = torch.rand(chunk, 1, ARCH.widths[2], dtype=dtype)
-    out2, out3 = torch.empty(chunk, ARCH.widths[2], N, dtype=dtype), torch.empty(chunk, 1, N, dtype=dtype)
-    torch.bmm(W2, a, out=out2)  # layer 3 reads layer 2's output, as in the kernel
-    return timed(lambda: [(torch.bmm(W2, a, out=out2), torch.bmm(W3, out2, out=out3)) for _ in range(K * P // chunk)])[
-        0
-    ]
+def gemm_seconds(dtype, k=DIRS_PER_CHUNK):
+    """One thread's CPU time for the kernel's products alone, at its shapes, chunk by chunk of k
+    directions: the hidden layer's per-point (N, 21) @ (21, 21) and the output layer's
+    (P·N, 21) @ (21, 2) per direction. With ``sigmoid_seconds`` this is the kernel's floor: what
+    remains (forming each point's weights, the additions, the loss, Python) is overhead."""
+    n1, n2 = ARCH.widths[1:3]
+    a = torch.rand(k * P, N, n1, dtype=dtype)
+    w = torch.rand(k * P, n1, n2, dtype=dtype)
+    z = torch.empty(k * P, N, n2, dtype=dtype)
+    wd, u = torch.rand(k, n2, 2, dtype=dtype), torch.empty(k, P * N, 2, dtype=dtype)
+
+    def chunk():
+        landscape.blas_matmul(a, w, z)  # the output layer reads the hidden layer's output, as in the kernel
+        landscape.blas_matmul(z.view(k, P * N, n2), wd, u)
+
+    chunk()
+    return timed(lambda: [chunk() for _ in range(K // k)])[1]
 
 
 def peer_curves(theta, dirs, t, X, y, dtype):
@@ -147,19 +156,20 @@ def main():
     if args.device != "cpu":
         return device_table(args, theta, X, y, d)
 
-    best = {}  # row -> (wall, cpu, threads) per point or per run, fastest wall of the repeats
+    best = {}  # row -> (wall, cpu, threads) per point or per run: the fastest wall and CPU of the repeats
+    load = [os.getloadavg()[0]]
 
     def record(row, wall, cpu, threads, scale=1.0):
-        if row not in best or wall * scale < best[row][0]:
-            best[row] = (wall * scale, cpu * scale, threads)
+        old = best.get(row, (np.inf, np.inf, threads))
+        best[row] = (min(old[0], wall * scale), min(old[1], cpu * scale), threads)
 
-    peaks, agree, floors, gemms = {}, {}, {}, {}
+    peaks, agree, sigmoids, gemms = {}, {}, {}, {}
     for _ in range(args.repeats):
         for name, dtype in DTYPES.items():
-            for threads in (1, 2):
-                peak = matmul_peak(dtype, threads)
-                peaks[name, threads] = max(peaks.get((name, threads), 0), peak)
-            floors[name] = min(floors.get(name, np.inf), sigmoid_seconds(dtype))
+            for threads, blas in ((1, "numpy"), (2, "numpy"), (1, "torch")):
+                peak = matmul_peak(dtype, threads, blas)
+                peaks[name, threads, blas] = max(peaks.get((name, threads, blas), 0), peak)
+            sigmoids[name] = min(sigmoids.get(name, np.inf), sigmoid_seconds(dtype))
             gemms[name] = min(gemms.get(name, np.inf), gemm_seconds(dtype))
             sub = d[: args.peer_dirs]
             wall, cpu, peer = timed(lambda: peer_curves(theta, sub, t, X, y, dtype))
@@ -185,6 +195,7 @@ def main():
         record(("preview", "K=5000 P=21 float32"), wall, cpu, 0)
         wall, cpu, _ = timed(lambda: run_to_completion(landscape.plane_job(ARCH, theta, X, y, d[0], d[1], n=41)))
         record(("plane", "41×41 float64"), wall, cpu, 0)
+        load.append(os.getloadavg()[0])
 
     print(
         f"Workload: {'—'.join(map(str, ARCH.widths))} sigmoid, N={N}, K={K} × P={P}: "
@@ -192,8 +203,12 @@ def main():
         f"peer timed on {args.peer_dirs} directions, helper on {args.helper_dirs}, both extrapolated per point"
     )
     print(
-        "matmul peak (GFLOP/s, 1500² torch matmul): "
-        + ", ".join(f"{name} {th} thr {peaks[name, th]:.0f}" for name in DTYPES for th in (1, 2))
+        "matmul peak (GFLOP/s, 1500²): "
+        + ", ".join(
+            f"{name} numpy's BLAS 1 thr {peaks[name, 1, 'numpy']:.0f}, 2 thr {peaks[name, 2, 'numpy']:.0f}, "
+            f"torch's 1 thr {peaks[name, 1, 'torch']:.0f}"
+            for name in DTYPES
+        )
     )
     header = (
         f"{'dtype':8} {'method':10} {'thr':>3} {'wall s':>8} {'CPU s':>8} {'µs/pt':>7} "
@@ -210,26 +225,29 @@ def main():
             print(
                 f"{name:8} {method:10} {threads:>3} {wall:8.2f} {cpu:8.2f} {wall / points * 1e6:7.2f} "
                 f"{peer[0] / wall:10.1f} {peer[1] / cpu:9.1f} {helper[0] / wall:8.1f} {gflops:8.2f} "
-                + (f"{100 * gflops / peaks[name, threads]:6.1f}%" if engine else f"{'':>7}")
+                + (f"{100 * gflops / peaks[name, threads, 'numpy']:6.1f}%" if engine else f"{'':>7}")
             )
+    floor = {name: sigmoids[name] + gemms[name] for name in DTYPES}
+    one = {name: best[name, "1 thread"][1] for name in DTYPES}
+    two = {name: best[name, "1 thread"][0] / best[name, "default"][0] for name in DTYPES}
     print(
-        f"sigmoid floor ({ACTIVATIONS / 1e6:.0f} M sigmoids alone, torch, 1 thread; no kernel that evaluates "
-        "them can be faster): "
+        "floor, 1 thread, CPU s (the sigmoids alone + the kernel's products alone; no kernel built from these "
+        "calls can be faster): "
         + ", ".join(
-            f"{name} {floors[name]:.2f} s, so at most "
-            f"{100 * FLOPS_PER_POINT * points / floors[name] / 1e9 / peaks[name, 1]:.0f}% of 1-thread peak"
+            f"{name} {floor[name]:.2f} s = {sigmoids[name]:.2f} + {gemms[name]:.2f} s, the products at "
+            f"{FLOPS_PER_POINT * points / gemms[name] / 1e9:.0f} GFLOP/s"
             for name in DTYPES
         )
     )
-    one = {name: best[name, "1 thread"][0] for name in DTYPES}
     print(
-        "1-thread kernel against its floor (the sigmoids alone + the batched products alone, each timed "
-        "alone on 1 thread): "
-        + ", ".join(
-            f"{name} {one[name]:.2f} s = {one[name] / (floors[name] + gemms[name]):.2f} × "
-            f"({floors[name]:.2f} + {gemms[name]:.2f} s)"
-            for name in DTYPES
-        )
+        "1-thread kernel against its floor, CPU s: "
+        + ", ".join(f"{name} {one[name]:.2f} s = {one[name] / floor[name]:.2f} × floor" for name in DTYPES)
+    )
+    print(
+        f"{landscape.WORKER_THREADS} threads against 1, wall: "
+        + ", ".join(f"{name} {two[name]:.2f}×" for name in DTYPES)
+        + "; CPU s of 2 threads over 1 thread's (more: the threads slowed each other): "
+        + ", ".join(f"{name} {best[name, 'default'][1] / best[name, '1 thread'][1]:.2f}" for name in DTYPES)
     )
     print(
         "peer curves × N against the engine's, max |difference| / max |curve|: "
@@ -238,6 +256,20 @@ def main():
     for key in (("preview", "K=5000 P=21 float32"), ("plane", "41×41 float64")):
         wall, cpu, _ = best[key]
         print(f"{key[0]} ({key[1]}, default threads): {1000 * wall:.0f} ms wall, {1000 * cpu:.0f} ms CPU")
+    print(f"load average (1 min) during the run, {os.cpu_count()} cores: " + ", ".join(f"{x:.1f}" for x in load))
+    versus_peer = lambda n, row: f"{best[n, row][0]:.2f} s, {best[n, 'peer'][0] / best[n, row][0]:.1f}×"
+    print("\nFor the README (wall s, × the peer; the floor and the ratios as above):\n")
+    print("| | " + " | ".join(DTYPES) + " |\n|---|" + "---|" * len(DTYPES))
+    rows = [
+        ("loss-landscapes 3.0.6", lambda n: f"{best[n, 'peer'][0]:.1f} s"),
+        (f"engine, {landscape.WORKER_THREADS} threads", lambda n: versus_peer(n, "default")),
+        ("engine, 1 thread", lambda n: versus_peer(n, "1 thread")),
+        ("floor, 1 thread (sigmoids + products)", lambda n: f"{floor[n]:.2f} s ({sigmoids[n]:.2f} + {gemms[n]:.2f})"),
+        ("1 thread / floor (CPU s)", lambda n: f"{one[n] / floor[n]:.2f}×"),
+        (f"{landscape.WORKER_THREADS} threads / 1 thread (wall)", lambda n: f"{two[n]:.2f}×"),
+    ]
+    for label, cell in rows:
+        print(f"| {label} | " + " | ".join(cell(n) for n in DTYPES) + " |")
 
 
 def device_table(args, theta, X, y, d):

@@ -27,7 +27,7 @@ from engine.core.lazy import torch
 from engine.core.mlp import Arch
 from engine.core.progress import Job
 from engine.landscape import directions as D
-from engine.landscape.slices import DTYPES, check_device, evaluate_job
+from engine.landscape.slices import DTYPES, blas_matmul, check_device, evaluate_job
 
 # Activations per chunk (points × widest hidden layer × samples): 12 MB in float64. On 784—128—128—10
 # with 1,000 samples (12 points a chunk) a point took 0.60 ms of CPU, against 0.65–0.74 at 4–8 and
@@ -101,10 +101,10 @@ def affine_kernel(
         for l, ((W, shape), (w, z)) in enumerate(zip(layers, buffers(Q)), 1):
             w, z = w[:Q], z[:Q]
             if l == 1:  # the products are the pre-activations themselves
-                torch.mm(C1, W, out=z.view(Q, -1))
+                blas_matmul(C1, W, z.view(Q, -1))
             else:
-                torch.mm(C1, W, out=w)
-                torch.bmm(w.view(Q, *shape), a, out=z)
+                blas_matmul(C1, W, w)
+                blas_matmul(w.view(Q, *shape), a, z)
             if l < L:
                 a = mlp.sigma_(arch.activation, z)
         f = z[:, 0, :] if arch.n_outputs == 1 else z

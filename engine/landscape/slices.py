@@ -10,6 +10,7 @@ point).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -109,50 +110,90 @@ def check_device(device: str) -> torch.device:
     return dev
 
 
+def blas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``out = a @ b``, batched and broadcast as ``torch.matmul``. On the CPU the product goes
+    through numpy's OpenBLAS, which releases the GIL: torch's MKL takes its AVX2 paths on AMD
+    CPUs, and there its batched 20×21 @ 21×21 float64 products ran 4× slower (0.65 against
+    2.6 ms a chunk of 808 points; a 1500² float64 matmul 49 against 45 GFLOP/s, float32 99
+    against 64; benchmarks/bench_landscape.py prints both BLAS's rates)."""
+    if out.device.type == "cpu":
+        np.matmul(a.numpy(), b.numpy(), out=out.numpy())
+    else:
+        torch.matmul(a, b, out=out)
+    return out
+
+
 def slice_kernel(
     arch: Arch, theta: torch.Tensor, d: torch.Tensor, t: torch.Tensor, X: torch.Tensor, y: torch.Tensor
 ) -> Callable[[int, int], torch.Tensor]:
     """Prepare L(θ_k + t_p d_k) over the slice structure; returns ``losses(i0, i1)`` -> (i1 − i0, P)
     for rows i0..i1. ``theta`` and ``d`` are ``(params,)`` or ``(k, params)`` and broadcast
-    against each other (a plane is a stack of slices, one base point per row, sharing d).
+    against each other (a plane is a stack of slices, one base point per row, sharing d). One
+    output (paper B's networks).
 
-    Layer 1's pre-activation is W X^T + t_p D X^T: both products are made here, once for every
-    row and every t. Deeper layers build each point's own weights W + t_p D (n_l·n_{l-1} numbers,
-    about one activation's worth) and run one batched GEMM of the network's true size. Stacking
-    [W; D] instead, as before, doubled those flops and needed an extra pass over the activations:
-    1.2x slower in float32, and no faster in float64. Everything per layer is sliced here, once:
-    a chunk is then ~15 torch calls (~120 µs on a busy machine, ~240 µs before), the overhead
-    that keeps chunks from shrinking into the 512 KiB L2.
+    Activations are laid out (k, P, N, n), samples by units, so that each point's layer is the
+    row-major product a (N, n_{l-1}) @ wᵀ (n_{l-1}, n_l). Layer 1's pre-activation is
+    X W1ᵀ + t_p X D1ᵀ: both products are made here, once for every row and every t (biases
+    folded in). Hidden layers build each point's own weights wᵀ = Wᵀ + t_p Dᵀ (about one
+    activation's worth of numbers) and run one batched GEMM of the network's true size. The
+    output layer needs no per-point weights: a (P·N, n) @ [wᵀ | dᵀ] is one tall product per row,
+    and f = a wᵀ + t_p a dᵀ. Buffers are kept per thread (fresh multi-MB tensors every chunk cost
+    page faults), and a chunk is ~15 calls: their ~100 µs (busy machine) is why chunks hold
+    several directions. ``forward`` returns views of the buffers, valid until the thread's next call.
     """
-    theta, d = theta.reshape(-1, 1, theta.shape[-1]), d.reshape(-1, 1, d.shape[-1])
-    P, N = t.shape[0], X.shape[0]
-    tt = t[:, None, None]  # against (k, 1, rows, cols): (k, P, rows, cols)
-    layers = []
-    for l in range(1, arch.n_layers + 1):
+    theta, d, t, X, y = (a.detach() for a in (theta, d, t, X, y))  # the out= calls below record no graph
+    theta, d = theta.reshape(-1, theta.shape[-1]), d.reshape(-1, d.shape[-1])
+    P, N, L = t.shape[0], X.shape[0], arch.n_layers
+    tt = t[:, None, None]  # against (k, P, rows, cols)
+    stacks = []  # per layer: the pair (for θ, for d) sliced by rows, and whether each is per row
+    for l in range(1, L + 1):
         blk = arch.block(f"W{l}")
-        W, D = (a[..., blk.slice].unflatten(-1, blk.shape) for a in (theta, d))
-        W, D = (W @ X.T, D @ X.T) if l == 1 else (W.contiguous(), D.contiguous())
+        W, D = (a[:, blk.slice].unflatten(-1, blk.shape) for a in (theta, d))
         b = arch.block(f"b{l}").slice if arch.bias else None
-        layers.append((W, D, None if b is None else (theta[..., b].contiguous(), d[..., b].contiguous())))
-    rows = lambda a, i0, i1: a if len(a) == 1 else a[i0:i1]
+        if l == 1:  # (k|1, 1, N, n1): X Wᵀ + b and X Dᵀ + db
+            pair = [(X @ M.mT + (0 if b is None else a[:, None, b]))[:, None] for M, a in ((W, theta), (D, d))]
+        elif l < L:  # (k|1, 1, n_{l-1}, n_l), then the bias rows (k|1, 1, 1, n_l)
+            pair = [W.mT.contiguous()[:, None], D.mT.contiguous()[:, None]]
+            pair += [] if b is None else [theta[:, None, None, b], d[:, None, None, b]]
+        else:  # (k, n_{L-1}, 2): [wᵀ | dᵀ], then the bias (k|1, 1)
+            pair = [torch.cat(torch.broadcast_tensors(W.mT, D.mT), -1).contiguous()]
+            pair += [] if b is None else [theta[:, b], d[:, b]]
+        stacks.append([(a, a.shape[0] > 1) for a in pair])
+    local = threading.local()  # each thread its own buffers (evaluate_job may run two)
 
-    @torch.no_grad()
+    def buffers(k: int) -> list[torch.Tensor]:
+        bufs = getattr(local, "bufs", None)
+        if bufs is None or bufs[0].shape[0] < k:
+            new = lambda *shape: torch.empty(*shape, dtype=t.dtype, device=t.device)
+            n = arch.widths
+            bufs = [new(k, P, N, n[1])]
+            for l in range(2, L):
+                bufs += [new(k, P, n[l - 1], n[l]), new(k, P, N, n[l])]
+            bufs.append(new(k, P * N, 2))
+            local.bufs = bufs
+        return [b[:k] for b in bufs]
+
     def forward(i0: int, i1: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The outputs (k, P, n_out, N) and the last hidden layer's activations (k·P, n, N)."""
-        k = i1 - i0
-        a = None  # the previous layer's activations, from the second layer on
-        for l, (W, D, b) in enumerate(layers, 1):
-            z = torch.addcmul(rows(W, i0, i1), rows(D, i0, i1), tt)  # (k, P, n_l, N or n_{l-1})
-            if l > 1:
-                z = torch.bmm(z.view(k * P, *z.shape[-2:]), a).view(k, P, -1, N)
-            if b is not None:
-                z += torch.addcmul(rows(b[0], i0, i1), rows(b[1], i0, i1), t[:, None])[..., None]
-            if l < arch.n_layers:
-                a = mlp.sigma_(arch.activation, z).view(k * P, -1, N)
-        return z, a
+        """The outputs (k, P, N) and the last hidden layer's activations (k·P, N, n)."""
+        k, bufs = i1 - i0, buffers(i1 - i0)
+        first, *hidden, last = ([a[i0:i1] if per_row else a for a, per_row in layer] for layer in stacks)
+        a = mlp.sigma_(arch.activation, torch.addcmul(*first, tt, out=bufs[0]))
+        for j, (WT, DT, *bias) in enumerate(hidden):
+            w, z = bufs[1 + 2 * j], bufs[2 + 2 * j]
+            torch.addcmul(WT, DT, tt, out=w)
+            blas_matmul(a.view(k * P, N, -1), w.view(k * P, *w.shape[-2:]), z.view(k * P, N, -1))
+            if bias:
+                z += torch.addcmul(*bias, tt)
+            a = mlp.sigma_(arch.activation, z)
+        WD, *bias = last
+        u = blas_matmul(a.view(k, P * N, -1), WD, bufs[-1]).view(k, P, N, 2)
+        f = torch.addcmul(u[..., 0], u[..., 1], t[:, None])
+        if bias:
+            f += torch.addcmul(*bias, t)[..., None]
+        return f, a.view(k * P, N, -1)
 
     def losses(i0: int, i1: int) -> torch.Tensor:
-        return forward(i0, i1)[0].view(i1 - i0, P, N).sub_(y).square_().sum(-1)
+        return forward(i0, i1)[0].sub_(y).square_().sum(-1)
 
     losses.forward = forward
     return losses
@@ -330,10 +371,9 @@ def lambda_slices_job(
     new, origin = pair
 
     def compute(i0, i1):  # (k, P, 2, N): the outputs and δ, one array per chunk
-        z, a = forward(i0, i1)
-        k, N = i1 - i0, X.shape[0]
-        delta = (a[:, new] - a[:, origin]).reshape(k, P, N)
-        return torch.stack([z.reshape(k, P, N), delta], dim=2).numpy()
+        f, a = forward(i0, i1)
+        delta = (a[..., new] - a[..., origin]).view(f.shape)
+        return torch.stack([f, delta], dim=2).numpy()
 
     per_chunk = max(1, DEFAULT_CHUNK[dtype] // P)
     parts = yield from evaluate_job(len(directions), compute, per_chunk, threads)
