@@ -196,7 +196,7 @@ def main():
         pl = r.plane
         grid = lambda: run_to_completion(
             plane.grid_losses_job(
-                arch, pl.theta, pl.d1, pl.d2, pl.alpha, pl.beta, net.X, net.Y, kind, args.dtype, args.device
+                arch, pl.theta, pl.d1, pl.d2, pl.alpha, pl.beta, net.X, net.Y, kind, args.dtype, args.device, 1
             )
         )
         versus_peer("pca plane 51×51 grid", {"1 thread": grid}, pl.theta, pl.d1, pl.d2, pl.alpha, pl.beta)

@@ -9,8 +9,11 @@ grid: for a 784—128—128—10 MLP on 1,000 samples that product is 85% of a f
 layers build each point's own weights W_l + Σ_m c_m D_{l,m} (one small GEMM over a chunk of
 points) and run one batched GEMM of the network's true size. Chunks hold ~2^20 activations.
 
-Evaluation is torch, batched, on one thread by default (engine.core.runtime); ``device="cuda"``
-runs the same kernel on a GPU.
+Evaluation is torch, batched, its products through numpy's BLAS (slices.blas_matmul), chunks
+shared by ``WORKER_THREADS`` Python threads of one BLAS thread each (engine.core.runtime): a
+chunk's products are large, so the threads hardly slow each other (the 118k-parameter plane of
+benchmarks/bench_toolkit.py took 3.67 s of CPU on two threads against 3.46 s on one, on a busy
+machine). ``device="cuda"`` runs the same kernel on a GPU.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from engine.core.lazy import torch
 from engine.core.mlp import Arch
 from engine.core.progress import Job
 from engine.landscape import directions as D
-from engine.landscape.slices import DTYPES, blas_matmul, check_device, evaluate_job
+from engine.landscape.slices import DTYPES, WORKER_THREADS, blas_matmul, check_device, evaluate_job
 
 # Activations per chunk (points × widest hidden layer × samples): 12 MB in float64. On 784—128—128—10
 # with 1,000 samples (12 points a chunk) a point took 0.60 ms of CPU, against 0.65–0.74 at 4–8 and
@@ -129,7 +132,7 @@ def affine_losses_job(
     kind: str = "sum",
     dtype: str = "float64",
     device: str = "cpu",
-    threads: int = 1,
+    threads: int = WORKER_THREADS,
 ) -> Job[np.ndarray]:
     """Job: float64 numpy losses (Q,) at θ0 + coeffs @ dirs, chunk by chunk."""
     if dtype not in DTYPES:
@@ -174,7 +177,7 @@ def check_grid(n: int, extent: float) -> None:
 
 
 def grid_losses_job(
-    arch: Arch, theta, d1, d2, alpha, beta, X, Y, kind="sum", dtype="float64", device="cpu", threads=1
+    arch: Arch, theta, d1, d2, alpha, beta, X, Y, kind="sum", dtype="float64", device="cpu", threads=WORKER_THREADS
 ) -> Job[np.ndarray]:
     """Job: the (len(alpha), len(beta)) grid of L(θ + α_i d1 + β_j d2)."""
     a, b = np.meshgrid(np.asarray(alpha, float), np.asarray(beta, float), indexing="ij")
@@ -196,7 +199,7 @@ def plane_job(
     kind: str = "sum",
     dtype: str = "float64",
     device: str = "cpu",
-    threads: int = 1,
+    threads: int = WORKER_THREADS,
     d1=None,
     d2=None,
 ) -> Job[PlaneResult]:
