@@ -347,7 +347,8 @@ class LandscapeWorkspace(Workspace):
         """Take ``path`` as this tab's network and run the chosen mode on it: paper B's MLP, or
         any PyTorch model (a .pt2, or a state_dict with its ``model`` factory) with its data."""
         p = self.parameters
-        before = {name: p["network", name] for name in FILE_FIELDS}
+        # A load replacing one still in progress: "as they were" is before the first of them.
+        before = self._loading if self._loading is not None else {name: p["network", name] for name in FILE_FIELDS}
         self._set_file(dict(source="file", path=path, activation=activation, data=data, model=model))
         try:
             job = self.make_job()
@@ -365,6 +366,10 @@ class LandscapeWorkspace(Workspace):
             self.parameters["network", name] = value
 
     def _run_finished(self):
+        # Only when no job follows: a load superseded by the next one ends (cancelled, or failed
+        # just before) while that one runs, and the fields are the newer file's until it ends.
+        if self.controller.main.busy:
+            return
         if self._loading is not None and self.controller.last_outcome != "succeeded":
             self._set_file(self._loading)
             self._loading = None

@@ -1,0 +1,52 @@
+"""File ▸ Load network on the toolkit tab, one load after another: the network fields end as the
+last file's when it loads, and as they were before the first when the last one fails, however
+the earlier loads ended (the state machine found a good file's result shown under a bad file's
+fields: the bad load, superseded, ended while the good one ran and put its fields back)."""
+
+import numpy as np
+
+import resources
+from engine.core import mlp
+from engine.io.netfile import save_network
+from gui.workspaces.landscape import FILE_FIELDS
+
+from .conftest import wait_until_idle
+
+
+def fields(ws) -> dict:
+    return {name: ws.parameters["network", name] for name in FILE_FIELDS}
+
+
+def good_and_bad(tmp_path):
+    rng = np.random.default_rng(0)
+    arch = mlp.Arch((2, 3, 1), "sigmoid")
+    X = rng.normal(size=(12, 2))
+    good = save_network(tmp_path / "mlp.npz", arch, mlp.init_params(arch, rng), X, np.tanh(X[:, 0]))
+    bad = tmp_path / "garbage.pt"
+    bad.write_bytes(rng.bytes(256))
+    return str(good), str(bad)
+
+
+def test_a_good_file_loaded_over_bad_ones_keeps_its_fields(window, qtbot, tmp_path):
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    ws.parameters["plane", "points"] = 7
+    good, bad = good_and_bad(tmp_path)
+    data = str(resources.path("data/your-network.csv"))
+    original = fields(ws)
+    for _ in range(2):
+        ws.load_network(bad, "relu", data)  # each superseded by the next before it can end
+    ws.load_network(good)
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)  # run_finished comes one turn of the loop after the job's end
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    assert fields(ws) == {"source": "file", "path": good, "activation": "", "data": "", "model": ""}
+    assert ws.result is not None and ws.result.network.params.shape == (mlp.Arch((2, 3, 1)).n_params,)
+    # and a bad file loaded over bad ones leaves the fields as they were before the first
+    ws.load_network(bad, "relu", data)
+    ws.load_network(bad, "relu", data)
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert window.last_outcome == "failed"
+    assert fields(ws) == {"source": "file", "path": good, "activation": "", "data": "", "model": ""}
+    assert original["path"] != good
