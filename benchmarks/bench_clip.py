@@ -40,7 +40,7 @@ def timed_run(window, steps, record: bool, out) -> tuple[float, str]:
     recorder = None
     if record:
         recorder = LiveRecorder(FrameSource(window), Encoder(out, 30), 30)
-        window.runner.progressed.connect(recorder.mark_changed)
+        window.controller.progressed.connect(recorder.mark_changed)
         recorder.start()
     t = time.perf_counter()
     window.run(steps=steps)

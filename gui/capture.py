@@ -247,6 +247,16 @@ class Encoder(QObject):
     def writing(self) -> bool:
         return self._thread.is_alive()
 
+    # What the controller needs of an adopted worker (gui.controller.Worker).
+    busy = writing
+
+    def cancel(self):
+        self.abort()
+
+    def wait(self, ms: int) -> bool:
+        self._thread.join(ms / 1000)
+        return not self._thread.is_alive()
+
     def close(self, wait: bool = False):
         """No more frames; with ``wait``, block until the file is complete."""
         self._queue.put(None)
@@ -313,6 +323,8 @@ class LiveRecorder(QObject):
         self._spooling: queue.Queue = queue.Queue()
         self._spooler = threading.Thread(target=self._spool_frames, daemon=True)
         self._spooler.start()
+        self._encoding: threading.Thread | None = None  # writes the file once stopped
+        self._aborted = False
         self.frames = 0  # in the file, known once stopped
         self.distinct = 0  # different grabs
         self.grab_seconds = 0.0  # GUI-thread time spent grabbing
@@ -343,7 +355,33 @@ class LiveRecorder(QObject):
         shown = np.maximum(np.searchsorted(self._times, slots + 1e-9, side="right") - 1, 0)
         self.frames = len(shown)
         self._spooling.put(None)
-        threading.Thread(target=self._encode, args=(shown,), daemon=True).start()
+        self._encoding = threading.Thread(target=self._encode, args=(shown,), daemon=True)
+        self._encoding.start()
+
+    # What the controller needs of an adopted worker (gui.controller.Worker): the recording,
+    # its spooler, its encoding and the encoder's thread.
+    def _threads(self) -> list[threading.Thread]:
+        return [t for t in (self._spooler, self._encoding, self.encoder._thread) if t is not None]
+
+    @property
+    def busy(self) -> bool:
+        return self.active or any(t.is_alive() for t in self._threads())
+
+    def cancel(self):
+        """Stop without a file: nothing more is grabbed or written, the spool is deleted."""
+        self._aborted = True
+        self.encoder.abort()  # first: the encoding closes the encoder, which would then publish
+        if self.active:
+            self.active = False
+            self._timer.stop()
+            self._spooling.put(None)
+            self._encoding = threading.Thread(target=self._encode, args=(np.zeros(0, int),), daemon=True)
+            self._encoding.start()  # only cleans up: the spool goes once the spooler has ended
+
+    def wait(self, ms: int) -> bool:
+        for thread in self._threads():
+            thread.join(ms / 1000)
+        return not any(t.is_alive() for t in self._threads())
 
     def _tick(self):
         elapsed = time.monotonic() - self._t0
@@ -377,6 +415,8 @@ class LiveRecorder(QObject):
         try:
             frame, loaded = None, -1
             for k in shown:
+                if self._aborted:
+                    break
                 if k != loaded:
                     frame, loaded = np.load(self._spool / f"{k}.npy"), k
                 self.encoder.add(frame)

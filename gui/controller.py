@@ -1,13 +1,17 @@
 """The application controller: the one owner of running work and of the app's shared state.
 
 Everything that starts work asks this object for it; nothing reaches through the window into
-another part's widgets. It owns four job lanes, each a ``JobRunner`` (one job at a time,
-stale updates dropped, see gui/worker.py):
+another part's widgets, and nothing outside this object connects to a lane's signals. It owns
+four job lanes, each a ``JobRunner`` (one job at a time, stale updates dropped, see
+gui/worker.py):
 
 - ``main``: Run, Step, re-slices, splits, loads: what the run controls pause and cancel;
 - ``preview``: the λ drag's coarse slices (and the drag slices made ahead of the first move);
 - ``probe``: the Hessian at the previewed λ, started only once its preview has been drawn;
 - ``walk``: the clip dock's slices along λ before a paper B clip renders.
+
+Every other worker (a clip render, an encoder, the live recorder and their threads) is
+registered with ``adopt``, so ``busy``, ``cancel_all`` and ``shutdown`` cover them too.
 
 It also holds what several parts read: the preset loaded last, how the last main job ended,
 the λ the minima tab shows and the replay frame, each published as a signal.
@@ -16,10 +20,11 @@ the λ the minima tab shows and the replay frame, each published as a signal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from engine.core.errors import EngineInputError
 from engine.core.progress import Job
 
 from .worker import JobRunner
@@ -27,42 +32,66 @@ from .worker import JobRunner
 LANES = ("main", "preview", "probe", "walk")
 
 
+class Worker(Protocol):
+    """What ``adopt`` needs of a worker that is not a job lane (a clip render, an encoder, the
+    live recorder): whether it still runs a thread or waits for one, how to stop it without a
+    result, and how to wait for its threads to end."""
+
+    @property
+    def busy(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+    def wait(self, ms: int) -> bool: ...
+
+
 class AppController(QObject):
     message = Signal(str, str)  # ("error" | "info", text): the message bar shows it
     run_started = Signal(object, bool)  # (owner workspace, keep) as the main job's thread starts
     run_finished = Signal()  # after a main job succeeded, failed or was cancelled
+    # The main lane's signals, relayed after the owner has drawn (what the status bar follows).
+    progressed = Signal(object)
+    succeeded = Signal(object)
+    failed = Signal(str)
+    cancelled = Signal(object)
+    state_changed = Signal(str)  # "idle", "running", "paused"
     preset_changed = Signal(str)
     lambda_changed = Signal(float)  # the minima tab's λ (what a clip key frame captures)
     frame_changed = Signal(int)  # the replay frame shown
-    clip_requested = Signal(object, str)  # (Clip, out path): Record asks the clip dock to render
     workspace_requested = Signal(str)  # a workspace key: the window shows that tab
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.lanes: dict[str, JobRunner] = {name: JobRunner(self) for name in LANES}
-        self.workspaces: dict[str, Any] = {}  # key -> workspace: registered once by the window
+        self.workspaces: dict[str, Any] = {}  # key -> workspace, each registered once
         self.preset_name: str | None = None
         self.last_outcome = ""  # "succeeded", "failed" or "cancelled": how the last main job ended
+        self.last_error = ""  # why the last main job failed
         self.lam: float | None = None
         self.frame = 0
-        self.clip_job = None  # the clip render the dock started on the last clip_requested
         self._owner = None  # whose main job runs; None once it was superseded
         self._follow: Callable | None = None  # makes the probe job from the preview's result
+        self._calls: dict[str, dict[str, Callable]] = {name: {} for name in LANES if name != "main"}
+        self._workers: list[Worker] = []  # adopted: clip renders, encoders, the live recorder
+        self._clip_service: Callable | None = None  # the clip dock's render(clip, out)
         main = self.lanes["main"]
         main.started.connect(self._on_started)
         main.progressed.connect(self._on_progress)
         main.succeeded.connect(self._on_succeeded)
-        main.failed.connect(lambda text: self._on_ended("failed", text))
-        main.cancelled.connect(lambda last: self._on_ended("cancelled", last))
-        self.lanes["preview"].succeeded.connect(self._on_preview)
+        main.failed.connect(self._on_failed)
+        main.cancelled.connect(self._on_cancelled)
+        main.state_changed.connect(self.state_changed)
+        for name in self._calls:  # each lane's signals go to the callbacks of its current job
+            lane = self.lanes[name]
+            lane.progressed.connect(lambda update, n=name: self._calls[n].get("progress", _ignore)(update))
+            lane.succeeded.connect(lambda result, n=name: self._calls[n].get("result", _ignore)(result))
+            lane.failed.connect(lambda text, n=name: self._calls[n].get("failure", self.error)(text))
 
-    # ---------------------------------------------------------------- lanes
+    # ---------------------------------------------------------------- the main lane
     @property
     def main(self) -> JobRunner:
+        """The main lane, for inspection (tests); work starts through ``start`` and ``run``."""
         return self.lanes["main"]
-
-    def lane(self, name: str) -> JobRunner:
-        return self.lanes[name]
 
     def start(self, owner, job: Job, keep: bool = False, step: bool = False) -> None:
         """Run ``job`` on the main lane for ``owner`` (a workspace, which draws its updates). A
@@ -70,18 +99,95 @@ class AppController(QObject):
         thread has finished. Unless ``keep``, the owner's views are cleared as it starts."""
         self.main.submit(job, step=step, tag=(owner, keep))
 
-    def preview(self, job: Job, follow: Callable[[Any], Job | None] | None = None) -> None:
+    def run(self, workspace, steps: int | None = None, step: bool = False) -> None:
+        """Run: ``workspace``'s job from its parameters (EngineInputError: nothing started)."""
+        self.start(workspace, workspace.make_job(steps=steps), step=step)
+
+    def load_preset(self, name: str, run: bool | None = None, steps: int | None = None):
+        """Open preset ``name`` in its workspace and (by default, its ``autorun``) run it; the
+        one path the window and the headless commands take, so both draw the same run.
+        EngineInputError, with every value left as it was, for an unknown preset or workspace
+        and a value its parameters refuse; a job that cannot be made leaves the preset loaded."""
+        from .presets import apply_values, preset_named
+
+        preset = preset_named(name)
+        workspace = self.workspaces.get(preset.workspace)
+        if workspace is None:
+            raise EngineInputError(f"preset {name!r} names unknown workspace {preset.workspace!r}")
+        try:
+            apply_values(workspace.parameters, preset.values)  # all of them or none
+        except EngineInputError as error:
+            raise EngineInputError(f"preset {name!r}: {error}") from None
+        self.discard()
+        self.workspace_requested.emit(preset.workspace)
+        self.set_preset(name)  # what a clip of this run names as its preset
+        workspace.reset()
+        if preset.autorun if run is None else run:
+            self.run(workspace, steps=steps)
+        return preset
+
+    @property
+    def run_state(self) -> str:
+        return self.main.state
+
+    @property
+    def running(self) -> bool:
+        """A main job runs or waits (a live run owns the views: the replay waits for it)."""
+        return self.main.busy
+
+    @property
+    def run_active(self) -> bool:
+        """A main job that still counts runs or waits (not one superseded and winding down)."""
+        return self.main.active
+
+    def pause(self) -> None:
+        self.main.pause()
+
+    def resume(self) -> None:
+        self.main.resume()
+
+    def step(self) -> None:
+        self.main.step()
+
+    def cancel(self) -> None:
+        """Cancel: the main job stops at its next yield, its results so far kept."""
+        self.main.cancel()
+
+    # ---------------------------------------------------------------- the other lanes
+    def submit(
+        self,
+        lane: str,
+        job: Job,
+        on_result: Callable[[Any], None],
+        on_progress: Callable | None = None,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
+        """Run ``job`` on ``lane`` (not main), replacing what runs or waits there; its updates
+        and result go to these callbacks only (a failure, by default, to the message bar)."""
+        if lane == "main":
+            raise ValueError("the main lane's jobs start with start() or run()")
+        calls = {"result": on_result, "progress": on_progress, "failure": on_failure}
+        self._calls[lane] = {kind: call for kind, call in calls.items() if call is not None}
+        self.lanes[lane].submit(job)
+
+    def preview(
+        self, job: Job, follow: Callable[[Any], Job | None], on_probe: Callable[[Any], None] | None = None
+    ) -> None:
         """A preview on its lane; once its result has arrived, ``follow(result)`` (if it gives a
-        job) runs on the probe lane. Side by side on two cores the probe's Hessian slowed the
-        preview from ~30 ms to 0.5 s now and then, so the probe always waits for its preview."""
-        self._follow = follow
-        self.lanes["preview"].submit(job)
+        job) runs on the probe lane, and its result goes to ``on_probe``. Side by side on two
+        cores the probe's Hessian slowed the preview from ~30 ms to 0.5 s now and then, so the
+        probe always waits for its preview."""
+        self._follow = (follow, on_probe)
+        self.submit("preview", job, self._on_preview)
 
     def _on_preview(self, result):
-        follow, self._follow = self._follow, None
+        (follow, on_probe), self._follow = self._follow or (None, None), None
         probe = follow(result) if follow is not None else None
         if probe is not None:
-            self.lanes["probe"].submit(probe)
+            self.submit("probe", probe, on_probe or _ignore)
+
+    def lane_busy(self, name: str) -> bool:
+        return self.lanes[name].busy
 
     def discard(self, *names: str) -> None:
         """Cancel whatever runs or waits on these lanes (all, by default) and drop its updates."""
@@ -92,15 +198,42 @@ class AppController(QObject):
         if not names or "preview" in names:
             self._follow = None
 
-    def wait(self, ms: int) -> bool:
-        """Block until every lane's thread has ended (only for shutdown); True if all did."""
-        return all([runner.wait(ms) for runner in self.lanes.values()])
+    # ---------------------------------------------------------------- every other worker
+    def adopt(self, worker: Worker) -> Worker:
+        """Count ``worker`` in ``busy``, ``cancel_all`` and ``shutdown`` until it has ended."""
+        self._workers = [w for w in self._workers if w.busy] + [worker]
+        return worker
+
+    @property
+    def workers(self) -> list[Worker]:
+        """The adopted workers still running."""
+        return [w for w in self._workers if w.busy]
 
     @property
     def busy(self) -> bool:
-        """Any lane still running or waiting, up to its last queued signal."""
-        return any(runner.busy for runner in self.lanes.values())
+        """Any lane still running or waiting, up to its last queued signal, or any adopted worker."""
+        return any(runner.busy for runner in self.lanes.values()) or bool(self.workers)
 
+    def cancel_all(self) -> None:
+        """Stop every lane's job and every adopted worker, keeping no result and writing no file."""
+        self.discard()
+        for worker in self.workers:
+            worker.cancel()
+
+    def wait(self, ms: int) -> bool:
+        """Block until every lane's thread and every adopted worker's have ended (shutdown only);
+        True if all did within ``ms`` each."""
+        lanes = [runner.wait(ms) for runner in self.lanes.values()]
+        ended = all(lanes) and all([worker.wait(ms) for worker in self._workers])
+        self._workers = self.workers  # the ended ones are let go
+        return ended
+
+    def shutdown(self, ms: int = 5000) -> bool:
+        """Cancel everything and wait for it: no thread outlives the window (or the command)."""
+        self.cancel_all()
+        return self.wait(ms)
+
+    # ---------------------------------------------------------------- main lane's signals
     @property
     def owner(self):
         return self._owner
@@ -108,7 +241,7 @@ class AppController(QObject):
     def _on_started(self, tag):
         owner, keep = tag
         self._owner = owner
-        self.last_outcome = ""
+        self.last_outcome, self.last_error = "", ""
         if not keep and owner is not None:
             owner.reset()
         self.run_started.emit(owner, keep)
@@ -116,13 +249,24 @@ class AppController(QObject):
     def _on_progress(self, update):
         if update.partial is not None and self._owner is not None:
             self._owner.show_partial(update.partial)
+        self.progressed.emit(update)
 
     def _on_succeeded(self, result):
         if self._owner is not None:
             self._owner.show_result(result)
-        self._on_ended("succeeded", result)
+        self._on_ended("succeeded")
+        self.succeeded.emit(result)
 
-    def _on_ended(self, outcome: str, _payload):
+    def _on_failed(self, text: str):
+        self.last_error = text
+        self._on_ended("failed")
+        self.failed.emit(text)
+
+    def _on_cancelled(self, last):
+        self._on_ended("cancelled")
+        self.cancelled.emit(last)
+
+    def _on_ended(self, outcome: str):
         self.last_outcome = outcome
         # After the owner has drawn the result (its slots are connected after this one's).
         QTimer.singleShot(0, self, self.run_finished.emit)  # not if the controller is gone by then
@@ -150,12 +294,17 @@ class AppController(QObject):
         self.frame = int(index)
         self.frame_changed.emit(self.frame)
 
+    def serve_clips(self, render: Callable[[Any, str], Any]) -> None:
+        """``render(clip, out)`` (the clip dock's) renders what ``render_clip`` is asked for."""
+        self._clip_service = render
+
     def render_clip(self, clip, out: str):
-        """Ask the clip dock (the subscriber of ``clip_requested``) to render ``clip`` to ``out``;
-        returns the job it started, or None when it could not start (it said why)."""
-        self.clip_job = None
-        self.clip_requested.emit(clip, out)
-        return self.clip_job
+        """Render ``clip`` to ``out`` through the clip dock, which shows progress and Cancel;
+        returns the job it started (adopted), or None when it could not start (it said why)."""
+        if self._clip_service is None:
+            self.error("no clip dock to render the clip")
+            return None
+        return self._clip_service(clip, out)
 
     # ---------------------------------------------------------------- messages
     def error(self, text: str) -> None:
@@ -163,3 +312,7 @@ class AppController(QObject):
 
     def info(self, text: str) -> None:
         self.message.emit("info", text)
+
+
+def _ignore(_payload) -> None:
+    pass

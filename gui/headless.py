@@ -11,13 +11,17 @@ from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
 from engine.core.errors import EngineInputError
 
 
-def open_window(size: tuple[int, int]):
+def open_window(size: tuple[int, int], preload: bool = True, keys=None):
+    """The window, shown at ``size``. ``preload``: torch and scipy first (nothing to look at
+    meanwhile: load now, not during the run); a saved session is drawn without them. ``keys``:
+    the only workspaces to build (all by default)."""
     from .app import create_app, preload_numerics
     from .main_window import MainWindow
 
     app = create_app()
-    preload_numerics().join()  # nothing to look at meanwhile: load now, not during the run
-    window = MainWindow()
+    if preload:
+        preload_numerics().join()
+    window = MainWindow(keys)
     window.resize(*size)
     window.show()
     return app, window
@@ -31,28 +35,80 @@ def close_window(window) -> None:
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
-def wait_until_idle(window, timeout_s: float = 600.0) -> bool:
-    """Spin the event loop until every job lane is idle; False if the timeout passed first."""
+def compose(key: str, size: tuple[int, int] = (1600, 960)):
+    """The controller with the one workspace ``key``, and no window: what a clip films. The
+    workspace is shown off screen at ``size`` (about its place in the window), so its widgets
+    are laid out as there: a widget never shown gets no resize events, and the compositor's
+    renders of the window's own panels would keep their first layout."""
+    from PySide6.QtCore import Qt
+
+    from .app import create_app, preload_numerics
+    from .controller import AppController
+    from .ownership import own_parameters
+    from .presentation import remembered_theme
+    from .style import apply_theme
+    from .workspaces import workspace_named
+
+    app = create_app()
+    apply_theme(app, remembered_theme())  # the window's theme at start-up
+    preload_numerics().join()
+    controller = AppController()
+    workspace = workspace_named(key)
+    own_parameters(workspace.parameters, workspace)  # as the window's parameter dock does (gui/ownership.py)
+    controller.register(workspace)
+    workspace.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+    workspace.resize(*size)
+    workspace.show()
+    return app, controller
+
+
+def dispose(controller) -> None:
+    """End every worker the controller knows, then delete its workspaces and it, now."""
+    controller.shutdown()
+    for workspace in controller.workspaces.values():
+        workspace.close()
+        workspace.deleteLater()
+    controller.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def wait_until_idle(host, timeout_s: float = 600.0) -> bool:
+    """Spin the event loop until the controller (``host``'s, of a window) is idle: every lane and
+    worker; False if the timeout passed first."""
+    controller = getattr(host, "controller", host)
     loop = QEventLoop()
     poll = QTimer(interval=50)
-    poll.timeout.connect(lambda: None if window.controller.busy else loop.quit())
+    poll.timeout.connect(lambda: None if controller.busy else loop.quit())
     QTimer.singleShot(int(timeout_s * 1000), loop.quit)
     poll.start()
     loop.exec()
     poll.stop()
-    return not window.controller.busy
+    return not controller.busy
 
 
-def run_preset(window, preset: str, steps: int | None, timeout_s: float = 600.0) -> None:
-    """Load and run ``preset``; raise EngineInputError unless its run succeeded in time."""
-    window.load_preset(preset, steps=steps)
-    if window.message_bar.text:
-        raise EngineInputError(window.message_bar.text)
-    if not wait_until_idle(window, timeout_s):
-        window.stop_jobs()
-        raise EngineInputError(f"preset {preset!r} did not finish within {timeout_s:g} s")
-    if window.last_outcome != "succeeded":
-        raise EngineInputError(f"preset {preset!r} {window.last_outcome}: {window.message_bar.text or 'no result'}")
+def run_preset(host, preset: str, steps: int | None, timeout_s: float = 600.0) -> None:
+    """Load and run ``preset`` on ``host``: the controller, or a window (whose load_preset also
+    titles the slide and the status bar); raise EngineInputError unless its run succeeded in time."""
+    window = host if hasattr(host, "message_bar") else None
+    controller = host if window is None else window.controller
+    errors: list[str] = []
+    collect = lambda kind, text: errors.append(text) if kind == "error" else None  # noqa: E731
+    controller.message.connect(collect)
+    try:
+        if window is None:
+            controller.load_preset(preset, steps=steps)
+        else:
+            window.load_preset(preset, steps=steps)
+            if window.message_bar.text:
+                raise EngineInputError(window.message_bar.text)
+        if not wait_until_idle(controller, timeout_s):
+            controller.cancel_all()
+            raise EngineInputError(f"preset {preset!r} did not finish within {timeout_s:g} s")
+        if controller.last_outcome != "succeeded":
+            why = controller.last_error or (errors[-1] if errors else "no result")
+            raise EngineInputError(f"preset {preset!r} {controller.last_outcome}: {why}")
+    finally:
+        controller.message.disconnect(collect)
     settle()
 
 
@@ -84,16 +140,18 @@ def screenshot(
         raise EngineInputError("screenshot needs exactly one of --preset NAME and --session FILE")
     if session_in is not None and not Path(session_in).is_file():
         raise EngineInputError(f"--session {session_in}: no such file")
-    app, window = open_window(size)
+    saved = shown = None
+    if session_in is not None:  # drawn, not computed: no torch, and only the tab it shows is built
+        saved = session.read_session(session_in)
+        shown = None if session_out is not None else shown_tab(saved)  # re-saved: every tab
+    app, window = open_window(size, preload=session_in is None, keys=None if shown is None else {shown})
     try:
         window.set_look(presentation, theme)
         if presentation:  # full screen would take the virtual screen's size, not the one asked for
             window.setFixedSize(*size)
         settle()
         if session_in is not None:
-            if not session.load_session(window, session_in):
-                raise EngineInputError(window.message_bar.text or f"cannot open session {session_in}")
-            window.message_bar.clear()  # "Opened session …" is for a person at the window, not for the slide
+            draw_session(window, saved, Path(session_in).name, shown)
             wait_until_idle(window)  # the session's network made live again: no thread left at exit
             settle()
         else:
@@ -114,6 +172,30 @@ def screenshot(
     return 0
 
 
+def shown_tab(state) -> str | None:
+    """The workspace a read session shows, if it names one it holds (else None)."""
+    if not isinstance(state, dict) or not isinstance(state.get("workspaces"), dict):
+        return None
+    current = state.get("current")
+    return current if isinstance(current, str) and current in state["workspaces"] else None
+
+
+def draw_session(window, state: dict, name: str, only: str | None = None) -> None:
+    """Draw the read session ``state`` (named ``name``) in ``window``, as File ▸ Open session
+    does; ``only``: just that workspace's part (the window built no other)."""
+    from . import session
+
+    if only is not None:
+        state = {**state, "workspaces": {only: state["workspaces"][only]}}
+    try:
+        if not isinstance(state, dict) or not isinstance(state.get("workspaces"), dict):
+            raise EngineInputError("it has no workspaces")
+        session.apply_state(window, state)
+    except (EngineInputError, KeyError, TypeError, ValueError, IndexError) as error:
+        raise EngineInputError(f"cannot open session {name}: {error}") from None
+    window.replay_dock.refresh()  # the restored run is a timeline to scrub, shown at its end
+
+
 def record_preset(
     preset: str | None,
     out: str,
@@ -125,7 +207,8 @@ def record_preset(
     steps: int | None = None,
     progress=None,
 ) -> int:
-    """``main.py record``: compute the preset, then render a clip of its finished run to ``out``.
+    """``main.py record``: compute the preset, then render a clip of its finished run to ``out``,
+    with the controller and the preset's workspace alone: the window is never built.
 
     ``clip`` is a clip JSON file; without one the preset's default story clip is rendered
     (every neuron, the loss, captions) at ``size``, ``fps`` and ``seconds``. Computing first
@@ -138,6 +221,7 @@ def record_preset(
     from .clips.model import load_clip
     from .clips.render import ClipRenderer, render_to_file
     from .clips.scene import scene_for, story_for
+    from .presets import preset_named
 
     if clip is not None:
         the_clip = load_clip(clip)
@@ -151,16 +235,16 @@ def record_preset(
         the_clip = story_for(preset, size, fps, seconds, orbit)
     check_output(out)
     bars = progress or _no_bars
-    app, window = open_window((1600, 960))
+    app, controller = compose(preset_named(the_clip.preset).workspace)
     try:
         settle()
-        run_preset(window, the_clip.preset, steps=steps)
+        run_preset(controller, the_clip.preset, steps=steps)
         with bars("computing the clip's scene") as on_progress:
-            scene = scene_for(window.controller.workspaces, the_clip.preset, on_progress=on_progress)
+            scene = scene_for(controller.workspaces, the_clip.preset, on_progress=on_progress)
         with bars("rendering") as bar:
-            stats = render_to_file(ClipRenderer(the_clip, scene), out, bar.count)
+            stats = render_to_file(ClipRenderer(the_clip, scene), out, bar.count, adopt=controller.adopt)
     finally:
-        close_window(window)
+        dispose(controller)
     w, h = the_clip.size
     print(
         f"wrote {out} ({stats['frames']} frames, {w}x{h}, {the_clip.fps} fps; rendered in "

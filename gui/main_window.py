@@ -31,13 +31,13 @@ from .controller import AppController
 from .error_reporting import error_relay
 from .ownership import own_parameter_tree, own_parameters
 from .presentation import Presentation
-from .presets import apply_values, available_presets, preset_named
+from .presets import available_presets
 from .recording import RecordControl
 from .replay import ReplayDock
 from .widgets import MessageBar, SlideTitle
 from .worker import JobRunner
 from .workspace import Workspace
-from .workspaces import all_workspaces
+from .workspaces import all_workspaces, workspace_classes
 
 STATUS_INTERVAL_S = 0.1
 
@@ -49,7 +49,10 @@ def _all_parameters(group):
 
 
 class MainWindow(QMainWindow):
-    def __init__(self):
+    """``keys``: build only these workspaces; the other tabs keep their place and title with an
+    empty page (``screenshot --session`` draws one saved tab and builds nothing it does not show)."""
+
+    def __init__(self, keys=None):
         super().__init__()
         self.setWindowTitle("Landscape Lens — loss landscapes of shallow and deep networks")
         self.controller = AppController(self)
@@ -57,7 +60,7 @@ class MainWindow(QMainWindow):
         self._pending_status: Progress | None = None  # the newest update the ~10 Hz throttle held back
         self._status_timer = QTimer(self, singleShot=True)
         self._status_timer.timeout.connect(self._show_pending_status)
-        self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces()}
+        self.workspaces: dict[str, Workspace] = {w.key: w for w in all_workspaces(keys)}
         for workspace in self.workspaces.values():
             self.controller.register(workspace)
         self._build_central()
@@ -69,18 +72,19 @@ class MainWindow(QMainWindow):
         self.controller.run_started.connect(self._on_started)
         self.controller.workspace_requested.connect(self.show_workspace)
         self.controller.message.connect(self._show_message)
-        self.runner.progressed.connect(self._on_progress)
-        self.runner.succeeded.connect(self._on_succeeded)
-        self.runner.failed.connect(self._on_failed)
-        self.runner.cancelled.connect(self._on_cancelled)
-        self.runner.state_changed.connect(self._on_state_changed)
+        self.controller.progressed.connect(self._on_progress)
+        self.controller.succeeded.connect(self._on_succeeded)
+        self.controller.failed.connect(self._on_failed)
+        self.controller.cancelled.connect(self._on_cancelled)
+        self.controller.state_changed.connect(self._on_state_changed)
         self._on_state_changed("idle")
         error_relay().raised.connect(self.message_bar.show_error)
         self._relay_connected = True
 
     @property
     def runner(self) -> JobRunner:
-        """The main lane: what Run, Pause, Step and Cancel drive."""
+        """The main lane, for inspection (tests): Run, Pause, Step and Cancel drive it through
+        the controller."""
         return self.controller.main
 
     @property
@@ -102,8 +106,10 @@ class MainWindow(QMainWindow):
     def _build_central(self):
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        for workspace in self.workspaces.values():
-            self.tabs.addTab(workspace, workspace.title)
+        for kind in workspace_classes():
+            page = self.workspaces.get(kind.key)
+            self.tabs.addTab(QWidget() if page is None else page, kind.title)
+        self.tabs.setCurrentWidget(next(iter(self.workspaces.values())))
         self.message_bar = MessageBar()
         self.slide_title = SlideTitle()
         central = QWidget()
@@ -125,7 +131,11 @@ class MainWindow(QMainWindow):
     def _build_parameter_dock(self):
         self.parameter_stack = QStackedWidget()
         self.parameter_trees: dict[str, ParameterTree] = {}
-        for key, workspace in self.workspaces.items():
+        for kind in workspace_classes():  # one page per tab, in the tabs' order
+            key, workspace = kind.key, self.workspaces.get(kind.key)
+            if workspace is None:
+                self.parameter_stack.addWidget(QWidget())
+                continue
             tree = ParameterTree(showHeader=False)
             tree.setParameters(workspace.parameters, showTop=False)
             own_parameter_tree(tree)  # pyqtgraph leaves its items' helpers parentless (gui/ownership.py)
@@ -141,6 +151,7 @@ class MainWindow(QMainWindow):
             tree.setColumnWidth(0, names)
             self.parameter_trees[key] = tree
             self.parameter_stack.addWidget(tree)
+        self.parameter_stack.setCurrentIndex(self.tabs.currentIndex())
         self.parameter_dock = QDockWidget("Parameters")
         self.parameter_dock.setObjectName("parameters")
         self.parameter_dock.setWidget(self.parameter_stack)
@@ -281,26 +292,15 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.workspaces[key])
 
     def load_preset(self, name: str, run: bool | None = None, steps: int | None = None):
-        """Open a preset in its workspace and (by default) start it."""
+        """Open a preset in its workspace and (by default) start it: the controller's
+        ``load_preset``, which the headless commands take too, with the window's words."""
         try:
-            preset = preset_named(name)
-            if preset.workspace not in self.workspaces:
-                raise EngineInputError(f"preset {name!r} names unknown workspace {preset.workspace!r}")
+            preset = self.controller.load_preset(name, run=False)  # shows its tab
         except EngineInputError as error:
             self.message_bar.show_error(str(error))
             return
-        workspace = self.workspaces[preset.workspace]
-        try:
-            apply_values(workspace.parameters, preset.values)  # all of them or none
-        except EngineInputError as error:
-            self.message_bar.show_error(f"preset {name!r}: {error}")
-            return
-        self.stop_jobs()
-        self.show_workspace(preset.workspace)
-        self.controller.set_preset(name)  # what a clip of this run names as its preset
         self._end_status(f"Preset: {preset.title}")
         self.slide_title.show_slide(preset.title, preset.description)
-        workspace.reset()
         if preset.autorun if run is None else run:
             self.run(steps=steps)
 
@@ -312,31 +312,29 @@ class MainWindow(QMainWindow):
     def run(self, steps: int | None = None, step: bool = False):
         # Run resumes only a paused job. Otherwise it builds anew, queued behind whatever is still
         # finishing (a cancelled or superseded job slow to reach its next yield): never a re-slice.
-        if self.runner.state == "paused":
-            self.runner.resume()
+        if self.controller.run_state == "paused":
+            self.controller.resume()
             return
         try:
-            job = self.workspace.make_job(steps=steps if isinstance(steps, int) else None)
+            self.controller.run(self.workspace, steps=steps if isinstance(steps, int) else None, step=step)
         except EngineInputError as error:
             self.message_bar.show_error(str(error))
             self.status_label.setText("Not started: fix the highlighted input")
-            return
-        self.controller.start(self.workspace, job, step=step)
 
     def toggle_pause(self):
-        if self.runner.state == "running":
-            self.runner.pause()
-        elif self.runner.state == "paused":
-            self.runner.resume()
+        if self.controller.run_state == "running":
+            self.controller.pause()
+        elif self.controller.run_state == "paused":
+            self.controller.resume()
 
     def step(self):
-        if self.runner.active:
-            self.runner.step()
+        if self.controller.run_active:
+            self.controller.step()
         else:
             self.run(step=True)
 
     def cancel(self):
-        self.runner.cancel()
+        self.controller.cancel()
 
     def reset(self):
         self.stop_jobs()
@@ -411,10 +409,9 @@ class MainWindow(QMainWindow):
             self.resizeDocks([self.parameter_dock], [440], Qt.Orientation.Horizontal)
 
     def closeEvent(self, event):
-        # Stop every worker before Qt tears the widgets down, so no thread outlives the window.
-        self.stop_jobs()
-        self.controller.wait(5000)
-        self.recording.stop()
+        # Stop every worker (lanes, clip render, encoders, live recorder) before Qt tears the
+        # widgets down, so no thread outlives the window.
+        self.controller.shutdown(5000)
         if self._relay_connected:  # the relay outlives windows; a second close must not disconnect again
             error_relay().raised.disconnect(self.message_bar.show_error)
             self._relay_connected = False

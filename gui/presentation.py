@@ -14,14 +14,18 @@ from PySide6.QtWidgets import QApplication
 from .style import THEMES, apply_theme
 
 
+def remembered_theme() -> str:
+    """The theme the View menu chose last: the window's (and a headless clip's) at start-up."""
+    theme = QSettings().value("view/theme", "light")
+    return theme if theme in THEMES else "light"
+
+
 class Presentation(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window = window
         self.on = False
-        self.theme = QSettings().value("view/theme", "light")
-        if self.theme not in THEMES:
-            self.theme = "light"
+        self.theme = remembered_theme()
         self._saved = None  # (geometry, window state, parameter dock visible)
         self.toggle_action = QAction(
             "&Presentation mode", window, checkable=True, shortcut=QKeySequence("F11"), toggled=self.set_on

@@ -165,12 +165,13 @@ class RecordControl(QObject):
         self.recorder = LiveRecorder(film, encoder, fps, parent=self)
         self.recorder.ticked.connect(self._on_ticked)
         # What counts as a new picture: a run's update, a scrubbed frame, a turned camera.
-        self.controller.main.progressed.connect(self.recorder.mark_changed)
+        self.controller.progressed.connect(self.recorder.mark_changed)
         self.controller.frame_changed.connect(self.recorder.mark_changed)
         for view in window.workspace.gl_views():
             if hasattr(view, "camera_moved"):
                 view.camera_moved.connect(self.recorder.mark_changed)
         self.action.setText("Stop &recording")
+        self.controller.adopt(self.recorder)  # cancel-all and shutdown end it, and its threads
         self.recorder.start()
         return encoder
 

@@ -73,7 +73,7 @@ class ReplayDock(QDockWidget):
         )
         window.run_finished.connect(self.refresh)
         window.tabs.currentChanged.connect(self.refresh)
-        window.runner.state_changed.connect(self.refresh)
+        window.controller.state_changed.connect(self.refresh)
         self.refresh()
 
     def _button(self, icon, tip, slot) -> QToolButton:
@@ -89,7 +89,7 @@ class ReplayDock(QDockWidget):
     @property
     def length(self) -> int:
         # A live run owns the views; the scrubber waits until it has finished.
-        return 0 if self.window.runner.busy else self.window.workspace.timeline_length()
+        return 0 if self.window.controller.running else self.window.workspace.timeline_length()
 
     @property
     def playing(self) -> bool:

@@ -53,16 +53,12 @@ class ClipDock(QDockWidget):
         self.job: ClipJob | None = None
         self._scene = None
         # Paper B's clip slices the landscape at every λ of its walk before the first frame,
-        # on the controller's walk lane.
-        self.walker = controller.lane("walk")
-        self.walker.progressed.connect(lambda update: self.progress.setValue(round(100 * update.fraction)))
-        self.walker.succeeded.connect(self._on_walked)
-        self.walker.failed.connect(lambda message: self._done(message, error=True))
+        # on the controller's walk lane (_slice_walk).
         self._walk: tuple | None = None  # (workspace, λ values, what to do next) while slicing
         self._previewer: ClipRenderer | None = None  # paper B's thumbnail renderer
         controller.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
         controller.run_started.connect(lambda _owner, keep: keep or self.forget_scene(cancel_walk=True))
-        controller.clip_requested.connect(self._on_clip_requested)
+        controller.serve_clips(self._on_clip_requested)
 
         self.list = QListWidget()
         self.list.currentRowChanged.connect(self._on_select)
@@ -178,7 +174,7 @@ class ClipDock(QDockWidget):
         ``cancel_walk`` (a new run, a reset) so is a walk being sliced for it. A walk that lands
         on a replaced figure is dropped on arrival (_on_walked)."""
         if cancel_walk and self._walk is not None:
-            self.walker.discard()
+            self.controller.discard("walk")
             self._walk = None
             self._show_running(False)
         self._close_previewer()
@@ -392,11 +388,12 @@ class ClipDock(QDockWidget):
         self.use_clip(clip)
 
     # ------------------------------------------------------------------ rendering
-    def _on_clip_requested(self, clip: Clip, out: str):
-        """Record's replay and orbit: render ``clip``, showing this dock's progress and Cancel."""
+    def _on_clip_requested(self, clip: Clip, out: str) -> ClipJob | None:
+        """Record's replay and orbit (controller.render_clip): render ``clip``, showing this
+        dock's progress and Cancel."""
         self.use_clip(clip)
         self.show()
-        self.controller.clip_job = self.render(out)
+        return self.render(out)
 
     def render(self, out: str | None = None) -> ClipJob | None:
         """Render the clip to ``out`` as a job (None while paper B's walk is sliced first: the
@@ -421,6 +418,7 @@ class ClipDock(QDockWidget):
         except EngineInputError as error:
             self.controller.error(str(error))
             return None
+        self.controller.adopt(self.job)  # with its encoder: cancel-all and shutdown end both
         self.job.progressed.connect(self._on_progress)
         self.job.finished.connect(lambda path: self._done(f"Clip saved to {path}"))
         self.job.failed.connect(lambda message: self._done(message, error=True))
@@ -441,7 +439,13 @@ class ClipDock(QDockWidget):
         self.progress.setRange(0, 100)
         self.progress.setFormat("slicing along λ: %p%")
         self.eta.setText("")
-        self.walker.submit(job)
+        self.controller.submit(
+            "walk",
+            job,
+            self._on_walked,
+            on_progress=lambda update: self.progress.setValue(round(100 * update.fraction)),
+            on_failure=lambda message: self._done(message, error=True),
+        )
 
     def _on_walked(self, cuts):
         workspace, figure, lams, then = self._walk
@@ -458,7 +462,7 @@ class ClipDock(QDockWidget):
 
     def cancel(self):
         if self._walk is not None:
-            self.walker.discard()
+            self.controller.discard("walk")
             self._walk = None
             self._done("Clip rendering cancelled; no file written")
         if self.job is not None:

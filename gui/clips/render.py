@@ -64,9 +64,12 @@ class ClipRenderer:
         self.scene.close()
 
 
-def render_to_file(renderer: ClipRenderer, out, on_frame: Callable[[int, int], None] | None = None) -> dict:
-    """Render every frame to ``out`` (.mp4, .gif or a PNG folder); return timings in seconds."""
+def render_to_file(renderer: ClipRenderer, out, on_frame: Callable[[int, int], None] | None = None, adopt=None) -> dict:
+    """Render every frame to ``out`` (.mp4, .gif or a PNG folder); return timings in seconds.
+    ``adopt``: the controller's, which then counts the encoder among its workers."""
     encoder = Encoder(out, renderer.clip.fps)
+    if adopt is not None:
+        adopt(encoder)
     t0 = time.perf_counter()
     try:
         for i in range(renderer.frames):
@@ -151,10 +154,22 @@ class ClipJob(QObject):
             self.encoder.close()  # finished arrives when the file is complete
 
     def cancel(self):
+        """Stop rendering, or the encoder finishing the file: no file is written."""
         if self.active:
             self._stop()
             self.encoder.abort()
             self.cancelled.emit()
+        elif self.encoder.writing:
+            self.encoder.abort()
+            self.cancelled.emit()
+
+    # What the controller needs of an adopted worker (gui.controller.Worker).
+    @property
+    def busy(self) -> bool:
+        return self.active or self.encoder.writing
+
+    def wait(self, ms: int) -> bool:
+        return self.encoder.wait(ms)
 
     def _stop(self):
         if self._steps is not None:

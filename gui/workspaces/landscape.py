@@ -368,7 +368,7 @@ class LandscapeWorkspace(Workspace):
     def _run_finished(self):
         # Only when no job follows: a load superseded by the next one ends (cancelled, or failed
         # just before) while that one runs, and the fields are the newer file's until it ends.
-        if self.controller.main.busy:
+        if self.controller.running:
             return
         if self._loading is not None and self.controller.last_outcome != "succeeded":
             self._set_file(self._loading)

@@ -243,10 +243,9 @@ class MinimaWorkspace(Workspace):
         # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on the probe lane,
         # so the slider never blocks and the main lane stays free for the slices; (c) and the
         # plane at a coarse grid, while λ is dragged, on the preview lane.
+        # Their results come back through the callbacks each submission names; a failure goes to
+        # the message bar.
         super().attach(controller)
-        controller.lane("probe").succeeded.connect(self._on_probe)
-        for lane in ("probe", "preview"):
-            controller.lane(lane).failed.connect(self._message)
         self.inspector.lam.changed.connect(controller.set_lambda)
 
     def _build_layout(self):
@@ -359,7 +358,7 @@ class MinimaWorkspace(Workspace):
             if self._movable():
                 lam = result.construction.splits[self._split].lam
                 job = drag_job(result, lam, self._split, self.slice_settings(), drag=self._drag)
-                self.controller.preview(job, self._on_preview)
+                self.controller.preview(job, self._on_preview, self._on_probe)
 
     def _draw_all(self, data: dict):
         for stage in STAGES:  # a fixed order: the construction before the slider reads its splits
@@ -374,7 +373,7 @@ class MinimaWorkspace(Workspace):
         lam = self.inspector.lam.exact
         if lam is None or abs(probe["lam"] - lam) <= 1e-12 * max(1.0, abs(lam)):
             return False
-        self.controller.lane("probe").submit(probe_job(self.figure, lam, self._split))
+        self.controller.submit("probe", probe_job(self.figure, lam, self._split), self._on_probe)
         return True
 
     def _draw(self, stage: str, data):
@@ -474,7 +473,7 @@ class MinimaWorkspace(Workspace):
         # The newest λ replaces any preview still waiting; a running one finishes or is dropped.
         # The controller starts the probe's Hessian once the preview is drawn.
         job = preview_job(self.figure, lam, self._split, self.slice_settings(), self._plane_settings(), drag=self._drag)
-        self.controller.preview(job, self._on_preview)
+        self.controller.preview(job, self._on_preview, self._on_probe)
 
     def _on_preview(self, result):
         """A drag's preview, or the drag slices made ahead of the first move (or None: the
@@ -499,7 +498,7 @@ class MinimaWorkspace(Workspace):
         path = None if shown_split == self._split_index() else self._path_range()
         self.controller.discard("preview")  # a late preview must not overwrite the refined slices
         # ... and its probe with it: the λ box and the spectrum beside it still follow the slider
-        self.controller.lane("probe").submit(probe_job(self.figure, lam, self._split))
+        self.controller.submit("probe", probe_job(self.figure, lam, self._split), self._on_probe)
         job = reslice_job(self.figure, lam, self._split, self.slice_settings(), path, plane=self._plane_settings())
         self.controller.start(self, job, keep=True)
 

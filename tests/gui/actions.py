@@ -424,7 +424,7 @@ class Driver:
         c = self.window.controller
         dock = self.window.clip_dock
         clip_busy = (dock.job is not None and dock.job.active) or dock._walk is not None
-        return not clip_busy and not any(c.lane(n).busy for n in lanes)
+        return not clip_busy and not any(c.lane_busy(n) for n in lanes)
 
     def check_topology_drawn(self):
         """Idle after a finished run: the loss curve is the trajectory's loss."""

@@ -170,7 +170,7 @@ def test_inspector_walk_on_a_torch_network(window, qtbot, tmp_path, monkeypatch)
     )
     moved = inspect_json(base, "--split", "1,1", "--lambda", "1.5", "--out", tmp_path / "cli_moved.npz")
     box.set_value(1.5, emit=True)
-    qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy and "λ = 1.5" in box.hmin_label.text(), timeout=60000)
+    qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe") and "λ = 1.5" in box.hmin_label.text(), timeout=60000)
     wait_until_idle(qtbot, window, timeout_ms=240000)
     assert box.verdict.startswith(moved["split"]["verdict"])
     assert "slider's λ = 1.5" in ws.shown["spectrum"]["caption"]
@@ -187,7 +187,7 @@ def test_inspector_walk_on_a_torch_network(window, qtbot, tmp_path, monkeypatch)
     # 5. Loaded again, λ opens where the file left it (0.5), and the spectrum's caption says so.
     load_through_the_menu(window, qtbot, monkeypatch, exported)
     assert not window.message_bar.text, window.message_bar.text
-    qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy, timeout=60000)
+    qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe"), timeout=60000)
     assert box.exact == 0.5 and box.value() == 0.5 and box.slider.isEnabled()
     assert box.verdict.startswith(split_json["split"]["verdict"])
     assert "λ = 0.5" in ws.shown["spectrum"]["caption"]
@@ -212,7 +212,7 @@ def test_inspector_walk_on_a_torch_network(window, qtbot, tmp_path, monkeypatch)
         assert again.inspector.split.undo.isEnabled()
         lam_box.set_value(1.5, emit=True)
         qtbot.waitUntil(
-            lambda: not again.controller.lane("probe").busy and "λ = 1.5" in lam_box.hmin_label.text(), timeout=60000
+            lambda: not again.controller.lane_busy("probe") and "λ = 1.5" in lam_box.hmin_label.text(), timeout=60000
         )
         wait_until_idle(qtbot, fresh, timeout_ms=240000)
         assert lam_box.verdict.startswith(moved["split"]["verdict"])

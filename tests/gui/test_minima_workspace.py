@@ -63,7 +63,7 @@ def test_shallow_preset_draws_and_lambda_flips_verdict(window, qtbot):
     for lam, kind in ((1.5, "minim"), (0.5, "saddle")):
         box.set_value(lam)
         ws._on_lambda_moved(lam)
-        qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy and kind in box.verdict, timeout=60000)
+        qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe") and kind in box.verdict, timeout=60000)
         # The spectrum beside the λ box is the probe's, at θ(λ): its negative count is that of the
         # Hessian recomputed here from the slider's λ.
         c = ws.figure.construction
@@ -241,12 +241,12 @@ def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot,
     assert ws.figure.path.interval == built.path.interval and ws.figure.path.verdicts == built.path.verdicts
     # λ opens where the file's history left it (the last split's), and the λ box describes that point
     box, lam = ws.inspector.lam, loaded.splits[-1].lam
-    qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy, timeout=60000)
+    qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe"), timeout=60000)
     assert box.slider.isEnabled() and box.exact == lam and "non-attracting" in box.verdict
     assert f"λ = {lam:.3g}" in ws.shown["spectrum"]["caption"]
     box.set_value(2.0)
     ws._on_lambda_moved(2.0)
-    qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy and "saddle" in box.verdict, timeout=60000)
+    qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe") and "saddle" in box.verdict, timeout=60000)
     save_screenshot(window, "minima-reloaded")
 
 
@@ -278,7 +278,7 @@ def test_split_a_loaded_network_by_hand_and_move_lambda(window, qtbot, tmp_path)
     assert box.slider.isEnabled() and ws.inspector.split.undo.isEnabled()
     for lam, kind in ((outside, "saddle"), (inside, "non-attracting")):
         box.set_value(lam, emit=True)  # as a click on the slider: live probe, then (c)/(d) re-sliced
-        qtbot.waitUntil(lambda: not ws.controller.lane("probe").busy and kind in box.verdict, timeout=60000)
+        qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe") and kind in box.verdict, timeout=60000)
         qtbot.waitUntil(lambda: abs(ws.figure.saddle.probe.lam - lam) < 0.01, timeout=120000)
         wait_until_idle(qtbot, window, timeout_ms=120000)
     save_screenshot(window, "minima-split-by-hand")
