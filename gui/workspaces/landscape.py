@@ -347,18 +347,19 @@ class LandscapeWorkspace(Workspace):
         """Take ``path`` as this tab's network and run the chosen mode on it: paper B's MLP, or
         any PyTorch model (a .pt2, or a state_dict with its ``model`` factory) with its data."""
         p = self.parameters
-        # A load replacing one still in progress: "as they were" is before the first of them.
-        before = self._loading if self._loading is not None else {name: p["network", name] for name in FILE_FIELDS}
+        current = {name: p["network", name] for name in FILE_FIELDS}
         self._set_file(dict(source="file", path=path, activation=activation, data=data, model=model))
         try:
             job = self.make_job()
-        except EngineInputError as error:
-            self._set_file(before)
+        except EngineInputError as error:  # refused at once: a load in progress goes on with its file
+            self._set_file(current)
             self.controller.error(str(error))
             return
         # A file that does not load (the job says why, in one line) changes nothing: the pages keep
-        # what they show until its first result, and the fields go back if it fails or is cancelled.
-        self._loading = before
+        # what they show until its first result, and the fields go back if it fails or is cancelled,
+        # to what they were before the first of the loads in progress.
+        if self._loading is None:
+            self._loading = current
         self.controller.start(self, job, keep=True)
 
     def _set_file(self, values: dict):

@@ -50,3 +50,19 @@ def test_a_good_file_loaded_over_bad_ones_keeps_its_fields(window, qtbot, tmp_pa
     assert window.last_outcome == "failed"
     assert fields(ws) == {"source": "file", "path": good, "activation": "", "data": "", "model": ""}
     assert original["path"] != good
+
+
+def test_a_missing_file_refused_during_a_load_leaves_that_load_its_fields(window, qtbot, tmp_path):
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    ws.parameters["plane", "points"] = 7
+    good, bad = good_and_bad(tmp_path)
+    ws.load_network(good)
+    loading = fields(ws)
+    ws.load_network(str(tmp_path / "missing.npz"))  # refused at once, the good load goes on
+    assert "does not exist" in window.message_bar.text
+    assert fields(ws) == loading
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    assert fields(ws) == {"source": "file", "path": good, "activation": "", "data": "", "model": ""}
