@@ -13,23 +13,32 @@ machine the wall clock also measures the other jobs) and wall seconds, one run e
             ours (engine.landscape.module_plane.module_plane_job), loss-landscapes 3.0.6's
             random_plane (normalization="filter"), loss-landscape-3d 0.1.3's random directions
             (filter-normalised) and LossLandscapeCalculator.calculate
-  hvp       one Hessian-vector product: ours (ModuleLoss.hvp, forward-over-reverse, no graph kept),
-            curvlinops 3.0.1's HessianLinearOperator (the same torch.func jvp of jacrev), and
-            PyHessian's (reverse-over-reverse on a retained graph of the one batch)
-  top eig   the largest eigenvalue to 1e-3 relative: ours, Lanczos (ARPACK eigsh, tol 1e-3, which
-            bounds the Ritz pair's residual by 1e-3·|θ|: an eigenvalue lies that close) against
-            PyHessian's power iteration (tol 1e-3 on successive estimates, its default), each
-            from its own graph set-up; the two answers' relative difference is printed
-  trace     Hutchinson with the same number of Rademacher probes (--probes): ours
-            (engine.landscape.hessian.hutchinson_samples_job on ModuleLoss's HVP, no deflation)
+  hvp       one Hessian-vector product: ours on the kept graph (engine.landscape.module_hessian.
+            module_hvp: ∇L formed once with create_graph, one backward a product) and with the
+            forward redone (ModuleLoss.hvp, forward-over-reverse), curvlinops 3.0.1's
+            HessianLinearOperator (torch.func jvp of jacrev), and PyHessian's (one backward on its
+            retained graph of the one batch)
+  reference the top eigenvalue to ~1e-7, independent of the engine: ARPACK (tol 1e-7) on
+            PyHessian's product; every error below is relative to it
+  top eig   the largest eigenvalue to 1e-3 relative, each from its own graph set-up: ours
+            (module_hessian.top_eigenpairs_job: Lanczos stopped when the Ritz residual bound is
+            within 1e-3 of the value) against PyHessian's power iteration, run once to tol 1e-4
+            and recorded product by product, so that one run shows its default stop (tol 1e-3 on
+            successive estimates), its first iterate within 1e-3 of the reference (the least any
+            stopping rule of its could spend for that accuracy) and its tol 1e-4 stop
+  trace     Hutchinson with the same number of Rademacher probes (--probes), each with its graph:
+            ours (engine.landscape.hessian.hutchinson_samples_job on module_hvp, no deflation)
             against PyHessian's trace (tol −∞, so it runs every probe)
+  where     the aten operators that take one product's CPU time on our kept graph
 
 Run: python benchmarks/bench_any_model.py [--probes 10] [--power-iters 100] [--threads N] [--samples 256]
+     [--hessian-only]
 """
 
 import argparse
 import contextlib
 import copy
+import os
 import sys
 import time
 from pathlib import Path
@@ -42,8 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import import_lazy_torch_modules  # noqa: E402
 from engine.io.module_network import ModuleNetwork  # noqa: E402
-from engine.landscape import hessian  # noqa: E402
-from engine.landscape.module_hessian import module_hvp  # noqa: E402
+from engine.landscape.hessian import hutchinson_samples_job, mean_and_stderr  # noqa: E402
+from engine.landscape.module_hessian import module_hvp, top_eigenpairs_job  # noqa: E402
 from engine.landscape.module_loss import ModuleLoss  # noqa: E402
 from engine.landscape.module_plane import module_plane_job  # noqa: E402
 
@@ -159,85 +168,153 @@ def pyhessian_of(model, X, Y):
 
 @contextlib.contextmanager
 def counted_pyhessian_products():
-    """PyHessian's single-batch Hessian-vector products, counted (its eigenvalues() does not say)."""
+    """PyHessian's single-batch Hessian-vector products, each recorded as (process CPU seconds
+    and wall seconds when it returned, vᵀHv): its eigenvalues() says neither how many it used nor
+    what each iterate was. In the power iteration v is the unit iterate, so vᵀHv is its estimate."""
     import pyhessian  # noqa: F401  (its package binds the name ``hessian`` to the class)
 
     module = sys.modules["pyhessian.hessian"]
-    original, count = module.hessian_vector_product, [0]
+    original, products = module.hessian_vector_product, []
 
-    def counting(*args, **kwargs):
-        count[0] += 1
-        return original(*args, **kwargs)
+    def recording(gradsH, params, v):
+        hv = original(gradsH, params, v)
+        products.append((time.process_time(), time.perf_counter(), float(sum(torch.sum(a * b) for a, b in zip(hv, v)))))
+        return hv
 
-    module.hessian_vector_product = counting
+    module.hessian_vector_product = recording
     try:
-        yield count
+        yield products
     finally:
         module.hessian_vector_product = original
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--probes", type=int, default=10, help="Hutchinson probes, ours and PyHessian's")
-    parser.add_argument("--power-iters", type=int, default=100, help="PyHessian's maxIter (its default)")
-    # one thread: on this shared 2-core machine two threads made a forward 7-9× slower (spinning)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--samples", type=int, default=256, help="fewer for a quick smoke run")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    import_lazy_torch_modules()  # torch.func's first-call imports, as the app pays them at start-up
-    model, X, Y = workload(args.samples)
+def reference_top_eigenvalue(model, X, Y) -> float:
+    """The top eigenvalue to ~1e-7, independent of the engine: ARPACK (tol 1e-7) on PyHessian's
+    product, float32 like every row (its rounding, ~1e-7 relative, is the floor)."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    ph = pyhessian_of(model, X, Y)
+    sizes = [p.numel() for p in ph.params]
+
+    def matvec(v):
+        pieces = torch.from_numpy(np.asarray(v, np.float32).ravel()).split(sizes)
+        vs = [piece.view_as(p) for piece, p in zip(pieces, ph.params)]
+        return flat(torch.autograd.grad(ph.gradsH, ph.params, vs, retain_graph=True)).double().numpy()
+
+    P = sum(sizes)
+    top = eigsh(LinearOperator((P, P), matvec=matvec, dtype=np.float64), k=1, which="LA", tol=1e-7)[0]
+    return float(top[0])
+
+
+def timed_products(hvp):
+    """``hvp`` with the process CPU seconds spent inside it added up in ``.seconds``."""
+
+    def inner(V):
+        began = time.process_time()
+        out = hvp(V)
+        inner.seconds += time.process_time() - began
+        return out
+
+    inner.seconds, inner.gradient = 0.0, hvp.gradient  # the gradient: Lanczos's start
+    return inner
+
+
+def ours_top_eigenvalue(loss):
+    """The kept graph built, then Lanczos to a 1e-3 residual bound: what module_hessian_job does."""
+    began = time.process_time()
+    hvp = module_hvp(loss)
+    graph = time.process_time() - began
+    products = timed_products(hvp)
+    vals, _, residuals = run_to_completion(top_eigenpairs_job(products, loss.n_params, 1, TOL, 0))
+    return float(vals[0]), float(residuals[0]), hvp.count, graph, products.seconds
+
+
+def where_one_product_goes(loss, rows: int = 6) -> str:
+    """The aten operators that take the CPU in one product on the kept graph, largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    hvp = module_hvp(loss)
+    v = torch.randn(loss.n_params, generator=torch.Generator().manual_seed(4))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        hvp(v)
+    ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in ops)
+    return ", ".join(f"{e.key} {100 * e.self_cpu_time_total / total:.0f} %" for e in ops[:rows])
+
+
+def hessian_rows(model, X, Y, args, row):
+    """The Hessian rows: one product each way, the top eigenvalue at equal accuracy, the trace at
+    equal probes, and where the time goes."""
     P = sum(p.numel() for p in model.parameters())
-    print(f"ResNet-20: {P:,} parameters, {len(X)} inputs 3×32×32, {CLASSES} classes, float32, {args.threads} threads")
-    rows = []
-
-    def row(name, seconds, note=""):
-        cpu, wall = seconds
-        rows.append((name, cpu, wall, note))
-        print(f"  {name:<40} {cpu:9.1f} s CPU {wall:9.1f} s wall  {note}", flush=True)
-
-    *t_floor, _ = timed(lambda: floor(model, X))
-    row("floor: 121 eval forwards", t_floor)
-    *t, ours_grid = timed(lambda: ours_plane(model, X, Y))
-    row("plane 11×11: ours", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
-    *t, _ = timed(lambda: loss_landscapes_plane(model, X, Y))
-    row("plane 11×11: loss-landscapes", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
-    *t, _ = timed(lambda: loss_landscape_3d_plane(model, X, Y))
-    row("plane 11×11: loss-landscape-3d", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
-
     loss = ours_loss(model, X, Y)
     v = torch.randn(P, generator=torch.Generator().manual_seed(3))
-    *t, hv = timed(lambda: loss.hvp(None, v))
-    row("1 HVP: ours (ModuleLoss)", t)
+    *t_graph, hvp = timed(lambda: module_hvp(loss))
+    *t, hv = timed(lambda: hvp(v))
+    row("1 HVP: ours, kept graph", t, f"+ {t_graph[0]:.1f} s CPU for the graph (∇L with create_graph)")
+    *t, hv_redone = timed(lambda: loss.hvp(None, v))
+    row("1 HVP: ours, forward redone", t, f"rel. diff {float((hv_redone - hv).norm() / hv.norm()):.1e}")
     from curvlinops import HessianLinearOperator
 
     params = [p for p in model.parameters()]
     H_curv = HessianLinearOperator(model, nn.CrossEntropyLoss(), params, [(X, Y)], check_deterministic=False)
     *t, hv_curv = timed(lambda: H_curv @ v)
-    row("1 HVP: curvlinops", t, f"rel. diff from ours {float((hv_curv - hv).norm() / hv.norm()):.1e}")
+    row("1 HVP: curvlinops", t, f"rel. diff {float((hv_curv - hv).norm() / hv.norm()):.1e}")
     *t_graph, ph = timed(lambda: pyhessian_of(model, X, Y))
     vs = [piece.view_as(p) for piece, p in zip(v.split([p.numel() for p in ph.params]), ph.params)]
     *t, hv_py = timed(lambda: flat(torch.autograd.grad(ph.gradsH, ph.params, vs, retain_graph=True)))
     diff = float((hv_py - hv).norm() / hv.norm())
     row("1 HVP: PyHessian (retained graph)", t, f"rel. diff {diff:.1e}, + {t_graph[0]:.1f} s CPU for the graph")
+    hvp = ph = None  # their graphs freed before the timed rows
 
-    hvp = module_hvp(loss)
-    *t, (vals, vecs, count) = timed(lambda: run_to_completion(hessian.top_eigenpairs_job(hvp, P, 1, TOL, 0, ncv=None)))
-    ours_top = float(vals[-1])
-    row("top eigenvalue: ours (Lanczos)", t, f"{ours_top:.6g}, {count} HVPs")
+    *t_ref, ref = timed(lambda: reference_top_eigenvalue(model, X, Y))
+    row("reference top eigenvalue (ARPACK tol 1e-7)", t_ref, f"{ref:.7g}, on PyHessian's product")
+    error = lambda value: abs(value - ref) / abs(ref)
+
+    *t, (top, residual, count, graph, in_products) = timed(lambda: ours_top_eigenvalue(loss))
     ours_cpu = t[0]
-    with counted_pyhessian_products() as products:
-        *t, (py_vals, _) = timed(lambda: pyhessian_of(model, X, Y).eigenvalues(maxIter=args.power_iters, tol=TOL))
-    py_top = float(py_vals[0])
     row(
-        "top eigenvalue: PyHessian (power)",
+        "top eigenvalue: ours (Lanczos, bound 1e-3)",
         t,
-        f"{py_top:.6g}, {products[0]} HVPs, rel. diff {abs(py_top - ours_top) / abs(ours_top):.1e}; "
+        f"{top:.6g}, {count} HVPs, rel. error {error(top):.1e} (residual bound {residual / top:.1e}); "
+        f"graph {graph:.1f} s, products {in_products:.1f} s, Lanczos {t[0] - graph - in_products:.1f} s",
+    )
+    # One power iteration, run to tol 1e-4 and recorded product by product: PyHessian's default
+    # stop (tol 1e-3 on successive estimates) lies on the way, as does the first iterate within
+    # 1e-3 of the reference (the least any stopping rule of its could spend for that accuracy)
+    torch.manual_seed(5)
+    with counted_pyhessian_products() as products:
+        began = time.process_time(), time.perf_counter()
+        *t, (py_vals, _) = timed(lambda: pyhessian_of(model, X, Y).eigenvalues(maxIter=args.power_iters, tol=TOL / 10))
+    estimates = [value for _, _, value in products]
+    default_stop = next(
+        (i for i in range(1, len(estimates)) if abs(estimates[i] - estimates[i - 1]) / abs(estimates[i - 1]) < TOL),
+        len(estimates) - 1,
+    )
+    accurate = next((i for i, value in enumerate(estimates) if error(value) <= TOL), None)
+    for label, i in (("its tol 1e-3 stop", default_stop), ("first iterate within 1e-3", accurate)):
+        if i is None:
+            row(f"top eigenvalue: PyHessian, {label}", t, f"never within 1e-3 in {len(estimates)} HVPs")
+            continue
+        cpu, wall = products[i][0] - began[0], products[i][1] - began[1]
+        row(
+            f"top eigenvalue: PyHessian, {label}",
+            (cpu, wall),
+            f"{estimates[i]:.6g}, {i + 1} HVPs, rel. error {error(estimates[i]):.1e}; "
+            f"ours {cpu / ours_cpu:.2f}× faster",
+        )
+    row(
+        "top eigenvalue: PyHessian, its tol 1e-4 stop",
+        t,
+        f"{py_vals[0]:.6g}, {len(estimates)} HVPs, rel. error {error(py_vals[0]):.1e}; "
         f"ours {t[0] / ours_cpu:.2f}× faster",
     )
 
-    *t, samples = timed(lambda: run_to_completion(hessian.hutchinson_samples_job(hvp, P, args.probes, 1)))
-    mean, se = hessian.mean_and_stderr(samples)
+    def ours_trace():
+        hvp = module_hvp(loss)  # the graph, as PyHessian's trace builds its own
+        return run_to_completion(hutchinson_samples_job(hvp, P, args.probes, 1))
+
+    *t, samples = timed(ours_trace)
+    mean, se = mean_and_stderr(samples)
     row(f"trace, {args.probes} probes: ours", t, f"{mean:.6g} ± {se:.2g}")
     ours_cpu = t[0]
     *t, py_samples = timed(lambda: pyhessian_of(model, X, Y).trace(maxIter=args.probes, tol=-np.inf))
@@ -247,6 +324,42 @@ def main():
         f"{np.mean(py_samples):.6g} ± {np.std(py_samples, ddof=1) / np.sqrt(len(py_samples)):.2g}; "
         f"ours {t[0] / ours_cpu:.2f}× faster",
     )
+    print(f"  where one product on the kept graph goes (self CPU): {where_one_product_goes(loss)}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--probes", type=int, default=10, help="Hutchinson probes, ours and PyHessian's")
+    parser.add_argument("--power-iters", type=int, default=100, help="PyHessian's maxIter (its default)")
+    # one thread: on this shared 2-core machine two threads made a forward 7-9× slower (spinning)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--samples", type=int, default=256, help="fewer for a quick smoke run")
+    parser.add_argument("--hessian-only", action="store_true", help="skip the floor and the planes")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    import_lazy_torch_modules()  # torch.func's first-call imports, as the app pays them at start-up
+    model, X, Y = workload(args.samples)
+    P = sum(p.numel() for p in model.parameters())
+    print(f"ResNet-20: {P:,} parameters, {len(X)} inputs 3×32×32, {CLASSES} classes, float32, {args.threads} threads")
+    print(f"load average (1, 5, 15 min) at the start: {os.getloadavg()}")
+    rows = []
+
+    def row(name, seconds, note=""):
+        cpu, wall = seconds
+        rows.append((name, cpu, wall, note))
+        print(f"  {name:<46} {cpu:9.1f} s CPU {wall:9.1f} s wall  {note}", flush=True)
+
+    if not args.hessian_only:
+        *t_floor, _ = timed(lambda: floor(model, X))
+        row("floor: 121 eval forwards", t_floor)
+        *t, ours_grid = timed(lambda: ours_plane(model, X, Y))
+        row("plane 11×11: ours", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
+        *t, _ = timed(lambda: loss_landscapes_plane(model, X, Y))
+        row("plane 11×11: loss-landscapes", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
+        *t, _ = timed(lambda: loss_landscape_3d_plane(model, X, Y))
+        row("plane 11×11: loss-landscape-3d", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
+    hessian_rows(model, X, Y, args, row)
+    print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}")
 
     print("\n| row | CPU s | wall s | note |\n|---|---|---|---|")
     for name, cpu, wall, note in rows:

@@ -187,6 +187,28 @@ def test_products_on_the_kept_graph_are_the_dense_hessians_and_the_recomputed_on
     np.testing.assert_allclose(kept.gradient.numpy(), loss.gradient().numpy(), rtol=0, atol=rounding)
 
 
+@pytest.mark.parametrize("batch_size", [N, 3])
+def test_products_on_the_kept_graph_are_finite_differences_of_the_gradient(case, batch_size):
+    """Independent of every second-derivative formula (batch norm's and convolution's double
+    backward, which the dense reference shares): central differences of the gradient, which takes
+    first-order backward passes only, (∇L(θ + hv) − ∇L(θ − hv)) / 2h = Hv + O(h²)."""
+    net, _, _, _ = case
+    loss = ModuleLoss(net, "cross-entropy", batch_size=batch_size)
+    hvp = module_hvp(loss)
+    assert hvp.retained
+    h = 1e-5
+    for v in np.random.default_rng(6).standard_normal((3, loss.n_params)):
+        v = torch.as_tensor(v / np.linalg.norm(v))
+        g = lambda step: loss.gradient(loss.theta + step * v)
+        central = lambda step: (g(step) - g(-step)) / (2 * step)
+        D, D2 = central(h), central(2 * h)
+        truncation = float((D2 - D).norm()) / 3  # Richardson: D(h) − Hv ≈ (D(2h) − D(h)) / 3
+        rounding = 1e3 * EPS * float(loss.gradient().norm()) / h  # the gradients' rounding, over 2h
+        # a relu or max-pool switching within 2h of θ would make D non-smooth: then the estimate means nothing
+        assert truncation <= 1e-6 * float(D.norm())
+        assert float((hvp(v) - D).norm()) <= truncation + rounding
+
+
 def test_graph_bytes_counts_each_saved_tensor_once():
     a, b = (torch.randn(1000, dtype=torch.float64, requires_grad=True) for _ in range(2))
     assert graph_bytes((a * b).sum()) == 2 * 8000  # mul saves both factors
