@@ -113,7 +113,7 @@ def check_device(device: str) -> torch.device:
 def blas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """``out = a @ b``, batched and broadcast as ``torch.matmul``. On the CPU the product goes
     through numpy's OpenBLAS, which releases the GIL: torch's MKL takes its AVX2 paths on AMD
-    CPUs, and there its batched 20×21 @ 21×21 float64 products ran 4× slower (0.65 against
+    CPUs, and there its batched 21×21 @ 21×20 float64 products ran 4× slower (0.65 against
     2.6 ms a chunk of 808 points; a 1500² float64 matmul 49 against 45 GFLOP/s, float32 99
     against 64; benchmarks/bench_landscape.py prints both BLAS's rates)."""
     if out.device.type == "cpu":
@@ -137,9 +137,9 @@ def slice_kernel(
     folded in). Hidden layers build each point's own weights wᵀ = Wᵀ + t_p Dᵀ (about one
     activation's worth of numbers) and run one batched GEMM of the network's true size. The
     output layer needs no per-point weights: a (P·N, n) @ [wᵀ | dᵀ] is one tall product per row,
-    and f = a wᵀ + t_p a dᵀ. Buffers are kept per thread (fresh multi-MB tensors every chunk cost
-    page faults), and a chunk is ~15 calls: their ~100 µs (busy machine) is why chunks hold
-    several directions. ``forward`` returns views of the buffers, valid until the thread's next call.
+    and f = a wᵀ + t_p a dᵀ. Buffers are kept per thread, so a chunk allocates almost nothing; it
+    is ~15 calls, whose ~100 µs (busy machine) is why chunks hold several directions. ``forward``
+    returns views of the buffers, valid until the thread's next call.
     """
     theta, d, t, X, y = (a.detach() for a in (theta, d, t, X, y))  # the out= calls below record no graph
     theta, d = theta.reshape(-1, theta.shape[-1]), d.reshape(-1, d.shape[-1])
