@@ -22,19 +22,19 @@ WAIT_FOR_THREAD = "engine-wait-for"  # engine.core.progress.wait_for's helper
 
 
 class WorkClock:
-    """A clock that advances ``UNIT_S`` with each unit of work, from any thread but wait_for's."""
+    """A clock that advances ``unit_s`` with each unit of work, from any thread but wait_for's."""
 
-    def __init__(self):
-        self.units = 0
+    def __init__(self, unit_s: float = UNIT_S):
+        self.units, self.unit_s = 0, unit_s
         self._lock = threading.Lock()
 
     def now(self) -> float:
-        return self.units * UNIT_S
+        return self.units * self.unit_s
 
-    def tick(self) -> None:
+    def tick(self, units: int = 1) -> None:
         if threading.current_thread().name != WAIT_FOR_THREAD:
             with self._lock:
-                self.units += 1
+                self.units += units
 
     def counted(self, function):
         """``function``, each call one unit (counted once it returns: the work is done)."""
@@ -70,11 +70,20 @@ class WorkClock:
         return job
 
     def counted_compute(self, evaluate_job):
-        """engine.landscape.slices.evaluate_job with each ``compute`` call (a chunk of losses) one unit."""
+        """engine.landscape.slices.evaluate_job with each item a ``compute`` call evaluates (a
+        direction's slice, a plane's point) one unit."""
+
+        def counted(compute):
+            def call(i0, i1):
+                result = compute(i0, i1)
+                self.tick(i1 - i0)
+                return result
+
+            return call
 
         @functools.wraps(evaluate_job)
         def job(n_items, compute, *args, **kwargs):
-            return evaluate_job(n_items, self.counted(compute), *args, **kwargs)
+            return evaluate_job(n_items, counted(compute), *args, **kwargs)
 
         return job
 
@@ -105,17 +114,3 @@ def most_work_between_yields(job, clock: WorkClock) -> tuple[int, int]:
         except StopIteration:
             return max(worst, clock.units - before), clock.units - start
         worst = max(worst, clock.units - before)
-
-
-def largest_work_between_yields(job) -> float:
-    """CPU seconds of the longest single ``next(job)`` (every thread of the process), the first
-    included. Still timed: only tests/engine/test_toolkit_yields.py uses it, until its jobs' units
-    of work are counted like the others'."""
-    worst = 0.0
-    while True:
-        began = time.process_time()
-        try:
-            next(job)
-        except StopIteration:
-            return max(worst, time.process_time() - began)
-        worst = max(worst, time.process_time() - began)
