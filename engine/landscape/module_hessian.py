@@ -238,13 +238,13 @@ def top_eigenpairs_job(hvp, n: int, k: int, tol: float = 0.0, seed: int = 0) -> 
     (``hessian.top_eigenpairs_job``): a restart from one vector would lose the other pairs."""
     steps = int(min(n, LANCZOS_STEPS, max(2 * k + 2, LANCZOS_BASIS_BYTES // (16 * n))))
     bound = max(tol, float(np.finfo(np.float64).eps))
-    start = start_vector(n, seed, getattr(hvp, "gradient", None))
+    start = torch.from_numpy(start_vector(n, seed, getattr(hvp, "gradient", None)))
     Q, HQ, T, converged = yield from _lanczos_run(hvp, start, k, steps, bound)
     if converged:
         theta, S = np.linalg.eigh(T)
-        theta, S = theta[::-1][:k].copy(), S[:, ::-1][:, :k]
-        Y = Q.T @ S
-        return theta, Y / np.linalg.norm(Y, axis=0), np.linalg.norm(HQ.T @ S - Y * theta, axis=0)
+        theta, S = theta[::-1][:k].copy(), torch.from_numpy(S[:, ::-1][:, :k].copy())
+        Y, HY = (Q.T @ S).numpy(), (HQ.T @ S).numpy()
+        return theta, Y / np.linalg.norm(Y, axis=0), np.linalg.norm(HY - Y * theta, axis=0)
     del Q, HQ
     vals, vecs, _ = yield from hessian.top_eigenpairs_job(hvp, n, k, tol, seed, ncv=steps)
     vals, vecs = vals[::-1].copy(), vecs[:, ::-1].copy()
@@ -268,19 +268,22 @@ def start_vector(n: int, seed: int, gradient=None) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
-def _lanczos_run(hvp, q: np.ndarray, k: int, steps: int, bound: float) -> Job[tuple]:
-    """Job: up to ``steps`` Lanczos steps from unit ``q``: (the basis Q (m, n), its products HQ, the
-    tridiagonal T (m, m), whether the top k met ``bound``)."""
+def _lanczos_run(hvp, q: torch.Tensor, k: int, steps: int, bound: float) -> Job[tuple]:
+    """Job: up to ``steps`` Lanczos steps from unit float64 ``q``: (the basis Q (m, n), its products
+    HQ, both tensors, the tridiagonal T (m, m), whether the top k met ``bound``). The basis is in
+    torch, on torch's threads: numpy's BLAS threads, spinning on a busy machine, took 7× the CPU
+    time of this arithmetic on the ResNet-20 of benchmarks/bench_any_model.py."""
     n = len(q)
-    Q, HQ = np.empty((steps, n)), np.empty((steps, n))
+    Q, HQ = torch.empty(steps, n, dtype=torch.float64), torch.empty(steps, n, dtype=torch.float64)
     alphas, betas = [], []
     for j in range(steps):
         Q[j] = q
-        HQ[j] = hvp(torch.from_numpy(q)).numpy()
-        w = HQ[j] - Q[: j + 1].T @ (Q[: j + 1] @ HQ[j])
-        w -= Q[: j + 1].T @ (Q[: j + 1] @ w)  # twice is enough (Kahan, Parlett)
+        HQ[j] = hvp(q)
+        basis = Q[: j + 1]
+        w = HQ[j] - basis.T @ (basis @ HQ[j])
+        w -= basis.T @ (basis @ w)  # twice is enough (Kahan, Parlett)
         alphas.append(float(q @ HQ[j]))
-        beta = float(np.linalg.norm(w))
+        beta = float(w.norm())
         T = np.diag(alphas) + np.diag(betas, 1) + np.diag(betas, -1)
         theta, S = np.linalg.eigh(T)
         top = slice(max(j + 1 - k, 0), j + 1)
