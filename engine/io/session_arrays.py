@@ -162,8 +162,20 @@ _SLICES = {
     "losses": ArraySpec(F, ("K", "P")),
     "envelope": ArraySpec(F, ("P",)),
 }
+# The SLQ density both the toolkit tab and, past the full-Hessian limit, the minima tab draw.
+DENSITY = Schema(
+    "saved spectral density",
+    {
+        "grid": ArraySpec(F, ("G",)),
+        "density": ArraySpec(F, ("G",)),
+        "extremes": ArraySpec(F, (2,)),
+        "top_eigenvalues": ArraySpec(F, (None,), optional=True),  # a module's
+    },
+    at_least={"G": 2},
+)
 MINIMA_STAGES = {
     "spectrum": Schema("saved Hessian spectrum", {"eigs": ArraySpec(F, ("n",))}, at_least={"n": 1}),
+    "density": DENSITY,
     "path": Schema(
         "saved degenerate path",
         {"lam": ArraySpec(F, ("P",)), "loss": ArraySpec(F, ("P",)), "hessian_min": ArraySpec(F, ("P",))},
@@ -202,16 +214,7 @@ TOOLKIT_PAGES = {
         },
         at_least={"M": 2},
     ),
-    "density": Schema(
-        "saved spectral density",
-        {
-            "grid": ArraySpec(F, ("G",)),
-            "density": ArraySpec(F, ("G",)),
-            "extremes": ArraySpec(F, (2,)),
-            "top_eigenvalues": ArraySpec(F, (None,), optional=True),  # a module's
-        },
-        at_least={"G": 2},
-    ),
+    "density": DENSITY,
 }
 
 

@@ -265,6 +265,7 @@ class Slices:
     tolerance: float = 0.0  # the rounding allowance those two use (loss_rounding of dtype and float64)
     family: str = ""  # the direction family's name (engine.minima.dip_probability), "" for the default
     predicted: float | None = None  # predicted fraction of dipping curves (dᵀHd < 0), when known
+    normalization: str = ""  # how the directions were scaled (engine.minima.pipeline.SliceSettings), "" if not said
 
 
 def slices_job(
@@ -418,6 +419,7 @@ class Plane:
     t: np.ndarray  # (n,) coordinate along d2
     losses: np.ndarray  # (n, n): losses[i, j] = L(θ + s_i d1 + t_j d2)
     L_star: float
+    labels: tuple = ()  # what d1 and d2 are, for the axes; () when the caller knows
 
 
 def plane_job(

@@ -514,6 +514,7 @@ class LambdaProbe:
     unmet: tuple[str, ...] = ()
     split: int = -1  # index into Construction.splits of the split whose λ moved
     hessian_eigs: np.ndarray | None = None  # the full spectrum at θ(λ), what the spectrum view shows
+    density: object = None  # past the full-Hessian limit: the SLQ density at θ(λ) (engine.landscape.density)
 
 
 def _split_at(c: Construction, split: int) -> Split:

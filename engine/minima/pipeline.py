@@ -19,7 +19,10 @@ from engine.core.errors import EngineInputError
 from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
+from engine.landscape import directions
+from engine.landscape import hessian as hessian_limits
 from engine.landscape import slices as landscape
+from engine.landscape.density import Density, density_job
 from engine.minima import construction as C
 from engine.minima.construction import Construction, DegeneratePath, HessianSummary, LambdaProbe, Line
 from engine.minima.critical_search import CriticalSearch, find_critical_point
@@ -30,12 +33,36 @@ class SliceSettings:
     K: int = 5000
     P: int = 101
     T: float = 1.0
-    normalize: str = "unit"  # "unit" or "neuron" (Li et al.)
+    normalize: str = "unit"  # SCALINGS: unit norm, per neuron, or Li et al.'s filter / layer normalisation
     seed: int = 0
     family: str = "all"  # directions over: engine.minima.dip_probability.SLICE_FAMILIES
     family_layer: int = 1  # "layer" and "neuron" families
     family_neuron: int = 0  # "neuron" family
     family_k: int = 5  # "eigen": the k lowest Hessian eigenvectors
+    ignore: str = "none"  # "biases": no bias components (Li et al.'s --xignore biasbn)
+
+    def __post_init__(self):
+        if self.normalize not in SCALINGS:
+            raise EngineInputError(f"unknown direction scaling {self.normalize!r}; choose one of {', '.join(SCALINGS)}")
+        directions.check_ignore(self.ignore)
+
+    @property
+    def random_plane(self) -> bool:
+        """Li et al.'s scalings give the 2-D slice their random plane; unit norm keeps B9's
+        analytic one (the degenerate direction, flat, and the B6 descent direction)."""
+        return self.normalize in ("filter", "layer")
+
+
+# How slice directions are scaled: "unit" (the whole direction to norm 1; a Gaussian family, so
+# its dip fraction has Imhof's closed form), "neuron" (each neuron's incoming block to θ's), and
+# engine.landscape.directions' "filter" and "layer" (Li et al. 2018).
+SCALINGS = ("unit", "neuron", "filter", "layer")
+SCALING_LABELS = {
+    "unit": "unit-norm",
+    "neuron": "per-neuron",
+    "filter": "filter-normalised",
+    "layer": "layer-normalised",
+}
 
 
 @dataclass(frozen=True)
@@ -79,6 +106,7 @@ class Figure3:
     plane: landscape.Plane | None = None
     loaded_from: str = ""  # the file, when the network was loaded
     moved: CriticalSearch | None = None  # after "Find critical point": where it went, and why it stopped
+    density: Density | None = None  # past the full-Hessian limit: the network's SLQ spectral density
 
 
 def teacher_data(widths, n_samples: int, seed: int, scale: float = 4.0, input_scale: float = 1.0):
@@ -134,31 +162,77 @@ def construction_job(s: Figure3Settings) -> Job[tuple[Construction, int]]:
     )
 
 
-def slices_job(arch: Arch, theta, X, Y, s: SliceSettings, pair: tuple | None = None) -> Job[landscape.Slices]:
-    """Slices along K directions from the family of ``s`` (``pair``: (layer, origin, copy) of the
-    split whose pair is a family), with the predicted fraction of dipping curves beside the observed
-    one. The default (all parameters, per-neuron scaling) has no Gaussian form to predict from."""
+def slice_directions(arch: Arch, theta, X, Y, s: SliceSettings, pair: tuple | None = None):
+    """(K, P) directions of ``s`` at θ and the family they are drawn from (``pair``: (layer,
+    origin, copy) of the split whose pair is a family).
+
+    Unit-norm directions d = V z / ‖V z‖ are the Gaussian family V z up to a positive scale, so
+    their dip fraction is the family's (Imhof). Filter and layer normalisation rescale the family's
+    draws block by block to θ's norms (engine.landscape.directions.normalize, the toolkit's rule);
+    components outside an index family stay 0, θ's biases included. With biases ignored the
+    family loses its bias coordinates first, so a unit family's prediction is still exact."""
     from engine.minima import dip_probability as DP
 
-    directions, family = None, None
-    if s.family != "all" or s.normalize == "unit":
-        family = yield from wait_for(
-            lambda stop: DP.slice_family(
-                arch, theta, X, Y, s.family, s.family_layer, s.family_neuron, pair, s.family_k
-            ),
-            "directions",
-        )
-    if s.family != "all":
-        directions = DP.family_directions(family, s.K, s.seed)
-    cut = yield from landscape.slices_job(
-        arch, theta, X, Y, K=s.K, P=s.P, T=s.T, normalization=s.normalize, seed=s.seed, directions=directions
+    family = _without_biases(
+        arch, DP.slice_family(arch, theta, X, Y, s.family, s.family_layer, s.family_neuron, pair, s.family_k), s.ignore
     )
-    if family is None:
+    if s.normalize == "neuron":
+        if s.family != "all":
+            raise EngineInputError("per-neuron scaling is for directions over all parameters; choose 'filter'")
+        d = landscape.random_directions(arch, theta, s.K, s.seed, "neuron")
+        if s.ignore == "biases":
+            d[:, ~_weight_mask(arch)] = 0.0
+        return d, family
+    d = DP.family_directions(family, s.K, s.seed)
+    if s.normalize in ("filter", "layer"):
+        d = directions.normalize(arch, theta, d, s.normalize, s.ignore)
+        if family.indices is not None:
+            outside = np.ones(arch.n_params, bool)
+            outside[family.indices] = False
+            d[:, outside] = 0.0
+    return d, family
+
+
+def _weight_mask(arch: Arch) -> np.ndarray:
+    """True at the weights of the flat layout, False at the biases."""
+    mask = np.ones(arch.n_params, bool)
+    for l in range(1, arch.n_layers + 1) if arch.bias else ():
+        mask[arch.block(f"b{l}").slice] = False
+    return mask
+
+
+def _without_biases(arch: Arch, family, ignore: str):
+    """The family without its bias coordinates when biases are ignored (a basis family: its bias
+    rows zeroed), so that V z has no bias components and the prediction is for those directions."""
+    from engine.minima.dip_probability import Family
+
+    if ignore != "biases" or not arch.bias:
+        return family
+    weights = _weight_mask(arch)
+    if family.basis is not None:
+        return Family(f"{family.name}, no biases", arch.n_params, basis=family.basis * weights[:, None])
+    kept = family.indices[weights[family.indices]]
+    if not kept.size:
+        raise EngineInputError(f"directions over {family.name} with biases ignored have no parameter left")
+    return Family(f"{family.name} weights", arch.n_params, indices=kept)
+
+
+def slices_job(arch: Arch, theta, X, Y, s: SliceSettings, pair: tuple | None = None) -> Job[landscape.Slices]:
+    """Slices along K directions of ``s`` (``slice_directions``), with the predicted fraction of
+    dipping curves beside the observed one where it has a closed form: unit-norm directions of a
+    family are Gaussian up to scale (engine.minima.dip_probability); per-neuron, filter and layer
+    scaling make the direction's law non-Gaussian, and the caption says there is none."""
+    from engine.minima import dip_probability as DP
+
+    d, family = yield from wait_for(lambda stop: slice_directions(arch, theta, X, Y, s, pair), "directions")
+    cut = yield from landscape.slices_job(arch, theta, X, Y, K=s.K, P=s.P, T=s.T, seed=s.seed, directions=d)
+    cut = replace(cut, family=family.name, normalization=s.normalize)
+    if s.normalize != "unit":
         return cut
     predicted = yield from wait_for(
         lambda stop: DP.predicted_for_family(arch, theta, X, Y, family), "predicted dip fraction"
     )
-    return replace(cut, family=family.name, predicted=predicted)
+    return replace(cut, predicted=predicted)
 
 
 def _pair(c: Construction, split: int = -1) -> tuple | None:
@@ -180,7 +254,7 @@ def saddle_job(
     """(c), (d): the point at ``lam`` (a saddle outside I), its slices and the B6 descent line.
     Random directions in P dimensions almost never see the one negative eigenvalue (B8); the
     analytic direction, at the same unit norm, shows the saddle is there. Partial: the probe."""
-    probe = yield from C.probe_job(c, lam, split)
+    probe = yield from _probe_job(c, lam, split)
     yield Progress(float("nan"), f"saddle at λ = {lam:g}: {probe.verdict}", Saddle(probe))
     cut = None if slices is None else (yield from slices_job(c.arch, probe.params, c.X, c.Y, slices, _pair(c, split)))
     if descent is not None:
@@ -190,13 +264,56 @@ def saddle_job(
     return Saddle(probe, cut, C.descent_curve(c, probe, ts))
 
 
-def plane_job(c: Construction, probe: LambdaProbe, points: int, extent: float) -> Job[landscape.Plane]:
-    """The loss on the plane of the degenerate direction (moves λ) and the B6 descent direction."""
-    split = c.splits[probe.split]
-    B, _ = C.pair_B(c.arch, probe.params, c.X, c.Y, split)
-    d1 = C.degenerate_direction(c.arch, probe.params, split)
-    d2 = C.descent_direction(c.arch, probe.params, split, B)
-    return (yield from landscape.plane_job(c.arch, probe.params, c.X, c.Y, d1, d2, n=int(points), T=extent))
+ANALYTIC_AXES = ("degenerate direction (moves λ)", "descent direction e (B6)")
+
+
+def plane_directions(c: Construction, theta, split: int, slices: SliceSettings | None = None) -> tuple:
+    """(d1, d2, axis labels) of the 2-D slice at θ(λ) of one split: B9's plane of the degenerate
+    direction (the loss is constant along it) and the B6 descent direction, at unit norm; or, for
+    Li et al.'s scalings (``SliceSettings.random_plane``), their random plane, the toolkit's
+    (engine.landscape.directions, seeded by the slices' seed)."""
+    if slices is not None and slices.random_plane:
+        d1, d2 = directions.directions(c.arch, theta, 2, slices.seed, slices.normalize, slices.ignore)
+        name = SCALING_LABELS[slices.normalize] + (", no biases" if slices.ignore == "biases" else "")
+        return d1, d2, (f"{name} direction 1", f"{name} direction 2")
+    s = c.splits[split]
+    B, _ = C.pair_B(c.arch, theta, c.X, c.Y, s)
+    return C.degenerate_direction(c.arch, theta, s), C.descent_direction(c.arch, theta, s, B), ANALYTIC_AXES
+
+
+def plane_job(
+    c: Construction, probe: LambdaProbe, points: int, extent: float, slices: SliceSettings | None = None
+) -> Job[landscape.Plane]:
+    """The loss on the 2-D slice through the probe's point (``plane_directions``)."""
+    d1, d2, labels = plane_directions(c, probe.params, probe.split, slices)
+    flat = yield from landscape.plane_job(c.arch, probe.params, c.X, c.Y, d1, d2, n=int(points), T=extent)
+    return replace(flat, labels=labels)
+
+
+def past_full_hessian(arch: Arch) -> bool:
+    """Too many parameters for the full spectrum (engine.landscape.hessian.FULL_SPECTRUM_MAX_PARAMS):
+    the inspector shows the spectral density there, as the toolkit tab does."""
+    return arch.n_params > hessian_limits.FULL_SPECTRUM_MAX_PARAMS
+
+
+def spectral_density_job(arch: Arch, theta, X, Y) -> Job[Density]:
+    """The toolkit's SLQ density with the toolkit's settings (its probes, Lanczos steps and seed;
+    the summed loss paper B uses), so the inspector's density is the toolkit's density.npz."""
+    from engine.landscape.toolkit import ToolkitSettings
+
+    s = ToolkitSettings()
+    return (yield from density_job(arch, theta, X, Y, s.probes, s.lanczos_steps, s.seed, "sum"))
+
+
+def _with_density(fig: Figure3, start: float, stop: float) -> Job[Figure3]:
+    """``fig`` with its network's density, past the full-Hessian limit (else ``fig`` itself)."""
+    c = fig.construction
+    if not past_full_hessian(c.arch):
+        return fig
+    d = yield from subjob(spectral_density_job(c.arch, c.params, c.X, c.Y), start, stop, "spectral density: ")
+    fig = replace(fig, density=d)
+    yield Progress(stop, "spectral density", fig)
+    return fig
 
 
 def _stage(fig: Figure3, job, start: float, stop: float, field: str, message: str):
@@ -217,6 +334,7 @@ def _after_construction(fig: Figure3, s: Figure3Settings, start: float, spectrum
         eigs, h = yield from C.spectrum_job(c.arch, c.params, c.X, c.Y, "Hessian spectrum")
         fig = replace(fig, eigs=eigs, hessian=h)
         yield Progress(start, "Hessian spectrum", fig)
+        fig = yield from _with_density(fig, start, start)
     span = 1.0 - start
     if s.slices is not None:
         fig = yield from _stage(
@@ -243,7 +361,7 @@ def _after_construction(fig: Figure3, s: Figure3Settings, start: float, spectrum
     )
     if s.plane is not None:
         fig = yield from _stage(
-            fig, plane_job(c, fig.saddle.probe, *s.plane), start + 0.85 * span, 1.0, "plane", "2-D slice: "
+            fig, plane_job(c, fig.saddle.probe, *s.plane, s.slices), start + 0.85 * span, 1.0, "plane", "2-D slice: "
         )
     return fig
 
@@ -278,7 +396,7 @@ def reslice_job(
         fig = yield from _stage(fig, path_job(c, path, split), 0.0, 0.4, "path", "degenerate path: ")
     fig = yield from _stage(fig, saddle_job(c, lam, slices, descent, split), 0.4, 0.9, "saddle", "saddle: ")
     if plane is not None:
-        fig = yield from _stage(fig, plane_job(c, fig.saddle.probe, *plane), 0.9, 1.0, "plane", "2-D slice: ")
+        fig = yield from _stage(fig, plane_job(c, fig.saddle.probe, *plane, slices), 0.9, 1.0, "plane", "2-D slice: ")
     return fig
 
 
@@ -340,42 +458,17 @@ def preview_job(
     drag = yield from drag_job(fig, lam, split, slices, points, drag)
     if drag is not None:
         cut = drag.slicer.slices(lam, theta)
-    else:
-        directions = None
-        if slices.family != "all":  # the same family as (c); no prediction while dragging
-            from engine.minima import dip_probability as DP
-
-            family = DP.slice_family(
-                c.arch,
-                theta,
-                c.X,
-                c.Y,
-                slices.family,
-                slices.family_layer,
-                slices.family_neuron,
-                _pair(c, split),
-                slices.family_k,
-            )
-            directions = DP.family_directions(family, slices.K, slices.seed)
+    else:  # the same directions as (c); no prediction while dragging
+        d, _ = slice_directions(c.arch, theta, c.X, c.Y, slices, _pair(c, split))
         cut = yield from landscape.slices_job(
-            c.arch,
-            theta,
-            c.X,
-            c.Y,
-            K=slices.K,
-            P=points,
-            T=slices.T,
-            normalization=slices.normalize,
-            seed=slices.seed,
-            dtype="float32",
-            directions=directions,
+            c.arch, theta, c.X, c.Y, K=slices.K, P=points, T=slices.T, seed=slices.seed, dtype="float32", directions=d
         )
+    cut = replace(cut, normalization=slices.normalize)
     if plane is None:
         return Preview(lam, cut, None, drag)
-    B, _ = C.pair_B(c.arch, theta, c.X, c.Y, s)
-    d1, d2 = C.degenerate_direction(c.arch, theta, s), C.descent_direction(c.arch, theta, s, B)
+    d1, d2, labels = plane_directions(c, theta, split, slices)
     flat = yield from landscape.plane_job(c.arch, theta, c.X, c.Y, d1, d2, n=int(plane[0]), T=plane[1])
-    return Preview(lam, cut, flat, drag)
+    return Preview(lam, cut, replace(flat, labels=labels), drag)
 
 
 def drag_job(
@@ -396,13 +489,13 @@ def drag_job(
     if not (s.layer + 1 == c.arch.n_layers and slices.family == "all" and slices.normalize == "unit"):
         return None
     theta = C.set_split_lambda(c.arch, c.params, s, lam)
-    key = (split % len(c.splits), s.layer, s.origin, s.new, slices.K, slices.seed, slices.T, points)
+    key = (split % len(c.splits), s.layer, s.origin, s.new, slices.K, slices.seed, slices.T, slices.ignore, points)
     if drag is not None and drag.fits(c, key, theta, lam):
         return drag
-    directions = landscape.random_directions(c.arch, theta, slices.K, slices.seed, slices.normalize)
+    d, _ = slice_directions(c.arch, theta, c.X, c.Y, slices)
     e = C.set_split_lambda(c.arch, c.params, s, 1.0) - C.set_split_lambda(c.arch, c.params, s, 0.0)
     slicer = yield from landscape.lambda_slices_job(
-        c.arch, theta, e, lam, (s.new, s.origin), c.X, c.Y, directions, points, slices.T, dtype="float32"
+        c.arch, theta, e, lam, (s.new, s.origin), c.X, c.Y, d, points, slices.T, dtype="float32"
     )
     return DragSlices(key, slicer)
 
@@ -442,10 +535,18 @@ def walk_job(fig: Figure3, lams, split: int, slices: SliceSettings, points: int 
 
 
 def probe_job(fig: Figure3, lam: float, split: int = -1) -> Job[LambdaProbe]:
-    """The λ slider's live readout: one Hessian, on a helper thread."""
+    """The λ slider's live readout: one Hessian, on a helper thread; past the full-Hessian limit
+    also the spectral density at θ(λ), which the inspector shows in place of the spectrum."""
     if fig.construction is None:
         raise EngineInputError("build or load a construction before moving λ")
-    return (yield from C.probe_job(fig.construction, lam, split))
+    return (yield from _probe_job(fig.construction, lam, split))
+
+
+def _probe_job(c: Construction, lam: float, split: int) -> Job[LambdaProbe]:
+    probe = yield from C.probe_job(c, lam, split)
+    if not past_full_hessian(c.arch):
+        return probe
+    return replace(probe, density=(yield from spectral_density_job(c.arch, probe.params, c.X, c.Y)))
 
 
 def load_figure3_job(
@@ -478,10 +579,11 @@ def inspected_figure_job(net, label: str, moved: CriticalSearch | None = None) -
     from engine.minima.report import inspect_job
     from engine.minima.workbench import construction_of
 
-    report = yield from inspect_job(net, label)
+    report = yield from subjob(inspect_job(net, label), 0.0, 0.7, "")
     step = C.Step("loaded", report.arch.widths, report.loss, report.grad_norm, report.hessian, report.verdict)
     c = yield from wait_for(lambda stop: construction_of(net, step, report.neurons), "construction history")
-    return Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=label, moved=moved)
+    fig = Figure3(c.steps, c, eigs=report.eigs, hessian=report.hessian, loaded_from=label, moved=moved)
+    return (yield from _with_density(fig, 0.7, 1.0))
 
 
 def critical_point_job(fig: Figure3, s: Figure3Settings) -> Job[Figure3]:

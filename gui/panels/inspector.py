@@ -277,7 +277,9 @@ class HypothesesBox(QWidget):
         row.addWidget(QLabel("loss"))
         row.addWidget(self.loss, 1)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Paper B's hypotheses under the chosen loss, and the verdicts there"))
+        heading = QLabel("Paper B's hypotheses under the chosen loss, and the verdicts there")
+        heading.setWordWrap(True)  # unwrapped, its width set the inspector's and cut it in presentation type
+        layout.addWidget(heading)
         layout.addLayout(row)
         layout.addWidget(self.text)
         layout.addStretch(1)

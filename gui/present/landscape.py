@@ -50,16 +50,7 @@ def present(result: ToolkitResult) -> dict:
                 accuracy_barrier=float(i.accuracy_barrier),
             )
     elif result.density is not None:
-        d = result.density
-        state["density"] = {
-            "grid": np.asarray(d.grid, float),
-            "density": np.asarray(d.density, float),
-            "extremes": np.asarray(d.extremes, float),
-            "trace": float(d.trace),
-            "sum_squares": float(d.sum_squares),
-            "probes": int(d.nodes.shape[0]),
-            "steps": int(d.steps_done.max()),
-        }
+        state["density"] = density_state(result.density)
         h = result.hessian
         if h is not None:
             state["density"].update(
@@ -68,6 +59,19 @@ def present(result: ToolkitResult) -> dict:
                 hutchinson_se=float(h.trace_se),
             )
     return state
+
+
+def density_state(d) -> dict:
+    """What the density view draws of an ``engine.landscape.density.Density`` (the minima tab's too)."""
+    return {
+        "grid": np.asarray(d.grid, float),
+        "density": np.asarray(d.density, float),
+        "extremes": np.asarray(d.extremes, float),
+        "trace": float(d.trace),
+        "sum_squares": float(d.sum_squares),
+        "probes": int(d.nodes.shape[0]),
+        "steps": int(d.steps_done.max()),
+    }
 
 
 def _plane(plane, labels: list[str], names: list[str], paths: np.ndarray) -> dict:

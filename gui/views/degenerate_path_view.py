@@ -35,6 +35,9 @@ class DegeneratePathView(pg.PlotWidget):
         item.scene().addItem(self.eig_box)
         item.getAxis("right").linkToView(self.eig_box)
         self.eig_box.setXLink(item.vb)
+        # Its x follows the loss's box: an x auto-range of its own fought show_path's setXRange, and
+        # which won depended on when the box was laid out (a reopened session drew λ unpadded).
+        self.eig_box.enableAutoRange(axis=pg.ViewBox.XAxis, enable=False)
         item.vb.sigResized.connect(lambda: self.eig_box.setGeometry(item.vb.sceneBoundingRect()))
         self.loss_curve = item.plot(
             pen=pg.mkPen(LOSS_COLOR, width=3), symbol="o", symbolSize=5, symbolBrush=LOSS_COLOR, symbolPen=None
@@ -72,13 +75,14 @@ class DegeneratePathView(pg.PlotWidget):
             self.addItem(region)
             self.regions.append(region)
         if len(lam):
-            self.setXRange(lam.min(), lam.max(), padding=0.03)
+            # Padding enough for the end ticks' labels (at 0.03 the λ = −0.5 label did not fit and was dropped).
+            self.setXRange(lam.min(), lam.max(), padding=0.08)
             # A flat loss would otherwise autoscale its rounding noise to full height.
             loss = np.asarray(loss, float)
             mid, spread = float(np.mean(loss)), float(np.ptp(loss))
             half = max(spread, 1e-3 * max(abs(mid), 1e-12)) * 2
             self.setYRange(mid - half, mid + half, padding=0)
-            self.eig_box.enableAutoRange()
+            self.eig_box.enableAutoRange(axis=pg.ViewBox.YAxis)
 
     def set_current(self, lam: float | None):
         """Short subtitle lines: which split, and the dashed marker's λ."""

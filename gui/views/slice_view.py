@@ -107,9 +107,12 @@ class SliceView(pg.PlotWidget):
         descent=None,
         family: str = "",
         predicted=None,
+        directions: str = "",
     ):
         """``losses`` (K, P) on the grid ``t`` (P,); ``descent`` an optional (t, loss) line along the
-        analytic descent direction, drawn over the random ones. The numbers come from the engine."""
+        analytic descent direction, drawn over the random ones. ``directions``: how they were
+        scaled, named when the dip fraction has no closed form for it (``predicted`` None). The
+        numbers come from the engine."""
         t, losses = np.asarray(t, float), np.asarray(losses, float)
         k, p = losses.shape
         self._t, self._losses = t, losses
@@ -118,8 +121,13 @@ class SliceView(pg.PlotWidget):
         self.lstar.show()
         self.n_curves = k
         lines = [f"{n_below} of {k} directions dip below L*", f"envelope − L* ≥ {gap:.2g}"]  # random ones: the key says
+        # Short lines (1600×960 and presentation type cut longer ones): the family is named when it
+        # is not every parameter.
         if predicted is not None:  # the engine's second-order prediction for this family (dᵀHd < 0)
-            lines.insert(1, f"{family}: predicted {predicted:.2g}, seen {n_below / k:.2g}")
+            where = "" if family in ("", "all parameters") else f"{family}: "
+            lines.insert(1, f"{where}predicted {predicted:.2g}, seen {n_below / k:.2g}")
+        elif directions and directions != "unit-norm":  # not Gaussian: no Imhof form for its dip rate
+            lines.insert(1, f"{directions}: no closed form")
         if descent is None:
             self.descent.setData([], [])
             low = min(np.nanmin(envelope), lstar)

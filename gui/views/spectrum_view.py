@@ -48,6 +48,7 @@ class SpectrumView(pg.PlotWidget):
         self.addItem(self.points)
         self.zero_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(ZERO, width=1))
         self.addItem(self.zero_line)
+        self.getViewBox().setDefaultPadding(0.06)  # the end points' dots stay whole
         own_menus(self)
 
     def show_spectrum(self, eigs, tol: float, caption: str = ""):
@@ -68,7 +69,9 @@ class SpectrumView(pg.PlotWidget):
             f"<b>{len(eigs) - n_neg - n_zero}</b> positive</span>"
         )
         set_title(self, "Hessian spectrum (signed log scale)", [caption, counts] if caption else [counts])
-        self.autoRange(padding=0.06)  # the end points' dots stay whole
+        # Auto-range that stays on: the dots' pixel margins make a one-shot range depend on the size
+        # the plot had when drawn (a session reopened into a hidden tab framed it differently).
+        self.enableAutoRange()
 
     def clear_spectrum(self):
         self.points.setData([], [])

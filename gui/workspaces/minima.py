@@ -16,7 +16,16 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.core.errors import EngineInputError
 from engine.io.netfile import load_network, save_network
@@ -50,9 +59,10 @@ from ..views.network_diagram import NetworkDiagram
 from ..views.plane_view import PlaneView
 from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
+from ..views.spectral_density_view import SpectralDensityView
 from ..views.spectrum_view import SpectrumView
 from ..workspace import Workspace
-from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, probe_spectrum, stages
+from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, probe_details, stages
 
 
 def _is_two_layer_homogeneous(path: str) -> bool:
@@ -66,6 +76,13 @@ def _is_two_layer_homogeneous(path: str) -> bool:
     return True
 
 
+# The figures' tabs, and their titles in presentation type (where the spectrum and network join them).
+FIGURE_TABS = (
+    ("Fig. 3 (a)–(d)", "Fig. 3 (a)–(d)"),
+    ("2-D slice", "2-D slice"),
+    ("Minima at infinity", "At infinity"),
+    ("Non-increasing path", "Path"),
+)
 LAMBDA_RANGE = (-1e3, 1e3)  # λ far outside [0, 1] only scales one pair's weights towards overflow
 
 PARAMETERS = [
@@ -145,7 +162,21 @@ PARAMETERS = [
                 "title": "directions",
                 "type": "list",
                 "value": "unit",
-                "limits": {"unit norm": "unit", "per neuron (Li et al.)": "neuron"},
+                "limits": {
+                    "unit norm": "unit",
+                    "per neuron": "neuron",
+                    "filter-normalised (Li et al.)": "filter",
+                    "layer-normalised (Li et al.)": "layer",
+                },
+                "tip": "how each random direction is scaled (engine.landscape.directions); filter and layer "
+                "also give the 2-D slice Li et al.'s random plane",
+            },
+            {
+                "name": "ignore_biases",
+                "title": "ignore biases",
+                "type": "bool",
+                "value": False,
+                "tip": "directions with no bias components (Li et al.'s --xignore biasbn)",
             },
             {"name": "seed", "title": "direction seed", "type": "int", "value": 0, "limits": SEED_RANGE},
             {
@@ -217,6 +248,7 @@ class MinimaWorkspace(Workspace):
         self.gd_view = CurvesView("gradient descent from large b", "step", "L − L∞")
         self.descend_view = CurvesView("non-increasing path vs straight segment", "path parameter t", "loss L")
         self.spectrum = SpectrumView()
+        self.density = SpectralDensityView()  # in the spectrum's place past the full-Hessian limit
         self.network = NetworkDiagram()
         self.inspector = InspectorPanel()
         self._build_layout()
@@ -258,12 +290,14 @@ class MinimaWorkspace(Workspace):
         infinity.addWidget(self.bias_view)
         infinity.addWidget(self.gd_view)
         self.figures = QTabWidget()
-        self.figures.addTab(fig3, "Fig. 3 (a)–(d)")
-        self.figures.addTab(self.plane, "2-D slice")
-        self.figures.addTab(infinity, "Minima at infinity")
-        self.figures.addTab(self.descend_view, "Non-increasing path")
+        for page, (title, _) in zip((fig3, self.plane, infinity, self.descend_view), FIGURE_TABS):
+            self.figures.addTab(page, title)
         self._details = details = QTabWidget()
-        details.addTab(self.spectrum, "Hessian spectrum")
+        self._curvature = QStackedWidget()
+        for view in (self.spectrum, self.density):
+            self._curvature.addWidget(view)
+        self._curvature_title = "Hessian spectrum"
+        details.addTab(self._curvature, self._curvature_title)
         details.addTab(self.network, "Network")
         # Scrollable, so the inspector never sets the window's minimum width (small recordings).
         inspector = QScrollArea()
@@ -350,9 +384,8 @@ class MinimaWorkspace(Workspace):
             data = stages(result, self._seen)
             self._draw_all(data)
             if isinstance(result, Figure3) and "probe" in data and self.shown.get("probe") is data["probe"]:
-                probe = result.saddle.probe  # the λ box shows it: the spectrum beside it is its Hessian's
-                if probe.hessian_eigs is not None:
-                    self._draw("spectrum", probe_spectrum(probe, result))
+                # the λ box shows the probe: the spectrum (or density) beside it is its Hessian's
+                self._draw_all(probe_details(result.saddle.probe, result))
         if isinstance(result, Figure3) and result.saddle is not None and result.construction is not self._warmed_for:
             self._warmed_for = result.construction
             if self._movable():
@@ -385,6 +418,11 @@ class MinimaWorkspace(Workspace):
             self._show_construction(data)
         elif stage == "spectrum":
             self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
+            self._show_curvature(self.spectrum, "Hessian spectrum")
+        elif stage == "density":
+            keys = ("grid", "density", "extremes", "trace", "sum_squares", "probes", "steps", "note")
+            self.density.show_density(*(data[k] for k in keys))
+            self._show_curvature(self.density, "Spectral density")
         elif stage == "slices_min":
             self.slice_min.set_title(data.get("title", "(a) at the embedded minimum"))
             self.slice_min.show_slices(**{k: v for k, v in data.items() if k != "title"})
@@ -432,6 +470,27 @@ class MinimaWorkspace(Workspace):
         self.inspector.show_search(None if moved is None else moved.reached)
         self.inspector.split.show_neurons(data.get("split_rows", []) if live else [], len(labels))
 
+    def _show_curvature(self, view, title: str):
+        """The spectrum, or past the full-Hessian limit the density, in the details' first tab."""
+        self._curvature.setCurrentWidget(view)
+        self._curvature_title = title
+        for tabs in (self._details, self.figures):
+            if tabs.indexOf(self._curvature) >= 0:
+                tabs.setTabText(tabs.indexOf(self._curvature), self._tab_title(tabs))
+
+    def _tab_title(self, tabs: QTabWidget) -> str:
+        """Beside the figures' four tabs, in large type, only a word fits: "Spectrum", "Density"."""
+        return self._curvature_title.split()[-1].capitalize() if tabs is self.figures else self._curvature_title
+
+    def _place_details(self, tabs: QTabWidget):
+        """The spectrum and the network diagram as tabs of ``tabs``: under the inspector, or in
+        presentation type beside the figures, so that the inspector has the right column's whole
+        height (under it, in large type, the steps table kept two rows and the spectrum a sliver)."""
+        for view, title in ((self._curvature, self._tab_title(tabs)), (self.network, "Network")):
+            if tabs.indexOf(view) < 0:
+                tabs.addTab(view, title)
+        self._details.setVisible(tabs is self._details)
+
     def _construction(self):
         return None if self.figure is None else self.figure.construction
 
@@ -440,7 +499,7 @@ class MinimaWorkspace(Workspace):
         beside them, so the figures take the whole width. The non-increasing path computes no
         spectrum: its tab shows the network the path starts from instead."""
         self._splitter.widget(1).setVisible(kind != "infinity")
-        if kind == "path":
+        if kind == "path" and self._details.indexOf(self.network) >= 0:  # not beside the figures (presentation)
             self._details.setCurrentWidget(self.network)
 
     def reset(self):
@@ -456,6 +515,8 @@ class MinimaWorkspace(Workspace):
             view.clear_curves()
         self.plane.clear_plane()
         self.spectrum.clear_spectrum()
+        self.density.clear_density()
+        self._show_curvature(self.spectrum, "Hessian spectrum")
         self.network.clear_network()
         self.inspector.clear()
 
@@ -488,8 +549,8 @@ class MinimaWorkspace(Workspace):
 
     def _on_probe(self, probe):
         self._draw("probe", probe_data(probe))
-        if probe.hessian_eigs is not None and isinstance(self.figure, Figure3):
-            self._draw("spectrum", probe_spectrum(probe, self.figure))
+        if isinstance(self.figure, Figure3):
+            self._draw_all(probe_details(probe, self.figure))
 
     def _on_lambda_released(self, lam: float):
         if not self._movable():
@@ -592,6 +653,7 @@ class MinimaWorkspace(Workspace):
             p["slices", "family_layer"],
             p["slices", "family_neuron"] - 1,
             p["slices", "family_k"],
+            "biases" if p["slices", "ignore_biases"] else "none",
         )
 
     def _message(self, text: str):
@@ -614,6 +676,7 @@ class MinimaWorkspace(Workspace):
             "gradient descent from large bias": self.gd_view,
             "non-increasing path": self.descend_view,
             "Hessian spectrum": self.spectrum,
+            "spectral density": self.density,
             "network diagram": self.network,
         }
 
@@ -692,6 +755,9 @@ class MinimaWorkspace(Workspace):
     def set_presentation(self, on: bool):
         # Large type needs a wider inspector; the figures keep two thirds of the width.
         self._splitter.setSizes([900, 700] if on else [960, 500])
+        self._place_details(self.figures if on else self._details)
+        for k, (title, short) in enumerate(FIGURE_TABS):  # large type: short titles make room for two more
+            self.figures.setTabText(k, short if on else title)
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot, on)
             if hasattr(plot, "set_presentation"):

@@ -16,17 +16,19 @@ from engine.core.mlp import LOSSES
 from engine.minima.construction import HessianSummary, critical_point_kind
 from engine.minima.descending_path import DescendingPath
 from engine.minima.infinity import InfinityResult
-from engine.minima.pipeline import Figure3
+from engine.minima.pipeline import ANALYTIC_AXES, SCALING_LABELS, Figure3
 from engine.minima.report import NEURONS_FROM, loss_verdict, uncovered
 from engine.minima.verdicts import Definiteness, Verdict
 from engine.minima.workbench import admissible_neurons
 
+from ..present.landscape import density_state
 from ..views.plot_style import dips_below
 
 STAGES = (
     "steps",
     "construction",
     "spectrum",
+    "density",
     "slices_min",
     "path",
     "probe",
@@ -191,28 +193,35 @@ def slices_min_title(fig) -> str:
 
 
 def _spectrum(eigs, fig) -> dict:
-    c = fig.construction
-    where = f"at the built network (λ = {c.splits[-1].lam:.3g})" if c.splits else "at the network"
-    return {
-        "spectrum": {
-            "eigs": np.asarray(eigs),
-            "tol": fig.hessian.tol,
-            "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params, {where}",
-        }
-    }
+    caption = _built(fig.construction)
+    return {"spectrum": {"eigs": np.asarray(eigs), "tol": fig.hessian.tol, "caption": caption}}
 
 
-def probe_spectrum(probe, fig) -> dict:
-    """The spectrum at the λ slider's point: the probe's Hessian, not the built network's."""
+def _network(c) -> str:
+    return f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params"
+
+
+def _built(c) -> str:
+    """Where the built network's spectrum (or density) was taken: the split's λ, when there is one."""
+    return f"{_network(c)}, " + (f"at the built network (λ = {c.splits[-1].lam:.3g})" if c.splits else "at the network")
+
+
+def probe_details(probe, fig) -> dict:
+    """The spectrum at the λ slider's point (the probe's Hessian, not the built network's), or past
+    the full-Hessian limit its spectral density: {stage: view data}, empty when the probe has neither."""
     c = fig.construction
+    # the verdict is the λ box's, beside it: in the caption it ran past the pane at 1600×960
+    where = f"{_network(c)}, at the slider's λ = {probe.lam:.3g}"
+    if probe.density is not None:
+        return {"density": dict(density_state(probe.density), note=where)}
+    if probe.hessian_eigs is None:
+        return {}
     eigs = np.asarray(probe.hessian_eigs)
-    return {
-        "eigs": eigs,
-        "tol": HessianSummary.of(eigs).tol,
-        # the verdict is the λ box's, beside it: in the caption it ran past the pane at 1600×960
-        "caption": f"{'—'.join(map(str, c.arch.widths))}, {c.arch.n_params} params, "
-        f"at the slider's λ = {probe.lam:.3g}",
-    }
+    return {"spectrum": {"eigs": eigs, "tol": HessianSummary.of(eigs).tol, "caption": where}}
+
+
+def _density(d, fig) -> dict:
+    return {"density": dict(density_state(d), note=_built(fig.construction))}
 
 
 def slices_data(s, **extra) -> dict:
@@ -226,6 +235,7 @@ def slices_data(s, **extra) -> dict:
             "n_below": s.n_below,
             "family": s.family,
             "predicted": s.predicted,
+            "directions": SCALING_LABELS.get(s.normalization, ""),
         },
         **extra,
     )
@@ -285,7 +295,7 @@ def _plane(plane, fig) -> dict:
             "b": plane.t,
             "loss": plane.losses.T,
             "center": (0.0, 0.0),
-            "labels": ("degenerate direction (moves λ)", "descent direction e (B6)"),
+            "labels": tuple(plane.labels) or ANALYTIC_AXES,
         }
     }
 
@@ -362,6 +372,7 @@ _FIELD_STAGES = {
     (Figure3, "steps"): _steps,
     (Figure3, "construction"): _construction,
     (Figure3, "eigs"): _spectrum,
+    (Figure3, "density"): _density,
     (Figure3, "slices_min"): lambda s, fig: {"slices_min": slices_data(s, title=slices_min_title(fig))},
     (Figure3, "path"): _path,
     (Figure3, "saddle"): _saddle,
