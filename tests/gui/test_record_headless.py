@@ -1,5 +1,6 @@
-"""``record`` without the window (issue 26): the controller and the preset's workspace alone
-film the clip, frame for frame the one the window's path films, and every worker ends."""
+"""Headless commands build only what they show (issue 26): ``record`` films the clip with the
+controller and the preset's workspace alone, frame for frame the one the window's path films;
+``screenshot --session`` builds only the saved tab; cancel-all and closing end every worker."""
 
 import json
 import threading
@@ -103,3 +104,30 @@ def test_cancel_all_and_shutdown_end_a_clip_render_and_its_encoder(qtbot, window
     assert not encoder_thread.is_alive() and not window.controller.busy
     assert set(threading.enumerate()) <= before, "a worker's thread outlived the window"
     assert not (tmp_path / "closed.mp4").exists()
+
+
+def test_a_session_screenshot_builds_only_the_tab_it_shows(qtbot, window, tmp_path, monkeypatch):
+    """The toolkit tab's saved plane is drawn again by a window that built neither other tab,
+    and gives the picture of the window that saved it."""
+    from gui import session
+    from gui.capture import grab_widget, image_to_array
+    from gui.workspaces.minima import MinimaWorkspace
+    from gui.workspaces.topology import TopologyWorkspace
+
+    window.load_preset("toolkit-plane")
+    qtbot.waitUntil(lambda: not window.computing, timeout=240000)
+    headless.settle()
+    saved, out = tmp_path / "plane.lens", tmp_path / "again.png"
+    session.write_session(saved, session.capture_state(window))
+    shot = image_to_array(grab_widget(window))
+    for kind in (TopologyWorkspace, MinimaWorkspace):
+        monkeypatch.setattr(kind, "__init__", no_tab)
+    assert headless.screenshot(None, str(out), (1600, 960), None, session_in=str(saved)) == 0
+    again = iio.imread(out)[..., :3]
+    assert again.shape == shot.shape == (960, 1600, 3)
+    same = (again == shot).all(axis=-1).mean()
+    assert same >= 0.995, f"{100 * same:.2f} % of pixels identical"
+
+
+def no_tab(*args, **kwargs):
+    raise AssertionError("built a tab the session does not show")
