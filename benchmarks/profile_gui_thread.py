@@ -13,6 +13,7 @@ are upper bounds. Run under Xvfb:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -91,9 +92,10 @@ def profile_preset(window, name: str, timeout_s: float = 600.0) -> dict:
     finally:
         sys.setprofile(None)
     wall = time.perf_counter() - start
+    load = os.getloadavg()[0]  # the machine's 1-minute load as the run ended: the figures depend on it
     top = ", ".join(f"{k} {1e3 * v:.0f} ms" for k, v in profiler.stretches.most_common(3))
     return {"preset": name, "wall": wall, "share": profiler.total / wall, "longest": profiler.longest,
-            "where": profiler.where, "top": top, "outcome": window.last_outcome}  # fmt: skip
+            "where": profiler.where, "top": top, "outcome": window.last_outcome, "load": load}  # fmt: skip
 
 
 def main() -> int:
@@ -109,11 +111,12 @@ def main() -> int:
             rows.append(profile_preset(window, name.strip()))
     finally:
         close_window(window)
-    print("| preset | run (s) | GUI thread computing | longest stretch | where | outcome |")
-    print("|---|---|---|---|---|---|")
+    print(f"{os.cpu_count()} CPUs")
+    print("| preset | run (s) | GUI thread computing | longest stretch | where | outcome | load (1 min) |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['preset']} | {r['wall']:.1f} | {100 * r['share']:.1f} % | {1e3 * r['longest']:.0f} ms | "
-              f"{r['where']} | {r['outcome']} |")  # fmt: skip
+              f"{r['where']} | {r['outcome']} | {r['load']:.1f} |")  # fmt: skip
     for r in rows:
         print(f"{r['preset']}: most time in {r['top']}")
     return 0

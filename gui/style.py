@@ -16,8 +16,9 @@ from PySide6.QtWidgets import QGraphicsItem, QToolButton, QWidget
 
 import resources
 
-# Okabe–Ito: distinguishable for colour-blind viewers and on projectors.
-NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000", "#999999"]
+# Okabe–Ito: distinguishable for colour-blind viewers and on projectors; defined with the
+# Qt-free view states, whose captions colour by neuron too.
+from .present import NEURON_COLORS
 
 STYLESHEET = resources.path("style.qss")
 

@@ -42,3 +42,28 @@ def test_the_reader_finds_a_two_way_import():
 
 def test_no_two_way_imports_between_gui_packages():
     assert two_way(gui_edges()) == []
+
+
+QT = ("PySide6", "shiboken6", "pyqtgraph", "OpenGL")
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at its top or inside functions, absolute or relative (as written)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add("." * node.level + (node.module or ""))
+    return names
+
+
+def test_the_presentation_layer_imports_no_qt_and_no_other_gui_part():
+    """gui/present/ makes view states on the worker thread: no Qt, no pyqtgraph, no views."""
+    files = sorted((ROOT / "gui" / "present").glob("*.py"))
+    assert {p.stem for p in files} >= {"__init__", "landscape", "topology"}
+    for path in files:
+        for name in imported_modules(path):
+            assert not name.startswith(QT), f"{path.name} imports {name}"
+            assert not name.startswith(("..", "gui.")) or name.startswith("gui.present"), f"{path.name} imports {name}"
+    assert any(n.startswith("PySide6") for n in imported_modules(ROOT / "gui" / "views" / "quadric_view.py"))

@@ -11,8 +11,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea
 
-from engine.topology import invariants as inv
-
+from ..present.topology import summary  # noqa: F401  (the numbers shown, made in the job)
 from ..style import neuron_color
 from ..views.neuron_quadrics import sub
 
@@ -29,27 +28,6 @@ def polynomial_text(coefficients: list[int]) -> str:
         number = str(a) if (a != 1 or i == 0) else ""
         terms.append(number + power)
     return " + ".join(terms) or "0"
-
-
-def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dict:
-    """The panel's numbers, straight from the engine (also what tests compare against)."""
-    lp, lm, l0 = inv.counts(c)
-    eff = inv.effective_components(d, e, c)
-    locked = [k + 1 for k in range(len(c)) if e == 1 and c[k] < 0]  # MATH A5: sphere factor S⁰
-    index = None if eff is None else inv.effective_component_index(label)
-    return {
-        "c": [float(x) for x in c],
-        "l_plus": lp,
-        "l_minus": lm,
-        "l_zero": l0,
-        "poincare": inv.poincare(d, e, c, bias),
-        "beta0": inv.beta0(d, e, c, bias),
-        "label": [int(s) for s in label],
-        "effective_components": eff,
-        "effective_index": index,
-        "locked": locked,
-        "e": e,
-    }
 
 
 def locked_text(values: dict) -> str:

@@ -1,7 +1,8 @@
 """The invariant-sets tab's parameter panel, and turning its values into engine inputs.
 
-Everything here is bookkeeping: parsing the text fields and handing the values to the engine,
-whose constructors refuse bad values with an EngineInputError the window shows verbatim.
+Everything here is bookkeeping: the tree, and handing its values to the engine, whose
+constructors refuse bad values with an EngineInputError the window shows verbatim. A training
+run's values are read into data, network and weights inside its job (gui.present.topology).
 """
 
 from __future__ import annotations
@@ -9,19 +10,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from pyqtgraph.parametertree import Parameter
 
-import resources
-from engine.core.datasets import breast_cancer, load_xy_file, toy_dataset
+from engine.core.datasets import breast_cancer, toy_dataset
 from engine.core.errors import EngineInputError
-from engine.topology.initialization import initial_params
 from engine.topology.probability import MapSettings
 from engine.topology.training import TrainConfig
-from engine.topology.two_layer import INITS, TwoLayerNet, TwoLayerParams
+from engine.topology.two_layer import INITS
 from engine.topology.width_sweep import SweepSettings
 
 from ..parameter_values import SEED_RANGE
+from ..present.topology import (  # noqa: F401  (the values' readers, run in the job; named here too)
+    C_LIMIT,
+    TrainingSetup,
+    parse_floats,
+    parse_signs,
+    resolve,
+    train_config,
+    training_setup,
+)
 
 MODES = {
     "training on the quadrics": "training",
@@ -50,7 +57,6 @@ SWEEP_PLACE = [
     {"name": "address", "title": "Ray address", "type": "str", "value": "", "tip": RAY_ADDRESS_TIP},
     {"name": "folder", "title": "results folder", "type": "str", "value": "", "tip": FOLDER_TIP},
 ]
-C_LIMIT = 1e6  # |c_k|: far beyond any useful scene, far below float overflow
 
 PARAMETERS = [
     {"name": "mode", "title": "View", "type": "list", "value": "training", "limits": MODES},
@@ -266,82 +272,6 @@ def create_parameters() -> Parameter:
     return Parameter.create(name="topology", type="group", children=PARAMETERS)
 
 
-def parse_floats(text: str, what: str, limit: float = C_LIMIT) -> list[float]:
-    try:
-        values = [float(part) for part in text.replace("−", "-").split(",") if part.strip()]
-    except ValueError:
-        raise EngineInputError(f"{what}: {text[:60]!r} is not a comma-separated list of numbers") from None
-    if not all(abs(v) <= limit for v in values):  # also refuses nan and inf
-        raise EngineInputError(f"{what}: every value must be a finite number with |value| ≤ {limit:g}")
-    return values
-
-
-def parse_signs(text: str) -> list[int]:
-    words = [w.strip() for w in text.replace("−", "-").split(",") if w.strip()]
-    table = {"+": 1, "+1": 1, "1": 1, "-": -1, "-1": -1}
-    if any(w not in table for w in words):
-        raise EngineInputError(f"output signs: {text!r} must be a comma-separated list of + and −")
-    return [table[w] for w in words]
-
-
-@dataclass
-class TrainingSetup:
-    """What one training run needs, plus the raw data for the function heatmaps."""
-
-    net: TwoLayerNet
-    params: TwoLayerParams
-    X: np.ndarray
-    Y: np.ndarray
-    config: TrainConfig
-
-
-def _data(p: Parameter, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
-    source = p["data", "source"]
-    if source == "toy":
-        # The toy target takes the network's d, so every d runs without a data file.
-        X, Y = toy_dataset(n=p["data", "points"], seed=seed, d=p["network", "d"])
-        return X, Y, "the toy target"
-    if source == "breast_cancer":
-        split = breast_cancer(seed=seed)
-        return split.X_train, split.Y_train, "breast cancer"
-    name = p["data", "file"].strip()
-    if not name:
-        raise EngineInputError("data source is 'file' but no file path is given")
-    path = Path(name)
-    if not path.is_absolute() and not path.exists():
-        path = resources.path(name)  # presets name files shipped in resources/
-    X, Y = load_xy_file(path)
-    return X, Y, f"file {path.name!r}"
-
-
-def train_config(p: Parameter, steps: int | None = None, seed: int | None = None) -> TrainConfig:
-    o = p.child("optimizer")
-    return TrainConfig(
-        optimizer=o["name"],
-        lr=o["lr"],
-        steps=steps or o["steps"],
-        stride=o["stride"],
-        batch_size=o["batch"] if o["name"] == "sgd" else None,
-        weight_decay=o["weight_decay"],
-        seed=p["init", "seed"] if seed is None else seed,
-        rtol=o["rtol"],
-        atol=o["rtol"] * 1e-2,
-    )  # atol: weights are O(1)
-
-
-def resolve(name: str, what: str) -> Path:
-    """A path as typed, or one shipped in resources/ (presets name those relative to it)."""
-    name = name.strip()
-    if not name:
-        raise EngineInputError(f"{what}: no file path is given")
-    path = Path(name).expanduser()
-    if not path.is_absolute() and not path.exists():
-        path = resources.path(name)
-    if not path.is_file():
-        raise EngineInputError(f"{what}: {name!r} does not exist")
-    return path
-
-
 @dataclass(frozen=True)
 class NetworkRequest:
     """What a run from a network file needs; the file itself is read in the engine job."""
@@ -382,36 +312,6 @@ def network_request(p: Parameter, steps: int | None = None) -> NetworkRequest:
             return split.X_train, split.Y_train
 
     return NetworkRequest(path, activation, slope, data, data_source, train_config(p, steps))
-
-
-def training_setup(p: Parameter, steps: int | None = None) -> TrainingSetup:
-    d, e = p["network", "d"], p["network", "e"]
-    seed = p["init", "seed"]
-    X, Y, what = _data(p, seed)
-    if X.shape[1] != d or Y.shape[1] != e:
-        raise EngineInputError(
-            f"{what} has d = {X.shape[1]} inputs and e = {Y.shape[1]} outputs; "
-            f"the network has d = {d}, e = {e} — set Network d and e to match"
-        )
-    loss = "bce" if p["data", "source"] == "breast_cancer" else "mse"
-    net = TwoLayerNet(
-        d=d,
-        l=p["network", "l"],
-        e=e,
-        activation=p["network", "activation"],
-        leaky_slope=p["network", "slope"],
-        bias=p["network", "bias"],
-        loss=loss,
-    )
-    c = parse_floats(p["init", "c"], "target c_k") or None
-    signs = parse_signs(p["init", "signs"]) or None
-    if signs is not None and e != 1:
-        raise EngineInputError(f"output signs apply only when e = 1 (here e = {e}); leave the field blank")
-    a = p["init", "a"] if p["init", "scheme"] == "uniform" else None
-    params = initial_params(
-        net, p["init", "scheme"], seed=seed, a=a, c=c, signs=signs, positive_inputs=p["init", "positive_inputs"]
-    )
-    return TrainingSetup(net, params, X, Y, train_config(p, steps, seed))
 
 
 def fig4_settings(p: Parameter, steps: int | None = None) -> SweepSettings:

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# One colour per hidden neuron (Okabe–Ito), in every view, caption and chip of paper A's tab.
+NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000", "#999999"]
+
 
 @dataclass(frozen=True, eq=False)
 class Presented:

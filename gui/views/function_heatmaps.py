@@ -1,20 +1,16 @@
 """For d = 2: the learned function beside the target, as two heatmaps over the input box.
 
 The target is shown as the data itself (mean label per cell), so any 2-D data set works, not
-only the toy one; the learned function is the engine's forward pass on a grid.
+only the toy one; the learned function is the engine's forward pass on a grid. Both come made in
+the view state (gui.present.topology): this only sets them on the images.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward
-
 from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors, set_colorbar_font
-
-CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
 
 
 class FunctionHeatmaps(QWidget):
@@ -55,7 +51,7 @@ class FunctionHeatmaps(QWidget):
         follow_theme(self, lambda fg: set_axis_colors(self.colorbar.axis, fg))
         for widget in (self.target_widget, self.learned_widget, self.line_widget):
             own_menus(widget)
-        self._grid = None
+        self._box = None  # d = 2: the data's box, (lo, hi)
 
     def set_dimension(self, d: int):
         """d = 2: target and learned heatmaps; d = 1: one plot of f over x with the data."""
@@ -64,54 +60,36 @@ class FunctionHeatmaps(QWidget):
         self.learned_widget.setVisible(d == 2)
         self.line_widget.setVisible(d == 1)
 
-    def set_data(self, X: np.ndarray, Y: np.ndarray):
-        if getattr(self, "_d", 2) == 1:
-            order = np.argsort(X[:, 0])
-            self._line_x = np.linspace(X[:, 0].min(), X[:, 0].max(), 241)
-            self._grid = self._line_x[:, None]
-            self.data_points.setData(X[order, 0], Y[order, 0])
+    def set_data(self, data: dict):
+        """The data's state (gui.present.topology, the layout's ``data``): d = 1 its points, d = 2
+        the target image over the data's box, on a diverging map centred on 0 (sign is the story)."""
+        self._box = None
+        if data["d"] == 1:
+            self.data_points.setData(data["x"], data["y"])
             self.learned_line.setData([], [])
             return
-        lo, hi = X.min(axis=0), X.max(axis=0)
+        lo, hi = data["box"]
         self._box = (lo, hi)
-        xs, ys = np.linspace(lo[0], hi[0], CELLS), np.linspace(lo[1], hi[1], CELLS)
-        gx, gy = np.meshgrid(xs, ys, indexing="ij")
-        self._grid = np.column_stack([gx.ravel(), gy.ravel()])
-        edges = [np.linspace(lo[i], hi[i], CELLS + 1) for i in range(2)]
-        total, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges, weights=Y[:, 0])
-        count, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            target = total / count
-        rect = pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
-        self.target_image.setImage(target, rect=rect)
-        span = np.nanmax(np.abs(target)) if np.isfinite(target).any() else 1.0
-        self.colorbar.setLevels((-span, span))  # diverging map centred on 0: sign is the story
+        self.target_image.setImage(data["target"], rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]))
+        self.colorbar.setLevels((-data["span"], data["span"]))
         self.learned_image.clear()
         self.zero_note.hide()
 
-    def show_function(self, net: TwoLayerNet, params: TwoLayerParams):
-        if self._grid is None:
+    def show_function(self, state: dict):
+        """The learned function's state: d = 1 a line, d = 2 an image, with a note when it is flat."""
+        if "x" in state:
+            self.learned_line.setData(state["x"], state["y"])
             return
-        if getattr(self, "_d", 2) == 1:
-            self.learned_line.setData(self._line_x, forward(net, params, self._grid)[:, 0])
+        if self._box is None:
             return
-        values = forward(net, params, self._grid)[:, 0].reshape(CELLS, CELLS)
         lo, hi = self._box
-        largest = float(np.abs(values).max())
-        span = max(abs(float(self.colorbar.levels()[1])), 1e-12)
-        if largest < 1e-3 * span:  # flat at this colour scale: say what it is, not a blank square
-            self.zero_note.setText(
-                "f ≡ 0: every neuron\nis dead on the data" if largest == 0 else f"f ≈ 0\nmax |f| = {largest:.0e}"
-            )
-            self.zero_note.setPos((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2)
-            self.zero_note.show()
-        elif float(values.max() - values.min()) < 1e-3 * span:  # flat, but not zero
-            self.zero_note.setText(f"f is constant\n≈ {float(values.mean()):+.2g}")
+        if state["note"]:
+            self.zero_note.setText(state["note"])
             self.zero_note.setPos((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2)
             self.zero_note.show()
         else:
             self.zero_note.hide()
-        self.learned_image.setImage(values, rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]))
+        self.learned_image.setImage(state["values"], rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]))
         self.learned_image.setLevels(self.colorbar.levels())
 
     def set_presentation(self, on: bool):

@@ -15,13 +15,11 @@ from OpenGL import GL
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QFont
 
-from engine.topology.quadrics import quadric_sheets
-
+from ..present.topology import MAX_SHOWN_POINTS, decimate  # noqa: F401  (the rows drawn, chosen in the job)
 from ..style import neuron_color, theme_colors
 from .camera import camera_of, set_camera
 from .offscreen_gl import OffscreenGLView
 
-MAX_SHOWN_POINTS = 1500  # per neuron; the stored trajectory keeps every row
 # Surfaces are drawn first and do not write depth, so the trajectory lying *on* the surface is
 # never hidden by z-fighting or by the translucent sheet in front of it.
 # The separate alpha factors keep the framebuffer opaque; otherwise the window compositor
@@ -53,13 +51,6 @@ def time_colors(fraction: np.ndarray, mode: str = "float"):
     return TIME_COLORMAP.map(lo + (hi - lo) * np.clip(fraction, 0, 1), mode=mode)
 
 
-def decimate(n: int, limit: int = MAX_SHOWN_POINTS) -> np.ndarray:
-    """Row indices to draw: evenly spaced, always the first and the newest."""
-    if n <= limit:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, limit).round().astype(int))
-
-
 def _rgba(k: int, alpha: float) -> tuple:
     r, g, b, _ = neuron_color(k).getRgbF()
     return (r, g, b, alpha)
@@ -85,6 +76,13 @@ def smooth_mesh(vertices: np.ndarray, faces: np.ndarray) -> gl.MeshData:
         normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
     mesh._vertexNormals = normals
     return mesh
+
+
+def _same_mesh(a: dict | None, b: dict | None) -> bool:
+    """Two states' surfaces draw the same: one mesh (meshes are cached by c), locked alike."""
+    if a is None or b is None:
+        return a is b
+    return a["mesh"] is b["mesh"] and a.get("locked") == b.get("locked")
 
 
 class SphereMarkers(gl.GLMeshItem):
@@ -123,12 +121,11 @@ class QuadricView(OffscreenGLView):
         self.extent = 2.0
         self.setBackgroundColor(pg.mkColor(theme_colors()["gl"]))
         self.opts["fov"] = 40
-        # Re-mesh only when c moved this much (× extent²): a live run then rebuilds no mesh
-        # per frame. Clips set a mesh quantum instead (see set_quadric).
-        self.remesh_tolerance = 2e-3
+        # Meshes come made with the view state (gui.present.topology); a clip asks for them
+        # quantised in c by setting this (× extent²), which the workspace passes on.
         self.mesh_quantum: float | None = None
-        self._meshed_c: float | None = None
-        self._ghost_c: float | None = None
+        self._surface_state: dict | None = None  # the state's surface drawn now (compared by identity)
+        self._ghost_state: dict | None = None
         self.locked_sign = 0  # ±1 when the neuron is locked on the sheet of that output sign
         self._surface: list[gl.GLMeshItem] = []
         self._ghost: list[gl.GLMeshItem] = []
@@ -177,7 +174,7 @@ class QuadricView(OffscreenGLView):
         self._ink = pg.mkColor(color)
         self._alphas = self._surface_alphas()
         for sheet, item in enumerate(self._surface):
-            c = 0.0 if self._meshed_c is None else self._meshed_c
+            c = 0.0 if self._surface_state is None else self._surface_state["c"]
             item.setColor(_rgba(self.neuron, self._sheet_alpha(c, sheet, self._alphas[0])))
         self.lock_label.setData(color=self._ink_rgba(255))
         for item in self._ghost:
@@ -222,7 +219,7 @@ class QuadricView(OffscreenGLView):
         self.barrier_edge.setData(pos=np.vstack([corners, corners[:1]]))
         self._user_camera = False
         self.apply_camera(self.default_camera())
-        self._meshed_c = self._ghost_c = None
+        self._surface_state = self._ghost_state = None
 
     # ---------------------------------------------------------------- surfaces
     def _ghost_rgba(self, alpha: float) -> tuple:
@@ -238,29 +235,27 @@ class QuadricView(OffscreenGLView):
         allowed = 0 if self.locked_sign > 0 else 1
         return alpha if sheet == allowed else FORBIDDEN_ALPHA
 
-    def _replace(self, old: list, c: float | None, alpha: float, depth: float, ghost: bool = False) -> list:
+    def _replace(self, old: list, mesh: dict | None, alpha: float, depth: float, ghost: bool = False) -> list:
+        """Items for ``mesh`` (gui.present.topology.surface_mesh) in place of ``old``."""
         for item in old:
             self.removeItem(item)
-        if c is None:
+        if mesh is None:
             return []
         items = []
-        for sheet, (vertices, faces) in enumerate(
-            quadric_sheets(c, extent=self.extent, resolution=20 if ghost else 56)
-        ):
+        for sheet, arrays in enumerate(mesh["sheets"]):
+            data = gl.MeshData(vertexes=arrays["vertices"], faces=arrays["faces"])
             if ghost:  # a wireframe: reads apart from the translucent surface it is left behind by
+                edges = self._ghost_rgba(alpha)
                 item = gl.GLMeshItem(
-                    meshdata=gl.MeshData(vertexes=vertices, faces=faces),
-                    drawFaces=False,
-                    drawEdges=True,
-                    edgeColor=self._ghost_rgba(alpha),
-                    glOptions=_LINE_GL,
+                    meshdata=data, drawFaces=False, drawEdges=True, edgeColor=edges, glOptions=_LINE_GL
                 )
             else:
+                data._vertexNormals = arrays["normals"]  # made with the mesh: pyqtgraph's loop is slow
                 item = gl.GLMeshItem(
-                    meshdata=smooth_mesh(vertices, faces),
+                    meshdata=data,
                     smooth=True,
                     shader="shaded",
-                    color=_rgba(self.neuron, self._sheet_alpha(c, sheet, alpha)),
+                    color=_rgba(self.neuron, self._sheet_alpha(mesh["c"], sheet, alpha)),
                     glOptions=_SURFACE_GL,
                 )
             item.setDepthValue(depth)
@@ -268,41 +263,23 @@ class QuadricView(OffscreenGLView):
             items.append(item)
         return items
 
-    def set_quadric(
-        self, c_now: float | None, c_start: float | None = None, barrier: bool = False, locked_sign: int = 0
-    ):
-        """Draw Q(c_now); a faint ghost of Q(c_start) once the two visibly differ.
-
-        ``locked_sign`` ±1: the neuron is locked (e = 1, c < 0) on the sheet of that output sign,
-        which is labelled and drawn full, its other sheet faint. ``None`` draws no surface
-        (projection views). Re-meshing is skipped unless c moved by
-        more than 0.2 % of the scene, so a live run does not rebuild meshes every frame.
-        """
-        tol = 2e-3 * self.extent**2
-        locked_sign = int(np.sign(locked_sign)) if c_now is not None and c_now < 0 else 0
-        if locked_sign != self.locked_sign:
-            self.locked_sign = locked_sign
-            self._meshed_c = None  # re-mesh: the sheets' opacities changed
+    def show_surfaces(self, c_now: float | None, surface: dict | None, ghost: dict | None, barrier: bool):
+        """Draw the state's Q(c) (``surface``: its mesh, the c it was made for and the sign a locked
+        neuron lives on, whose other sheet is drawn faint and which is labelled) and the ghost of
+        Q(c(0)), each rebuilt only when the state brings another (they are compared by identity).
+        None draws no surface (projection views)."""
+        self.locked_sign = 0 if surface is None else surface["locked"]
         self._place_lock_label(c_now)
-        if self.mesh_quantum:
-            # Clips: the mesh of c rounded to the quantum (× extent²), a function of the shown c
-            # alone, so a frame does not depend on the frames before it, yet c moving by less
-            # than a quantum (sub-pixel at 4K) re-uses the mesh.
-            quantum = self.mesh_quantum * self.extent**2
-            c_mesh = None if c_now is None else round(c_now / quantum) * quantum
-            if c_mesh is None or c_mesh != self._meshed_c:
-                self._surface = self._replace(self._surface, c_mesh, self._alphas[0], 0)
-                self._meshed_c = c_mesh
-        else:
-            skip = self.remesh_tolerance * self.extent**2
-            if c_now is None or self._meshed_c is None or abs(c_now - self._meshed_c) > skip:
-                self._surface = self._replace(self._surface, c_now, self._alphas[0], 0)
-                self._meshed_c = c_now
-        drifted = c_now is not None and c_start is not None and abs(c_now - c_start) > tol
-        ghost = c_start if drifted else None
-        if ghost != self._ghost_c:
-            self._ghost = self._replace(self._ghost, ghost, self._alphas[1], -1, ghost=True)
-            self._ghost_c = ghost
+        if not _same_mesh(surface, self._surface_state):
+            self._surface = self._replace(
+                self._surface, None if surface is None else surface["mesh"], self._alphas[0], 0
+            )
+            self._surface_state = surface
+        if not _same_mesh(ghost, self._ghost_state):
+            self._ghost = self._replace(
+                self._ghost, None if ghost is None else ghost["mesh"], self._alphas[1], -1, ghost=True
+            )
+            self._ghost_state = ghost
         self.barrier.setVisible(barrier)
         self.barrier_edge.setVisible(barrier)
 
@@ -320,18 +297,16 @@ class QuadricView(OffscreenGLView):
         self.lock_label.setVisible(True)
 
     # ---------------------------------------------------------------- trajectory
-    def set_trajectory(self, points: np.ndarray, time_fraction: np.ndarray, flips: np.ndarray | None = None):
-        """points (T, 3); time_fraction (T,) in [0, 1] colours the line; flips (m, 3) marks events."""
-        points = np.asarray(points, dtype=np.float32)
-        if len(points) == 0:
+    def set_trajectory(self, line: np.ndarray, fraction: np.ndarray, start, head, flips) -> None:
+        """The state's path: ``line`` (n, 3) the rows drawn, ``fraction`` (n,) in [0, 1] colours
+        it; ``start``, ``head`` and ``flips`` (m, 3) the markers."""
+        if len(line) == 0:
             self.clear_trajectory()
             return
-        rows = decimate(len(points))
-        colors = time_colors(time_fraction[rows])
-        self.trajectory.setData(pos=points[rows], color=colors)
-        self.start_marker.set_positions(points[:1])
-        self.head_marker.set_positions(points[-1:])
-        self.flip_markers.set_positions(np.zeros((0, 3)) if flips is None else flips)
+        self.trajectory.setData(pos=line, color=time_colors(fraction))
+        self.start_marker.set_positions(start)
+        self.head_marker.set_positions(head)
+        self.flip_markers.set_positions(flips)
 
     def clear_trajectory(self):
         empty = np.zeros((0, 3), dtype=np.float32)

@@ -10,12 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from engine.topology.quadrics import hyperbola
-
+from ..present.topology import sub, twin
 from ..style import neuron_color
-from .neuron_quadrics import sub
 from .plot_style import add_legend, legend_to_empty_corner, own_menus
-from .quadric_view import decimate, time_colors
+from .quadric_view import time_colors
 
 FLIP_MARK = ("star", (255, 200, 0), "v flips sign (free neuron)")
 JUMP_MARK = ("d", (158, 56, 199), "v jumps the barrier (finite step)")  # violet, as in the 3D views
@@ -56,45 +54,27 @@ class ReducedView(pg.PlotWidget):
             self.plotItem.legend.clear()
         self.curves, self.trajectories = [], []
 
-    def _branches(self, c: float):
-        for r, v in hyperbola(c, extent=self.extent, n=160):
-            if not self.signed_v:
-                keep = v >= 0
-                r, v = r[keep], v[keep]
-            yield r, v
-            if self.signed_w:
-                yield -r, v
-
-    def show_neurons(
-        self,
-        r: np.ndarray,
-        v: np.ndarray,
-        time_fraction: np.ndarray,
-        c_now: np.ndarray,
-        c_start: np.ndarray,
-        events: list[list[tuple[int, int, bool]]],
-    ):
-        """r, v: (T, l) reduced coordinates from the engine; events[k]: (row, step, jumped) of
-        neuron k's output-sign changes, jumped for a pathological neuron's finite-step jump."""
+    def show_state(self, state: dict) -> None:
+        """The state's reduced picture (gui.present.topology): per neuron its curve r² − v² = c_k
+        now and, dashed, at the start where c drifted; the decimated path coloured by time; the
+        start, the head and the sign changes. Nothing is computed here but the legend's corner."""
         self.clear_all()
         named = set()  # one legend entry per kind of event
-        rows = decimate(len(r))
-        xs, ys = [r[rows].ravel()], [v[rows].ravel()]
-        for k in range(r.shape[1]):
+        r, v = state["r"], state["v"]
+        xs, ys = [r.ravel()], [v.ravel()]
+        brushes = [pg.mkBrush(c) for c in time_colors(state["fraction"], mode="qcolor")]
+        for k, neuron in enumerate(state["neurons"]):
             color = neuron_color(k)
-            name = f"neuron {k + 1}: c{sub(k + 1)} = {c_now[k]:+.3g}"
-            twin = self._twin(c_now, k)
-            for i, (x, y) in enumerate(self._branches(float(c_now[k]))):
-                self.plot(x, y, pen=self._curve_pen(k, twin), name=name if i == 0 else None)
+            name = f"neuron {k + 1}: c{sub(k + 1)} = {neuron['c']:+.3g}"
+            for i, (x, y) in enumerate(neuron["branches"]):
+                self.plot(x, y, pen=self._curve_pen(k, neuron["twin"]), name=name if i == 0 else None)
                 xs.append(x), ys.append(y)
-            if abs(c_now[k] - c_start[k]) > 2e-3 * self.extent**2:
-                for x, y in self._branches(float(c_start[k])):
-                    self.plot(x, y, pen=pg.mkPen(color, width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine))
-            brushes = [pg.mkBrush(c) for c in time_colors(time_fraction[rows], mode="qcolor")]
+            for x, y in neuron["ghost"]:
+                self.plot(x, y, pen=pg.mkPen(color, width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine))
             # Darker than the neuron's curve and above it, so a path along Q(c) stays visible.
             line = self.plot(
-                r[rows, k],
-                v[rows, k],
+                r[:, k],
+                v[:, k],
                 pen=pg.mkPen(color.darker(160), width=3),
                 symbol="o",
                 symbolSize=5,
@@ -103,44 +83,34 @@ class ReducedView(pg.PlotWidget):
             )
             line.setZValue(5)
             self.trajectories.append(line)
-            self.plot(r[:1, k], v[:1, k], pen=None, symbol="o", symbolSize=11, symbolBrush="k")
-            self.plot(r[-1:, k], v[-1:, k], pen=None, symbol="o", symbolSize=13, symbolBrush=(220, 30, 30))
-            for jumped, (symbol, brush, what) in ((False, FLIP_MARK), (True, JUMP_MARK)):
-                rows_k = [row for row, _, j in events[k] if j == jumped]
-                if rows_k:
+            (r0, v0), (r1, v1) = state["start"], state["head"]
+            self.plot(r0[:, k], v0[:, k], pen=None, symbol="o", symbolSize=11, symbolBrush="k")
+            self.plot(r1[:, k], v1[:, k], pen=None, symbol="o", symbolSize=13, symbolBrush=(220, 30, 30))
+            for (x, y), (symbol, brush, what) in ((neuron["flips"], FLIP_MARK), (neuron["jumps"], JUMP_MARK)):
+                if len(x):
                     first = what not in named
                     named.add(what)
                     self.plot(
-                        r[rows_k, k],
-                        v[rows_k, k],
-                        pen=None,
-                        symbol=symbol,
-                        symbolSize=18,
-                        symbolBrush=brush,
-                        symbolPen="k",
+                        x, y, pen=None, symbol=symbol, symbolSize=18, symbolBrush=brush, symbolPen="k",
                         name=what if first else None,
-                    )
+                    )  # fmt: skip
         legend_to_empty_corner(self, np.concatenate(xs), np.concatenate(ys))
-
-    @staticmethod
-    def _twin(c: np.ndarray, k: int) -> bool:
-        """Neuron k lies on the same curve as an earlier neuron (equal c): dash it."""
-        return any(abs(float(c[k]) - float(c[j])) <= 1e-6 * max(1.0, abs(float(c[j]))) for j in range(k))
 
     def _curve_pen(self, k: int, twin: bool):
         if twin:
             return pg.mkPen(neuron_color(k), width=2.5, style=pg.QtCore.Qt.PenStyle.DashLine)
         return pg.mkPen(neuron_color(k), width=2.5)
 
-    def preview(self, c: np.ndarray):
+    def preview(self, curves: list[list[tuple]], c) -> None:
+        """Before a run: each neuron's curves r² − v² = c_k (``curves``, from the layout's preview)."""
         self.clear_all()
-        for k, ck in enumerate(c):
-            for i, (x, y) in enumerate(self._branches(float(ck))):
+        for k, branches in enumerate(curves):
+            for i, (x, y) in enumerate(branches):
                 self.plot(
                     x,
                     y,
-                    pen=self._curve_pen(k, self._twin(c, k)),
-                    name=f"neuron {k + 1}: c{sub(k + 1)} = {ck:+.3g}" if i == 0 else None,
+                    pen=self._curve_pen(k, twin(c, k)),
+                    name=f"neuron {k + 1}: c{sub(k + 1)} = {c[k]:+.3g}" if i == 0 else None,
                 )
 
     def shown_points(self) -> int:

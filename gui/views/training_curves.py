@@ -8,12 +8,14 @@ fits both axes to the data again.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QFont
 
+from ..present.topology import drift_state, loss_state, sub
 from ..style import neuron_color
-from .neuron_quadrics import sub
 from .plot_style import clear_plot, follow_theme, own_menus, set_title, sparse_log_labels
 
 CALLOUT_GAP = 0.06  # of the step axis: flips closer than this share one call-out
@@ -106,21 +108,18 @@ class TrainingCurves:
 
     def show(self, step: np.ndarray, loss: np.ndarray, c: np.ndarray, flips: list[tuple[int, int]], jumps: list[bool]):
         """flips: (step, k) output-sign changes; jumps[i]: flip i was a pathological neuron's
-        finite-step jump over v = 0 (engine.topology.invariants.sign_flip_events), not a free flip."""
-        self.show_loss(step, loss, flips, jumps)
-        self.show_drift(step, c)
+        finite-step jump over v = 0 (engine.topology.invariants.sign_flip_events), not a free flip.
+        The clips' way in: a live run's states come made (gui.present.topology)."""
+        self.show_loss(loss_state(step, loss, [(s, k, j) for (s, k), j in zip(flips, jumps)]))
+        self.show_drift(drift_state(step, c))
 
-    def show_loss(
-        self, step: np.ndarray, loss: np.ndarray, flips: list[tuple[int, int]], jumps: list[bool], live: bool = False
-    ):
-        positive = loss[loss > 0]
-        # Log scale only once the loss spans a decade: below that its axis would show no ticks.
-        log = bool(positive.size and positive.max() > 10 * positive.min())
-        self.loss_plot.setLogMode(y=log)
-        self.loss_curve.setData(step, loss)
+    def show_loss(self, state: dict, live: bool = False):
+        """The loss plot from its state (gui.present.topology.loss_state)."""
+        self.loss_plot.setLogMode(y=state["log"])
+        self.loss_curve.setData(state["step"], state["loss"])
         if live:
-            self._hold_y(self.loss_plot, positive if log else loss, log)
-        self._set_events([(s, k, j) for (s, k), j in zip(flips, jumps)])
+            self._hold_y(self.loss_plot, state["range"], state["log"])
+        self._set_events(state["events"])
 
     def hold_steps(self, total: int):
         """A live run of ``total`` steps: x spans all of it from the start."""
@@ -136,17 +135,17 @@ class TrainingCurves:
         for plot in (self.loss_plot, self.drift_plot):
             plot.enableAutoRange()
 
-    def _hold_y(self, plot: pg.PlotWidget, values: np.ndarray, log: bool):
-        """Grow ``plot``'s y range to hold ``values`` with room to spare; never shrink it."""
-        values = values[np.isfinite(values)]
-        if not values.size:
+    def _hold_y(self, plot: pg.PlotWidget, span: tuple[float, float] | None, log: bool):
+        """Grow ``plot``'s y range to hold ``span`` (the values' (lo, hi), in decades when ``log``)
+        with room to spare; never shrink it."""
+        if span is None:
             return
-        lo, hi = (np.log10(values.min()), np.log10(values.max())) if log else (values.min(), values.max())
+        lo, hi = span
         held = self._held.get(id(plot))
         if held is not None and held[0] == log and held[1][0] <= lo and hi <= held[1][1]:
             return
         if log:  # whole half-decades
-            lo, hi = np.floor(2 * lo) / 2, np.ceil(2 * hi) / 2 + (0.5 if np.ceil(2 * hi) == 2 * hi else 0)
+            lo, hi = math.floor(2 * lo) / 2, math.ceil(2 * hi) / 2 + (0.5 if math.ceil(2 * hi) == 2 * hi else 0)
         else:
             pad = 0.5 * max(hi - lo, abs(hi), abs(lo), 1e-12)
             lo, hi = lo - pad, hi + pad
@@ -155,20 +154,16 @@ class TrainingCurves:
         self._held[id(plot)] = (log, (lo, hi))
         plot.setYRange(lo, hi, padding=0)
 
-    def show_drift(self, step: np.ndarray, c: np.ndarray, live: bool = False):
-        drift = c - c[:1]  # a difference to the first recorded row; display only
-        if self._log_drift:
-            drift = np.abs(drift)
-            drift[drift == 0] = np.nan  # log scale: exact conservation has no point to draw
+    def show_drift(self, state: dict, live: bool = False):
+        """The drift plot from its state (gui.present.topology.drift_state), on the chosen scale."""
+        log = self._log_drift
+        curves, twins = (state["magnitude"], state["log_twins"]) if log else (state["drift"], state["twins"])
         for k, curve in enumerate(self.drift_curves):
-            # Equal drifts (e.g. two neurons with the same c) would hide each other: dash every
-            # later copy of an earlier curve.
-            twin = k > 0 and any(np.allclose(drift[:, k], drift[:, j], equal_nan=True, atol=1e-12) for j in range(k))
-            self._twins[k] = twin
+            self._twins[k] = twins[k]
             curve.setPen(self._drift_pen(k))
-            curve.setData(step, drift[:, k], connect="finite")
+            curve.setData(state["step"], curves[:, k], connect="finite")
         if live:
-            self._hold_y(self.drift_plot, drift[drift > 0] if self._log_drift else drift.ravel(), self._log_drift)
+            self._hold_y(self.drift_plot, state["log_range"] if log else state["range"], log)
 
     def _set_events(self, events: list[tuple[int, int, bool]]):
         steps = self.loss_curve.getData()[0]

@@ -107,6 +107,7 @@ def test_changed_views_render_one_per_turn_and_a_grab_is_fresh(qapp, qtbot):
 
 
 def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
+    from gui.present.topology import loss_state
     from gui.views.training_curves import TrainingCurves
 
     curves = TrainingCurves()
@@ -116,14 +117,14 @@ def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
     x_lo, x_hi = view.viewRange()[0]
     assert x_lo < 0 < 1000 < x_hi < 1030, "x spans the whole run from the start"
     step = np.arange(10)
-    curves.show_loss(step, np.linspace(3.0, 2.0, 10), [], [], live=True)
+    curves.show_loss(loss_state(step, np.linspace(3.0, 2.0, 10), []), live=True)
     held = view.viewRange()[1]
     assert held[0] <= 2.0 and held[1] >= 3.0
-    curves.show_loss(step, np.linspace(2.9, 2.1, 10), [], [], live=True)  # inside: the axis holds still
+    curves.show_loss(loss_state(step, np.linspace(2.9, 2.1, 10), []), live=True)  # inside: the axis holds still
     assert view.viewRange()[1] == held
-    curves.show_loss(step, np.linspace(2.9, 2.6, 10), [], [], live=True)  # narrower: never shrinks
+    curves.show_loss(loss_state(step, np.linspace(2.9, 2.6, 10), []), live=True)  # narrower: never shrinks
     assert view.viewRange()[1] == held
-    curves.show_loss(step, np.linspace(9.0, 2.0, 10), [], [], live=True)  # outside: grows to hold it
+    curves.show_loss(loss_state(step, np.linspace(9.0, 2.0, 10), []), live=True)  # outside: grows to hold it
     assert view.viewRange()[1][1] >= 9.0
     assert not any(view.autoRangeEnabled())
     curves.finish()

@@ -14,6 +14,7 @@ import pytest
 from engine.core.progress import run_to_completion
 from engine.experiments import run_experiment
 from engine.topology.reproduce import TOY_POINTS
+from gui.present.topology import training_setup, values_of
 from gui.presets import preset_named
 
 PRESETS = {
@@ -39,9 +40,10 @@ def test_preset_run_agrees_with_reproduce_export(window, reproduced, preset):
     ws = window.workspaces["topology"]
     ws.parameters["data", "points"] = TOY_POINTS[True]
     stride = ws.parameters["optimizer", "stride"]
-    traj = run_to_completion(ws.make_job())
+    presented = run_to_completion(ws.make_job())
+    traj = presented.result
     with np.load(reproduced / f"traj_{PRESETS[preset]}.npz", allow_pickle=False) as z:
-        np.testing.assert_array_equal(ws._pending.X, z["X"])  # the same data points
+        np.testing.assert_array_equal(training_setup(values_of(ws.parameters)).X, z["X"])  # the same data points
         np.testing.assert_array_equal(traj.step, z["step"][::stride])
         for name in ("W1", "W2", "loss", "c"):
             np.testing.assert_allclose(getattr(traj, name), z[name][::stride], rtol=0, atol=1e-12, err_msg=name)

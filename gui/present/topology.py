@@ -1,0 +1,783 @@
+"""Paper A's training view as plain data, made on the worker thread: no Qt, no pyqtgraph.
+
+Two halves, as for every tab (gui.present):
+
+- the request: ``training_setup(values, steps)`` reads the panel's values (a plain snapshot,
+  ``Values``) into the network, its data and its initial weights, inside the job;
+- the state: ``layout_of(setup)`` is what the views are laid out for (made once per network),
+  and ``present(traj, context, previous)`` everything they draw at one moment of the run.
+
+``training_job`` and ``network_job`` wrap the engine's jobs so that every partial and the
+result arrive as ``Presented(trajectory, state)``; the workspace only routes ``state`` to its
+views. State keys: ``layout`` (the identical object through a run), ``step``, ``c_now``,
+``c_start``, ``summary`` (the invariants panel's numbers), ``note``; ``quadrics`` (one dict per
+neuron: ``line`` (n, 3), ``fraction`` (n,), ``start``, ``head``, ``flips``, ``jumps`` (m, 3),
+``surface`` and ``ghost`` meshes or None, ``barrier``, ``locked``, ``extent``, ``caption``);
+``reduced`` (``r``, ``v``, ``fraction`` decimated, ``start``, ``head``, and per neuron its
+branches, ghost branches, flip and jump points); ``loss`` and ``drift`` for the two plots;
+``function`` for the heatmaps (d ≤ 2).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import resources
+from engine.core.datasets import breast_cancer, load_xy_file, toy_dataset
+from engine.core.errors import EngineInputError
+from engine.core.progress import Job, Progress, subjob
+from engine.topology import invariants as inv
+from engine.topology.initialization import initial_params
+from engine.topology.obstruction import LoadedNetwork, NetworkRun
+from engine.topology.quadrics import hyperbola, quadric_sheets, reduced_coordinates
+from engine.topology.training import TrainConfig, Trajectory, train
+from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward
+
+from . import NEURON_COLORS, Presented
+
+MAX_SHOWN_POINTS = 1500  # per neuron and view; the stored trajectory keeps every row
+SURFACE_RESOLUTION, GHOST_RESOLUTION = 56, 20
+REMESH_TOLERANCE = 2e-3  # × extent²: a live run re-meshes Q(c) only when c moved this much
+HEATMAP_CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
+LINE_POINTS = 241  # d = 1: where the learned function is drawn
+PRESENT_INTERVAL_S = 1 / 30  # a live run's partials presented at most this often (the GUI draws fewer)
+DRIFT_WORTH_A_NOTE = 0.05  # relative change of some c_k
+CONSERVED_TOL = 1e-9  # below this a drift is rounding, not a change
+C_LIMIT = 1e6  # |c_k|: far beyond any useful scene, far below float overflow
+SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def sub(k: int) -> str:
+    return str(k).translate(SUBSCRIPT)
+
+
+# ------------------------------------------------------------------ the request
+class Values(dict):
+    """The panel's values as plain nested dicts, read on the GUI thread (``values_of``) and used on
+    the worker, indexed like a pyqtgraph Parameter: ``values["network", "d"]``."""
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            return dict.__getitem__(self, key)
+        value = self
+        for part in key:
+            value = dict.__getitem__(value, part)
+        return value
+
+
+def values_of(parameter) -> Values:
+    """A snapshot of a parameter tree's values (groups become nested ``Values``)."""
+    return Values({c.name(): values_of(c) if c.type() == "group" else c.value() for c in parameter.children()})
+
+
+def parse_floats(text: str, what: str, limit: float = C_LIMIT) -> list[float]:
+    try:
+        values = [float(part) for part in text.replace("−", "-").split(",") if part.strip()]
+    except ValueError:
+        raise EngineInputError(f"{what}: {text[:60]!r} is not a comma-separated list of numbers") from None
+    if not all(abs(v) <= limit for v in values):  # also refuses nan and inf
+        raise EngineInputError(f"{what}: every value must be a finite number with |value| ≤ {limit:g}")
+    return values
+
+
+def parse_signs(text: str) -> list[int]:
+    words = [w.strip() for w in text.replace("−", "-").split(",") if w.strip()]
+    table = {"+": 1, "+1": 1, "1": 1, "-": -1, "-1": -1}
+    if any(w not in table for w in words):
+        raise EngineInputError(f"output signs: {text!r} must be a comma-separated list of + and −")
+    return [table[w] for w in words]
+
+
+@dataclass
+class TrainingSetup:
+    """What one training run needs, plus the raw data for the function heatmaps."""
+
+    net: TwoLayerNet
+    params: TwoLayerParams
+    X: np.ndarray
+    Y: np.ndarray
+    config: TrainConfig
+
+
+def resolve(name: str, what: str) -> Path:
+    """A path as typed, or one shipped in resources/ (presets name those relative to it)."""
+    name = name.strip()
+    if not name:
+        raise EngineInputError(f"{what}: no file path is given")
+    path = Path(name).expanduser()
+    if not path.is_absolute() and not path.exists():
+        path = resources.path(name)
+    if not path.is_file():
+        raise EngineInputError(f"{what}: {name!r} does not exist")
+    return path
+
+
+def _data(p, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
+    source = p["data", "source"]
+    if source == "toy":
+        # The toy target takes the network's d, so every d runs without a data file.
+        X, Y = toy_dataset(n=p["data", "points"], seed=seed, d=p["network", "d"])
+        return X, Y, "the toy target"
+    if source == "breast_cancer":
+        split = breast_cancer(seed=seed)
+        return split.X_train, split.Y_train, "breast cancer"
+    name = p["data", "file"].strip()
+    if not name:
+        raise EngineInputError("data source is 'file' but no file path is given")
+    path = Path(name)
+    if not path.is_absolute() and not path.exists():
+        path = resources.path(name)  # presets name files shipped in resources/
+    X, Y = load_xy_file(path)
+    return X, Y, f"file {path.name!r}"
+
+
+def train_config(p, steps: int | None = None, seed: int | None = None) -> TrainConfig:
+    """The Optimizer group's values (``p``: a Parameter tree or its ``Values``)."""
+    o = lambda name: p["optimizer", name]  # noqa: E731
+    return TrainConfig(
+        optimizer=o("name"),
+        lr=o("lr"),
+        steps=steps or o("steps"),
+        stride=o("stride"),
+        batch_size=o("batch") if o("name") == "sgd" else None,
+        weight_decay=o("weight_decay"),
+        seed=p["init", "seed"] if seed is None else seed,
+        rtol=o("rtol"),
+        atol=o("rtol") * 1e-2,
+    )  # atol: weights are O(1)
+
+
+def training_setup(p, steps: int | None = None) -> TrainingSetup:
+    """The data set, the network and its initial weights: run in the job (it loads data)."""
+    X, Y, what = _data(p, p["init", "seed"])
+    _check_widths(p, what, X.shape[1], Y.shape[1])
+    net = _network(p)
+    return TrainingSetup(net, _initial_weights(p, net), X, Y, train_config(p, steps))
+
+
+def check_request(p) -> None:
+    """Refuse now what can be refused without loading a data set: the typed fields, the network,
+    its initial weights (a few numbers, drawn again in the job) and a shipped data set's width."""
+    known = {"toy": ("the toy target", p["network", "d"], 1), "breast_cancer": ("breast cancer", 30, 1)}
+    if p["data", "source"] in known:
+        _check_widths(p, *known[p["data", "source"]])
+    _initial_weights(p, _network(p))
+    train_config(p)
+
+
+def _check_widths(p, what: str, d_data: int, e_data: int) -> None:
+    d, e = p["network", "d"], p["network", "e"]
+    if d_data != d or e_data != e:
+        raise EngineInputError(
+            f"{what} has d = {d_data} inputs and e = {e_data} outputs; "
+            f"the network has d = {d}, e = {e} — set Network d and e to match"
+        )
+
+
+def _network(p) -> TwoLayerNet:
+    return TwoLayerNet(
+        d=p["network", "d"],
+        l=p["network", "l"],
+        e=p["network", "e"],
+        activation=p["network", "activation"],
+        leaky_slope=p["network", "slope"],
+        bias=p["network", "bias"],
+        loss="bce" if p["data", "source"] == "breast_cancer" else "mse",
+    )
+
+
+def _initial_weights(p, net: TwoLayerNet) -> TwoLayerParams:
+    c = parse_floats(p["init", "c"], "target c_k") or None
+    signs = parse_signs(p["init", "signs"]) or None
+    if signs is not None and net.e != 1:
+        raise EngineInputError(f"output signs apply only when e = 1 (here e = {net.e}); leave the field blank")
+    a = p["init", "a"] if p["init", "scheme"] == "uniform" else None
+    return initial_params(
+        net,
+        p["init", "scheme"],
+        seed=p["init", "seed"],
+        a=a,
+        c=c,
+        signs=signs,
+        positive_inputs=p["init", "positive_inputs"],
+    )
+
+
+def loaded_setup(loaded: LoadedNetwork, config: TrainConfig) -> TrainingSetup:
+    """A loaded network's views: its own net and weights (a bias on one layer only: an untrained twin)."""
+    n = loaded.network
+    slope = n.slope if n.activation == "leaky_relu" else 0.01
+    net = loaded.net or TwoLayerNet(n.d, n.l, n.e, n.activation, slope, n.b1 is not None)
+    params = loaded.params or TwoLayerParams(n.W1, n.W2, n.b1, n.b2)
+    return TrainingSetup(net, params, n.X, n.Y, config)
+
+
+def loaded_context(loaded: LoadedNetwork, config: TrainConfig) -> Context:
+    """A loaded network's views: laid out with each neuron's current point and the file's lines."""
+    setup = loaded_setup(loaded, config)
+    return Context(setup.net, config, layout_of(setup, True, loaded_text(loaded)))
+
+
+def loaded_text(loaded: LoadedNetwork) -> str:
+    """The invariants panel's lines about a loaded file: what it is, and whether its fit is obstructed."""
+    r, name = loaded.report, Path(loaded.network.path).name
+    act = "ReLU" if r["activation"] == "relu" else f"leaky ReLU γ = {r['slope']:g}"
+    lines = [f"<b>{name}</b>: {r['d']}—{r['l']}—{r['e']} {act}" + (f", loss {r['loss']:.3g}" if "loss" in r else "")]
+    fit = r.get("fit")
+    if fit is not None:
+        verdict = "<b>yes</b>" if fit["better_fit_needs_flip"] else "<b>no</b>"
+        lines.append(
+            f"better fit needs a locked flip: {verdict} "
+            f"(signs kept {fit['kept_loss']:.2g}, free {fit['free_loss']:.2g})"
+        )
+    if loaded.net is None:
+        lines.append("<i>a bias on one layer only: training needs both or neither</i>")
+    return "<br>".join(lines)
+
+
+# ------------------------------------------------------------------ small pure pieces
+def neuron_coordinates(traj: Trajectory) -> tuple[np.ndarray, list[str]]:
+    """θ_k = (w, b, v) of every neuron as (T, l, n) raw coordinates, with their names."""
+    d, e = traj.W1.shape[2], traj.W2.shape[1]
+    parts = [traj.W1] + ([traj.b1[..., None]] if traj.b1 is not None else []) + [np.swapaxes(traj.W2, 1, 2)]
+    names = [f"w{chr(0x2080 + i + 1)}" if d > 1 else "w" for i in range(d)]
+    names += ["b"] if traj.b1 is not None else []
+    names += [f"v{chr(0x2080 + i + 1)}" if e > 1 else "v" for i in range(e)]
+    return np.concatenate(parts, axis=2), names
+
+
+def projection_axes(n_in: int, n_out: int) -> list[int] | None:
+    """Which three coordinates a 3D view shows: two input-side, then the output side."""
+    if n_in + n_out < 3:
+        return None
+    take_in = min(n_in, 3 - min(n_out, 1))
+    axes = list(range(min(take_in, 2)))
+    axes += list(range(n_in, n_in + min(n_out, 3 - len(axes))))
+    axes += [i for i in range(n_in) if i not in axes][: 3 - len(axes)]
+    return sorted(axes[:3])
+
+
+def decimate(n: int, limit: int = MAX_SHOWN_POINTS) -> np.ndarray:
+    """Row indices to draw: evenly spaced, always the first and the newest."""
+    if n <= limit:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(int))
+
+
+def locked_signs(net: TwoLayerNet, c: np.ndarray, W2: np.ndarray) -> list[int]:
+    """Per neuron: the output sign it is locked to (e = 1, c_k < 0; MATH A5), else 0."""
+    if net.e != 1:
+        return [0] * len(c)
+    return [int(np.sign(W2[0, k])) if c[k] < 0 else 0 for k in range(len(c))]
+
+
+def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dict:
+    """The invariants panel's numbers, straight from the engine (also what tests compare against)."""
+    lp, lm, l0 = inv.counts(c)
+    eff = inv.effective_components(d, e, c)
+    locked = [k + 1 for k in range(len(c)) if e == 1 and c[k] < 0]  # MATH A5: sphere factor S⁰
+    index = None if eff is None else inv.effective_component_index(label)
+    return {
+        "c": [float(x) for x in c],
+        "l_plus": lp,
+        "l_minus": lm,
+        "l_zero": l0,
+        "poincare": inv.poincare(d, e, c, bias),
+        "beta0": inv.beta0(d, e, c, bias),
+        "label": [int(s) for s in label],
+        "effective_components": eff,
+        "effective_index": index,
+        "locked": locked,
+        "e": e,
+    }
+
+
+def drift_note(c_start: np.ndarray, c_now: np.ndarray, config: TrainConfig) -> str:
+    """Why c_k moved, when it moved visibly: only the exact flow conserves it."""
+    relative = np.abs(c_now - c_start) / np.maximum(np.abs(c_start), 1e-12)
+    k = int(np.argmax(relative))
+    if relative[k] < DRIFT_WORTH_A_NOTE:
+        return ""
+    moved = f"c{sub(k + 1)} moved {100 * relative[k]:.0f} %"
+    if config.weight_decay > 0:
+        return f"{moved}: weight decay breaks the conservation law."
+    if config.optimizer in ("gd", "sgd"):
+        return (
+            f"{moved}: each {config.optimizer.upper()} step of size h = {config.lr:g} changes c by "
+            "O(h²); the exact flow conserves it."
+        )
+    if config.optimizer == "flow":
+        return f"{moved}: the solver's tolerance is too loose to conserve c."
+    name = {"adam": "Adam's per-coordinate"}.get(config.optimizer, config.optimizer)
+    return f"{moved}: {name} steps are not gradient steps, so c is not conserved."
+
+
+def nice_extent(x: float) -> float:
+    """The next 1, 1.5, 2, 3, 5 or 7 × 10ⁿ at or above x: a frame that does not jitter."""
+    magnitude = 10 ** np.floor(np.log10(x))
+    return float(next(m * magnitude for m in (1, 1.5, 2, 3, 5, 7, 10) if m * magnitude >= x))
+
+
+def fitted_extent(extent: float, points: np.ndarray) -> float:
+    """A projection has no surface to set the scale: frame the trajectory itself, refitting
+    only when it outgrows the frame or fills less than half of it (a handful of times a run)."""
+    reach = float(np.nanmax(np.abs(points))) if points.size else 0.0
+    if reach > 0 and not 0.5 * extent <= 1.1 * reach <= extent:
+        return nice_extent(1.1 * reach)
+    return extent
+
+
+# ------------------------------------------------------------------ captions
+def shape_name(c: float) -> str:
+    return "one sheet" if c > 0 else ("two sheets" if c < 0 else "cone")
+
+
+def drift_text(c_now: float, c_start: float) -> str:
+    """' (start …)' after a real drift; a drift below rounding reads as conservation."""
+    delta = abs(c_now - c_start)
+    if delta == 0:
+        return ""
+    if delta < CONSERVED_TOL:
+        return " · conserved (|Δc| &lt; 1e-9)"
+    return f" (start {c_start:+.4g})"
+
+
+def lock_text(k: int, sign: int) -> str:
+    """The caption's lock chip: a locked neuron's output sign, fixed for ever (MATH A5)."""
+    if not sign:
+        return ""
+    above = "&gt;" if sign > 0 else "&lt;"
+    return (
+        f" &nbsp;<span style='background-color:{NEURON_COLORS[k % len(NEURON_COLORS)]}; color:white; font-weight:700;'>"
+        f"&nbsp;LOCKED v{sub(k + 1)} {above} 0&nbsp;</span>"
+    )
+
+
+def event_text(k: int, events: list[tuple[int, int, bool]]) -> str:
+    """Caption words for the latest sign change, matching the marker's colour."""
+    if not events:
+        return ""
+    _, step, jumped = events[-1]
+    more = f" (+{len(events) - 1} more)" if len(events) > 1 else ""
+    if jumped:
+        return (
+            f"<br><span style='color:#9e38c7'>◆ v{sub(k + 1)} jumped the barrier at step {step}"
+            f" — a finite step, impossible for gradient flow</span>{more}"
+        )
+    return f"<br><span style='color:#b38600'>● v{sub(k + 1)} flipped sign at step {step}</span>{more}"
+
+
+# ------------------------------------------------------------------ meshes
+@functools.lru_cache(maxsize=256)
+def surface_mesh(c: float, extent: float, resolution: int, normals: bool = True) -> dict:
+    """Q(c)'s sheets as float32 vertices, faces and (``normals``) smooth vertex normals: the sum
+    of the adjacent faces' area-weighted normals, normalised, as pyqtgraph would compute them at
+    the first paint in a Python loop. Cached: a clip's quantised c, a scrubbed replay and the
+    ghost of Q(c(0)) come back to the same c. The arrays are read-only."""
+    sheets = []
+    for vertices, faces in quadric_sheets(c, extent=extent, resolution=resolution):
+        v32 = np.ascontiguousarray(vertices, dtype=np.float32)
+        sheet = {"vertices": v32, "faces": faces}
+        if normals:
+            sheet["normals"] = smooth_normals(v32, faces)
+        for array in sheet.values():
+            array.flags.writeable = False
+        sheets.append(sheet)
+    return {"c": float(c), "sheets": sheets}
+
+
+def smooth_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Per-vertex normals in float32, exactly as gl.MeshData's faceNormals and vertexNormals."""
+    normals = np.zeros(vertices.shape, dtype=np.float32)
+    if len(faces):
+        corners = vertices[faces]
+        face_normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        for corner in range(3):
+            np.add.at(normals, faces[:, corner], face_normals)
+        length = np.linalg.norm(normals, axis=1, keepdims=True)
+        normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
+    return normals
+
+
+def _surface(c: float, extent: float, locked: int, previous: dict | None, quantum: float | None) -> dict:
+    """The mesh of Q(c) to draw, with ``locked`` (which sheet is faint) and the c it was made for.
+    Live: the previous mesh while c moved less than the tolerance (no re-mesh per frame). Clips
+    (``quantum``): c rounded to the quantum × extent², a function of the shown c alone."""
+    if quantum:
+        q = quantum * extent**2
+        c_mesh = round(c / q) * q
+    elif (
+        previous is not None
+        and previous["extent"] == extent
+        and previous["locked"] == locked
+        and abs(c - previous["c"]) <= REMESH_TOLERANCE * extent**2
+    ):
+        return previous
+    else:
+        c_mesh = c
+    return {"c": c_mesh, "extent": extent, "locked": locked, "mesh": surface_mesh(c_mesh, extent, SURFACE_RESOLUTION)}
+
+
+def _ghost(c_now: float, c_start: float, extent: float) -> dict | None:
+    """Q(c(0)) as a wireframe once c visibly left it."""
+    if abs(c_now - c_start) <= 2e-3 * extent**2:
+        return None
+    return {"c": c_start, "extent": extent, "mesh": surface_mesh(c_start, extent, GHOST_RESOLUTION, normals=False)}
+
+
+# ------------------------------------------------------------------ the layout
+def layout_of(setup: TrainingSetup, points: bool = False, extra: str = "") -> dict:
+    """What the training views are laid out for, and the picture before a run: Q(c) at the start
+    (with each neuron's current point when ``points``: a loaded network)."""
+    net, params = setup.net, setup.params
+    start = _start_trajectory(setup)
+    coords, names = neuron_coordinates(start)
+    exact = net.d == 2 and net.e == 1 and not net.bias
+    axes = projection_axes(net.d + net.bias, net.e)
+    extent = float(np.ceil(2 * max(1.0, 1.5 * np.abs(coords).max())) / 2)
+    signed_w = net.d == 1 and not net.bias
+    show_data = net.d <= 2 and setup.X is not None and setup.Y is not None and setup.Y.shape[1] >= 1
+    c = inv.c_of(params)
+    layout = {
+        "l": net.l,
+        "d": net.d,
+        "e": net.e,
+        "bias": bool(net.bias),
+        "exact": exact,
+        "axes": axes,
+        "labels": tuple(names[i] for i in axes) if axes else ("", "", ""),
+        "extent": extent,
+        "signed_w": signed_w,
+        "signed_v": net.e == 1,
+        "w_name": "w" if signed_w else ("‖(w, b)‖" if net.bias else "‖w‖"),
+        "v_name": "v" if net.e == 1 else "‖v‖",
+        "total_steps": max(setup.config.steps, 1),
+        "extra": extra,
+        "data": _data_state(setup.X, setup.Y, net.d) if show_data else None,
+        "points": points,
+    }
+    lock = locked_signs(net, c, params.W2)
+    shown = coords[0][:, axes] if (points and axes is not None) else None
+    preview = {
+        "c": c,
+        "locked": lock,
+        "summary": summary(net.d, net.e, net.bias, c, inv.component_label(params.W1, params.W2, params.b1)),
+        "quadrics": _preview_quadrics(layout, c, shown, lock),
+        "reduced": [_branches(layout, float(ck)) for ck in c],
+    }
+    if points:
+        preview["start"] = _present(start, Context(net, setup.config, layout), None, None)
+    layout["preview"] = preview
+    return layout
+
+
+def _start_trajectory(setup: TrainingSetup) -> Trajectory:
+    p = setup.params
+    b1 = None if p.b1 is None else p.b1[None]
+    return Trajectory(np.zeros(1, dtype=np.int64), p.W1[None], p.W2[None], b1, None, np.zeros(1), inv.c_of(p)[None])
+
+
+def _preview_quadrics(layout: dict, c: np.ndarray, points: np.ndarray | None, locked: list[int]) -> list[dict]:
+    cells = []
+    for k in range(layout["l"]):
+        chip = lock_text(k, locked[k]) if k < len(locked) else ""
+        extent = layout["extent"]
+        cell = {"points": None if points is None else points[None, k].astype(np.float32), "surface": None}
+        if layout["exact"] and k < len(c):
+            cell["surface"] = _surface(float(c[k]), extent, int(np.sign(locked[k])) if c[k] < 0 else 0, None, None)
+            cell["barrier"] = bool(c[k] < 0)
+            cell["caption"] = (
+                f"<b>neuron {k + 1}</b>{chip} &nbsp; c{sub(k + 1)} = {c[k]:+.4g} &nbsp;·&nbsp; {shape_name(c[k])}"
+            )
+        else:
+            if points is not None:
+                extent = fitted_extent(extent, points[None, k])
+            cell["barrier"] = False
+            cell["caption"] = f"<b>neuron {k + 1}</b>{chip}" + (
+                f" &nbsp; c{sub(k + 1)} = {c[k]:+.4g}" if k < len(c) else ""
+            )
+        cell["extent"] = extent
+        cell["locked"] = locked[k] if k < len(locked) else 0
+        cells.append(cell)
+    return cells
+
+
+def _data_state(X: np.ndarray, Y: np.ndarray, d: int) -> dict:
+    """The data the heatmaps show: d = 1 the points, d = 2 the mean label per cell (the target)."""
+    if d == 1:
+        order = np.argsort(X[:, 0])
+        line_x = np.linspace(X[:, 0].min(), X[:, 0].max(), LINE_POINTS)
+        return {"d": 1, "x": X[order, 0], "y": Y[order, 0], "line_x": line_x, "grid": line_x[:, None]}
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    xs, ys = np.linspace(lo[0], hi[0], HEATMAP_CELLS), np.linspace(lo[1], hi[1], HEATMAP_CELLS)
+    gx, gy = np.meshgrid(xs, ys, indexing="ij")
+    edges = [np.linspace(lo[i], hi[i], HEATMAP_CELLS + 1) for i in range(2)]
+    total, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges, weights=Y[:, 0])
+    count, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        target = total / count
+    span = float(np.nanmax(np.abs(target))) if np.isfinite(target).any() else 1.0
+    return {
+        "d": 2,
+        "target": target,
+        "box": (lo.astype(float), hi.astype(float)),
+        "span": span,
+        "grid": np.column_stack([gx.ravel(), gy.ravel()]),
+    }
+
+
+def function_state(net: TwoLayerNet, params: TwoLayerParams, data: dict) -> dict:
+    """The learned function on the data's grid, and what to say when it is flat at the colour scale."""
+    values = forward(net, params, data["grid"])[:, 0]
+    if data["d"] == 1:
+        return {"x": data["line_x"], "y": values}
+    values = values.reshape(HEATMAP_CELLS, HEATMAP_CELLS)
+    largest = float(np.abs(values).max())
+    span = max(abs(data["span"]), 1e-12)
+    note = ""
+    if largest < 1e-3 * span:  # flat at this colour scale: say what it is, not a blank square
+        note = "f ≡ 0: every neuron\nis dead on the data" if largest == 0 else f"f ≈ 0\nmax |f| = {largest:.0e}"
+    elif float(values.max() - values.min()) < 1e-3 * span:  # flat, but not zero
+        note = f"f is constant\n≈ {float(values.mean()):+.2g}"
+    return {"values": values, "note": note}
+
+
+def _branches(layout: dict, c: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The reduced view's curves of r² − v² = c: only v ≥ 0 for ‖v‖, mirrored for a signed w."""
+    out = []
+    for r, v in hyperbola(c, extent=layout["extent"], n=160):
+        if not layout["signed_v"]:
+            keep = v >= 0
+            r, v = r[keep], v[keep]
+        out.append((r, v))
+        if layout["signed_w"]:
+            out.append((-r, v))
+    return out
+
+
+# ------------------------------------------------------------------ the state of a run
+@dataclass(frozen=True)
+class Context:
+    """What presenting a trajectory needs besides it: the network, its training and the layout."""
+
+    net: TwoLayerNet
+    config: TrainConfig
+    layout: dict
+
+
+def present(traj: Trajectory, context: Context, previous: dict | None = None, mesh_quantum: float | None = None):
+    """Everything the training views draw for ``traj``; ``previous``: the state drawn before,
+    whose meshes are kept while c has not moved; ``mesh_quantum``: a clip's, see ``_surface``."""
+    return _present(traj, context, previous, mesh_quantum)
+
+
+def _present(traj: Trajectory, context: Context, previous: dict | None, quantum: float | None) -> dict:
+    layout, net = context.layout, context.net
+    frac = traj.step / layout["total_steps"]
+    c_now, c_start = traj.c[-1], traj.c[0]
+    flip_events = inv.sign_flip_events(traj.step, traj.c, traj.sign_flips)
+    events = [[] for _ in range(net.l)]  # per neuron: (row, step, jumped)
+    for e in flip_events:
+        events[e.neuron].append((e.row, e.step, e.jumped))
+    label = inv.component_label(traj.W1[-1], traj.W2[-1], None if traj.b1 is None else traj.b1[-1])
+    locked = locked_signs(net, c_now, traj.W2[-1])
+    state = {
+        "layout": layout,
+        "context": context,  # not drawn: what presenting another row of the run needs (replay)
+        "step": int(traj.step[-1]),
+        "c_now": c_now,
+        "c_start": c_start,
+        "summary": summary(net.d, net.e, net.bias, c_now, label),
+        "note": drift_note(c_start, c_now, context.config),
+        "loss": loss_state(traj.step, traj.loss, [(e.step, e.neuron, e.jumped) for e in flip_events]),
+        "drift": drift_state(traj.step, traj.c),
+    }
+    if layout["axes"] is not None:
+        coords = neuron_coordinates(traj)[0][:, :, layout["axes"]]
+        # What the views show already: the previous state's, else the preview's (a run, a replay
+        # and a reopened session all start from it, so each draws the same frame for one row).
+        if previous is not None and previous["layout"] is layout:
+            before = previous["quadrics"]
+        else:
+            before = layout["preview"]["quadrics"] if "preview" in layout else None
+        state["quadrics"] = _quadrics(layout, coords, frac, c_now, c_start, events, locked, before, quantum)
+    if not layout["exact"]:
+        state["reduced"] = _reduced(layout, traj, frac, c_now, c_start, events)
+    if layout["data"] is not None:
+        state["function"] = function_state(net, traj.final_params(), layout["data"])
+    return state
+
+
+def _quadrics(layout, coords, frac, c_now, c_start, events, locked, before, quantum) -> list[dict]:
+    rows = decimate(len(coords))
+    fraction = frac[rows]
+    cells = []
+    for k in range(layout["l"]):
+        points = coords[:, k].astype(np.float32)
+        flips = [row for row, _, jumped in events[k] if not jumped]
+        jumps = [row for row, _, jumped in events[k] if jumped]
+        last = before[k] if before is not None else None
+        cell = {
+            "line": points[rows],
+            "fraction": fraction,
+            "start": points[:1],
+            "head": points[-1:],
+            "flips": points[flips],
+            "jumps": points[jumps],
+            "locked": locked[k],
+        }
+        ck, c0 = float(c_now[k]), float(c_start[k])
+        if layout["exact"]:
+            extent = layout["extent"]
+            lock = int(np.sign(locked[k])) if ck < 0 else 0
+            cell["surface"] = _surface(ck, extent, lock, last["surface"] if last else None, quantum)
+            cell["ghost"] = _ghost(ck, c0, extent)
+            cell["barrier"] = bool(ck < 0)
+            what = shape_name(ck)
+        else:
+            extent = fitted_extent(last["extent"] if last else layout["extent"], coords[:, k])
+            cell["surface"] = cell["ghost"] = None
+            cell["barrier"] = False
+            what = "projection onto (" + ", ".join(layout["labels"]) + ")"
+            if np.ptp(coords[:, k], axis=0).max() < 1e-3 * extent:
+                what += ": still here (the run moves the other coordinates)"
+        cell["extent"] = extent
+        cell["caption"] = (
+            f"<b>neuron {k + 1}</b>{lock_text(k, locked[k])} &nbsp; c{sub(k + 1)} = {c_now[k]:+.4g}"
+            f"{drift_text(ck, c0)} &nbsp;·&nbsp; {what}{event_text(k, events[k])}"
+        )
+        cells.append(cell)
+    return cells
+
+
+def _reduced(layout, traj: Trajectory, frac, c_now, c_start, events) -> dict:
+    r, v = reduced_coordinates(traj.W1, traj.W2, traj.b1)
+    if layout["signed_w"]:
+        r = traj.W1[:, :, 0]  # signed: the label of a c > 0 neuron is sign(w)
+    rows = decimate(len(r))
+    neurons = []
+    for k in range(r.shape[1]):
+        moved = abs(c_now[k] - c_start[k]) > 2e-3 * layout["extent"] ** 2
+        flips = [row for row, _, jumped in events[k] if not jumped]
+        jumps = [row for row, _, jumped in events[k] if jumped]
+        neurons.append(
+            {
+                "c": float(c_now[k]),
+                "twin": twin(c_now, k),
+                "branches": _branches(layout, float(c_now[k])),
+                "ghost": _branches(layout, float(c_start[k])) if moved else [],
+                "flips": (r[flips, k], v[flips, k]),
+                "jumps": (r[jumps, k], v[jumps, k]),
+            }
+        )
+    return {"r": r[rows], "v": v[rows], "fraction": frac[rows], "start": (r[:1], v[:1]), "head": (r[-1:], v[-1:]),
+            "neurons": neurons}  # fmt: skip
+
+
+def twin(c: np.ndarray, k: int) -> bool:
+    """Neuron k lies on the same curve as an earlier neuron (equal c): dash it."""
+    return any(abs(float(c[k]) - float(c[j])) <= 1e-6 * max(1.0, abs(float(c[j]))) for j in range(k))
+
+
+def loss_state(step: np.ndarray, loss: np.ndarray, events: list[tuple[int, int, bool]]) -> dict:
+    """The loss plot: the curve, whether its axis is logarithmic, its range, the (step, neuron,
+    jumped) sign changes."""
+    positive = loss[loss > 0]
+    # Log scale only once the loss spans a decade: below that its axis would show no ticks.
+    log = bool(positive.size and positive.max() > 10 * positive.min())
+    return {"step": step, "loss": loss, "log": log, "range": value_range(positive if log else loss, log),
+            "events": events}  # fmt: skip
+
+
+def drift_state(step: np.ndarray, c: np.ndarray) -> dict:
+    """The drift plot, linear (``drift``) and logarithmic (``magnitude``, exact conservation as NaN),
+    with which curves copy an earlier one (dashed) and each scale's range."""
+    drift = c - c[:1]  # a difference to the first recorded row; display only
+    magnitude = np.abs(drift)
+    magnitude[magnitude == 0] = np.nan  # log scale: exact conservation has no point to draw
+    return {
+        "step": step,
+        "drift": drift,
+        "magnitude": magnitude,
+        "twins": _twins(drift),
+        "log_twins": _twins(magnitude),
+        "range": value_range(drift.ravel(), False),
+        "log_range": value_range(magnitude[magnitude > 0], True),
+    }
+
+
+def _twins(curves: np.ndarray) -> list[bool]:
+    """Equal curves (two neurons with the same c) would hide each other: every later copy is dashed."""
+    same = lambda k, j: np.allclose(curves[:, k], curves[:, j], equal_nan=True, atol=1e-12)  # noqa: E731
+    return [k > 0 and any(same(k, j) for j in range(k)) for k in range(curves.shape[1])]
+
+
+def value_range(values: np.ndarray, log: bool) -> tuple[float, float] | None:
+    """(lo, hi) of the finite values, in decades when ``log``; None when there are none."""
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return None
+    if log:
+        return float(np.log10(values.min())), float(np.log10(values.max()))
+    return float(values.min()), float(values.max())
+
+
+# ------------------------------------------------------------------ jobs
+class _Paced:
+    """Presents a run's partials at most every ``PRESENT_INTERVAL_S`` (the runner drops the rest
+    anyway), keeping the previous state so meshes are reused while c has not moved."""
+
+    def __init__(self, context_of, clock=time.monotonic):
+        self.context_of, self.clock = context_of, clock
+        self.previous: dict | None = None
+        self._last = -math.inf
+
+    def partial(self, result):
+        now = self.clock()
+        if now - self._last < PRESENT_INTERVAL_S:
+            return None
+        self._last = now
+        return self.final(result)
+
+    def final(self, result) -> Presented:
+        traj, context = self.context_of(result)
+        if traj is None or len(traj.step) == 0:  # nothing run yet (a network file read): the layout
+            return Presented(result, {"layout": context.layout, "context": context})
+        self.previous = present(traj, context, self.previous)
+        return Presented(result, self.previous)
+
+
+def training_job(values: Values, steps: int | None = None) -> Job[Presented]:
+    """Job: the setup (data, initial weights), then training; every partial and the result a
+    ``Presented(trajectory, state)``; the first partial lays the views out."""
+    yield Progress(0.0, "loading the data and drawing the initial weights")
+    setup = training_setup(values, steps)
+    context = Context(setup.net, setup.config, layout_of(setup))
+    yield Progress(0.0, "training", Presented(None, {"layout": context.layout, "context": context}))
+    paced = _Paced(lambda traj: (traj, context))
+    traj = yield from subjob(train(setup.net, setup.params, setup.X, setup.Y, setup.config), 0, 1, "", paced.partial)
+    return paced.final(traj)
+
+
+def network_job(job: Job, config: TrainConfig) -> Job[Presented]:
+    """A loaded network's job (read, or read and train on): its LoadedNetwork and NetworkRun
+    partials and result presented, the layout made once per loaded network."""
+    contexts: dict[int, tuple[LoadedNetwork, Context]] = {}  # by the LoadedNetwork's identity (kept alive)
+
+    def context_of(result):
+        loaded = result.loaded if isinstance(result, NetworkRun) else result
+        if id(loaded) not in contexts:
+            contexts[id(loaded)] = (loaded, loaded_context(loaded, config))
+        return getattr(result, "trajectory", None), contexts[id(loaded)][1]
+
+    paced = _Paced(context_of)
+    result = yield from subjob(
+        job, 0, 1, "", lambda r: paced.final(r) if isinstance(r, LoadedNetwork) else paced.partial(r)
+    )
+    return paced.final(result)
