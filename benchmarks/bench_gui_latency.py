@@ -140,7 +140,7 @@ def lambda_preview_latency(window, moves=(2.5, 3.0, 3.5, 4.0, 1.5, 5.0)) -> list
             spin(2)
         out.append(time.perf_counter() - began)
         # let the probe finish: moves are spaced
-        while ws.controller.lane("probe").busy or ws.controller.lane("preview").busy:
+        while ws.controller.lane_busy("probe") or ws.controller.lane_busy("preview"):
             spin(20)
     return out
 
