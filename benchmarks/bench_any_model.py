@@ -32,7 +32,7 @@ machine the wall clock also measures the other jobs) and wall seconds, one run e
   where     the aten operators that take one product's CPU time on our kept graph
 
 Run: python benchmarks/bench_any_model.py [--probes 10] [--power-iters 100] [--threads N] [--samples 256]
-     [--hessian-only]
+     [--hessian-only] [--repeats N]
 """
 
 import argparse
