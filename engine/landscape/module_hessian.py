@@ -46,7 +46,7 @@ FULL_BLOCK = 64
 RETAINED_GRAPH_MAX_BYTES = 2 << 30
 # Lanczos steps before ARPACK takes over: the basis and its products are 2 × steps P-vectors in
 # float64, held within LANCZOS_BASIS_BYTES. The top eigenvalue of that ResNet-20 met a 1e-3
-# residual bound in 10 steps; the test CNN's top three met machine precision in 42.
+# residual bound in 9 steps; the test CNN's top three met machine precision in 42.
 LANCZOS_STEPS = 80
 LANCZOS_BASIS_BYTES = 2 << 30
 
@@ -258,7 +258,7 @@ def start_vector(n: int, seed: int, gradient=None) -> np.ndarray:
     eigenvectors (Gur-Ari, Roberts & Dyer 2018, "Gradient descent happens in a tiny subspace"), so
     it brings those in from the first step; the random half keeps every eigenvector in reach.
     On benchmarks/bench_any_model.py's ResNet-20, 13 steps met a 1e-3 bound from the random start
-    alone, 10 with the gradient."""
+    alone, 9 with the gradient."""
     q = np.random.default_rng(seed).standard_normal(n)
     q /= np.linalg.norm(q)
     if gradient is not None:
