@@ -219,6 +219,9 @@ class QuadricView(OffscreenGLView):
         self.barrier_edge.setData(pos=np.vstack([corners, corners[:1]]))
         self._user_camera = False
         self.apply_camera(self.default_camera())
+        # Another frame: the surfaces go (the next state brings its own, made for this extent).
+        self._surface = self._replace(self._surface, None, 0, 0)
+        self._ghost = self._replace(self._ghost, None, 0, 0)
         self._surface_state = self._ghost_state = None
 
     # ---------------------------------------------------------------- surfaces
