@@ -19,7 +19,7 @@ from engine.core.errors import EngineInputError
 from engine.topology.obstruction import LoadedNetwork, continue_training_job, load_two_layer_job
 from engine.topology.probability import probability_maps_job
 from engine.topology.training import Trajectory
-from engine.topology.width_sweep import breast_cancer_sweep
+from engine.topology.width_sweep import SweepProgress, breast_cancer_sweep
 
 from ..pacing import Pacer
 from ..panels.invariants_panel import InvariantsPanel
@@ -420,7 +420,9 @@ class TopologyWorkspace(Workspace):
             self._draw(present(sliced(full, rows), self._context, self._state, quantum), final=True)
 
     def session_state(self) -> dict:
-        if self._result is None:
+        if self._result is None or isinstance(self._result, SweepProgress):
+            # a sweep cancelled part-way is no result to save: its finished cells stay in its
+            # folder for Run to resume (saving raised on the partial's missing settings)
             return {}
         if self.mode != "training":
             return {"mode": self.mode, "result": self.page_of[self.mode].result_state(self._result)}
