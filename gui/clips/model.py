@@ -310,6 +310,8 @@ def story_clip(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8
     from ..presets import preset_named
 
     found = preset_named(preset)
+    if found.workspace == "landscape":
+        raise EngineInputError(f"preset {preset!r}: the toolkit tab films no clip; File ▸ Export saves its views")
     if found.workspace != "topology":  # gui.clips.minima_scene.minima_story_clip
         raise EngineInputError(
             f"preset {preset!r}: its clip is paper B's walk along λ "

@@ -28,7 +28,7 @@ from ..present import Presented
 from ..present.landscape import presented_job
 from ..views.contour_plane_view import ContourPlaneView
 from ..views.curves_view import CurvesView
-from ..views.plot_style import set_plot_fonts
+from ..views.plot_style import set_colorbar_font, set_plot_fonts
 from ..views.spectral_density_view import SpectralDensityView
 from ..workspace import Workspace
 
@@ -176,6 +176,7 @@ class LandscapeWorkspace(Workspace):
         self._loading: dict | None = None  # the network fields before a load that has not finished yet
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
+        set_colorbar_font(self.plane.colorbar)
 
     def attach(self, controller) -> None:
         super().attach(controller)
@@ -371,7 +372,9 @@ class LandscapeWorkspace(Workspace):
         # just before) while that one runs, and the fields are the newer file's until it ends.
         if self.controller.running:
             return
-        if self._loading is not None and self.controller.last_outcome != "succeeded":
+        # still loading once the lane is idle: the load's result never came (it failed, was
+        # cancelled, or another tab's job took over from it), so the file did not load
+        if self._loading is not None:
             self._set_file(self._loading)
             self._loading = None
 
@@ -392,3 +395,4 @@ class LandscapeWorkspace(Workspace):
             set_plot_fonts(plot, on)
             if hasattr(plot, "set_presentation"):
                 plot.set_presentation(on)
+        set_colorbar_font(self.plane.colorbar, on)  # its values grow with the axes' (they stayed at 10 pt)

@@ -130,3 +130,14 @@ def test_the_plane_shows_a_legend_only_for_its_paths(window, qtbot, toolkit):
     toolkit.restore_session_state(plane_state(paths=0))
     qtbot.wait(50)
     assert not plane.legend.isVisible()
+
+
+@pytest.mark.parametrize("presentation", [False, True])
+def test_the_colour_bar_values_are_as_large_as_the_axes(window, qtbot, toolkit, presentation):
+    window.set_look(presentation=presentation)
+    toolkit.restore_session_state(plane_state(paths=0))
+    qtbot.wait(50)
+    plane = toolkit.plane
+    axis_font = plane.heatmap.getPlotItem().getAxis("bottom").style["tickFont"]
+    bar_font = plane.colorbar.axis.style["tickFont"]
+    assert bar_font is not None and bar_font.pointSize() == axis_font.pointSize()

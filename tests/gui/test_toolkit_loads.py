@@ -66,3 +66,22 @@ def test_a_missing_file_refused_during_a_load_leaves_that_load_its_fields(window
     qtbot.wait(50)
     assert window.last_outcome == "succeeded", window.message_bar.text
     assert fields(ws) == {"source": "file", "path": good, "activation": "", "data": "", "model": ""}
+
+
+def test_a_load_another_tab_takes_over_from_puts_the_fields_back(window, qtbot, tmp_path):
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    ws.parameters["plane", "points"] = 7
+    good, _bad = good_and_bad(tmp_path)
+    original = fields(ws)
+    ws.load_network(good)
+    window.load_preset("fig5-probability", run=False)  # the topology tab's sweep takes the lane
+    window.workspaces["topology"].parameters["fig5", "d_max"] = 4
+    window.workspaces["topology"].parameters["fig5", "l_max"] = 4
+    window.workspaces["topology"].parameters["fig5", "mc_samples"] = 50
+    window.run()
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    assert fields(ws) == original  # the file never loaded
+    assert ws.result is None
