@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtTest import QTest
 
@@ -24,7 +25,11 @@ TOPOLOGY_PRESETS = ("fig3-free", "fig3-obstructed", "adam-drift", "fig5-probabil
 # nonattr-path is left out: B11 needs ≥ 21 neurons in the last layer, and even shrunk (N = 5)
 # it takes over a minute here, which a sequence of 15 steps cannot afford.
 MINIMA_PRESETS = ("nonattr-shallow", "nonattr-fig3", "nonattr-infinity")
-PRESETS = TOPOLOGY_PRESETS + MINIMA_PRESETS
+# The toolkit tab's presets run on the shipped networks/your-network.pt (File ▸ Load network's
+# kind of file: a state_dict with its data).
+TOOLKIT_PRESETS = ("toolkit-plane", "toolkit-pca", "toolkit-density")
+PRESETS = TOPOLOGY_PRESETS + MINIMA_PRESETS + TOOLKIT_PRESETS
+TABS = 3  # topology, minima, the landscape toolkit
 STEPS = 30  # training steps of a topology run; minima at infinity: GD steps
 
 # Like tests/gui/test_minima_workspace.py's QUICK, plus one split per layer and few restarts.
@@ -39,7 +44,19 @@ PATH_SMALL = {"experiment": {"samples": 5}, "construction": {"schedule": "1:2, 2
 TOPOLOGY_QUICK = {
     "optimizer": {"steps": STEPS},  # Step (run(step=True)) takes the parameter's steps
     "fig5": {"d_max": 8, "l_max": 8, "mc_samples": 200},
+    # Fig. 4: 2 + 3 = 5 cells (l, l₊) of one init each; Run passes STEPS as the runs' steps
+    "fig4": {"inits": 1, "l_max": 3, "steps": STEPS},
 }
+TOOLKIT_QUICK = {
+    "plane": {"points": 9},
+    "training": {"steps": STEPS, "optimizers": "gd, adam"},
+    "density": {"probes": 3, "steps": 20},
+}
+SWEEP_EXECUTORS = ("batched", "local", "ray")  # Fig. 4 all at once, cell by cell here, on a local Ray
+# File ▸ Load network on the toolkit tab: files a user brings, good and bad.
+NETWORK_FILES = ("your-network.pt", "mlp.npz", "garbage.pt", "missing.npz", "wrong-arrays.npz")
+GOOD_NETWORK_FILES = ("your-network.pt", "mlp.npz")
+EXPORT_SUFFIXES = (".png", ".svg", ".csv")
 # Messages a rule may put on the message bar (substrings). Anything else, or any "Internal
 # error", fails the check.
 SESSION_MESSAGES = ("Opened session",)
@@ -54,7 +71,12 @@ CLIP_MESSAGES = (
     "a clip needs at least two key frames",
     "Clip saved to",
     "Clip rendering cancelled",
+    "the toolkit tab films no clip",
 )
+EXPORT_MESSAGES = ("Exported ",)
+# Run or Step on the toolkit tab with the minima tab's network (its default source) before there
+# is one: allowed from the start
+TOOLKIT_MESSAGES = ("build or load a network in the minima tab first",)
 SPLIT_MESSAGES = (
     "build or load a network first",
     "build or load a network before splitting a neuron",
@@ -167,11 +189,16 @@ class Driver:
     outcome: dict = field(default_factory=dict)  # workspace key -> how its last main job ended
     log: list = field(default_factory=list)  # the actions so far, for a report
     clip_over_run: bool = False  # the last training run started while a clip rendered
+    minima_saved: dict | None = None  # the minima tab's drawn state a reopened session holds
+    landscape_saved: dict | None = None  # the toolkit tab's, likewise
+    loading: dict | None = None  # File ▸ Load network in progress: the file and the fields before it
+    problems: list = field(default_factory=list)  # what an action saw at once (an export's file, a refusal)
 
     def __post_init__(self):
         from gui.error_reporting import error_relay
 
         self.tmp = Path(self.tmp)
+        self._allow(*TOOLKIT_MESSAGES)
         self.relay = error_relay()
         self.relay.raised.connect(self.errors.append)
         c = self.window.controller
@@ -187,12 +214,16 @@ class Driver:
         except (RuntimeError, TypeError):
             pass
 
-    def _on_started(self, owner, _keep):
+    def _on_started(self, owner, keep):
         self._owner = owner
+        if owner is not self.landscape or not keep:
+            self.loading = None  # another main job (a preset, Run) took over from a load in progress
         if owner is not None:
             self.outcome[owner.key] = "running"
         if owner is self.minima:
             self.minima_saved = None  # a new run: the figure is what is drawn again
+        if owner is self.landscape:
+            self.landscape_saved = None
         if owner is self.topology:
             job = self.window.clip_dock.job
             self.clip_over_run = job is not None and job.active
@@ -209,6 +240,17 @@ class Driver:
     def topology(self):
         return self.window.workspaces["topology"]
 
+    @property
+    def landscape(self):
+        return self.window.workspaces["landscape"]
+
+    def forget_reopened(self, key: str):
+        """A tab cleared (a preset, Reset) no longer shows what a reopened session saved."""
+        if key == "minima":
+            self.minima_saved = None
+        elif key == "landscape":
+            self.landscape_saved = None
+
     def settle(self, ms: int = 30):
         wait(ms)
 
@@ -223,13 +265,14 @@ class Driver:
 
         w = self.window
         w.load_preset(name, run=False)
-        key = "minima" if name in MINIMA_PRESETS else "topology"
+        key = "minima" if name in MINIMA_PRESETS else "landscape" if name in TOOLKIT_PRESETS else "topology"
         params = w.workspaces[key].parameters
         if key == "minima":
             small = MINIMA_SMALL if params["construction", "widths"].replace(" ", "") == "2,1,1,1" else {}
             apply_values(params, {**MINIMA_QUICK, **(PATH_SMALL if name == "nonattr-path" else small)})
         else:
-            apply_values(params, TOPOLOGY_QUICK)
+            apply_values(params, TOOLKIT_QUICK if key == "landscape" else TOPOLOGY_QUICK)
+        self.forget_reopened(key)  # the preset cleared the tab: it draws its own run, not a session
         w.run(steps=STEPS)
         self.settle()
 
@@ -255,6 +298,7 @@ class Driver:
 
     @action
     def reset(self):
+        self.forget_reopened(self.window.workspace.key)
         self.window.reset()
         self.settle()
 
@@ -311,6 +355,103 @@ class Driver:
         self.minima.undo_split()
         self.settle()
 
+    # ------------------------------------------------------------------ sweeps, files, exports
+    @action
+    def load_sweep(self, executor: str):
+        """The Fig. 4 sweep (shortened) on ``executor``, its cells kept in one folder per executor,
+        so Cancel then Run resumes it (Run and Cancel are the rules above)."""
+        from gui.presets import apply_values
+
+        w = self.window
+        w.load_preset("fig4-breast-cancer", run=False)
+        folder = "" if executor == "batched" else str(self.tmp / f"sweep-{executor}")
+        apply_values(
+            self.topology.parameters,
+            {**TOPOLOGY_QUICK, "fig4": {**TOPOLOGY_QUICK["fig4"], "executor": executor, "folder": folder}},
+        )
+        w.run(steps=STEPS)
+        self.settle()
+
+    def network_file(self, name: str) -> tuple[str, str, str]:
+        """(path, activation, data) of one of NETWORK_FILES, written on first use."""
+        import resources
+
+        data = str(resources.path("data/your-network.csv"))
+        path = self.tmp / name
+        if name == "your-network.pt":
+            return str(resources.path("networks/your-network.pt")), "relu", data
+        if name == "mlp.npz" and not path.exists():
+            from engine.core import mlp
+            from engine.io.netfile import save_network
+
+            rng = np.random.default_rng(0)
+            arch = mlp.Arch((2, 3, 1), "sigmoid")
+            X = rng.normal(size=(12, 2))
+            save_network(path, arch, mlp.init_params(arch, rng), X, np.tanh(X[:, 0]))
+        elif name == "garbage.pt" and not path.exists():
+            path.write_bytes(np.random.default_rng(1).bytes(256))
+        elif name == "wrong-arrays.npz" and not path.exists():
+            np.savez(path, weights=np.zeros(3))
+        return str(path), ("relu" if name.endswith(".pt") else ""), (data if name.endswith(".pt") else "")
+
+    @action
+    def load_network(self, name: str):
+        """File ▸ Load network on the toolkit tab, the dialogs answered: one of NETWORK_FILES."""
+        path, activation, data = self.network_file(name)
+        w = self.window
+        w.show_workspace("landscape")
+        from gui.workspaces.landscape import FILE_FIELDS
+
+        ws = self.landscape
+        current = {f: ws.parameters["network", f] for f in FILE_FIELDS}
+        self._allow(Path(path).name)  # a bad file's one line names it
+        ws.load_network(path, activation, data)
+        if name == "missing.npz":  # refused at once: nothing changes, a load in progress goes on
+            now = {f: ws.parameters["network", f] for f in FILE_FIELDS}
+            if now != current:
+                self.problems.append(f"a missing file was refused, yet the network fields became {now}")
+        else:  # over a load in progress, "as they were" is before the first of them
+            before = self.loading["before"] if self.loading is not None else current
+            after = {"source": "file", "path": path, "activation": activation, "data": data, "model": ""}
+            self.loading = {"name": name, "before": before, "after": after}
+        self.settle()
+
+    @action
+    def export(self, pick: int, suffix: str):
+        """File ▸ Export of one of the tab's plots or 3D views, the dialogs answered (a 3D view at its
+        own size); the file read back must hold what was drawn (``check_actions_saw_nothing_wrong``)."""
+        from unittest import mock
+
+        from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+        from gui import export
+
+        w = self.window
+        targets = export.export_targets(w.workspace)
+        label = list(targets)[pick % len(targets)]
+        kind, widget = targets[label]
+        if kind == "3d":
+            suffix = ".png"
+        path = self.tmp / f"export{suffix}"
+        path.unlink(missing_ok=True)
+        self._allow(*EXPORT_MESSAGES)
+        # what the file must measure: the view's size, the plot's as laid out when it is exported
+        if kind == "3d":
+            own_size = (widget.width(), widget.height())
+        else:
+            rect = widget.getPlotItem().sceneBoundingRect()
+            own_size = (round(rect.width()), round(rect.height()))
+        save = mock.patch.object(QFileDialog, "getSaveFileName", lambda *a, **k: (str(path), ""))
+        size = mock.patch.object(QInputDialog, "getItem", lambda parent, title, text, items, *a: (items[-1], True))
+        with save, size:
+            export.export_interactively(w, label)
+        problem = exported_problem(kind, widget, path, own_size)
+        if w.message_bar.text != f"Exported {label} to {path}":
+            problem = f"message bar says {w.message_bar.text!r}"
+        if problem:
+            self.problems.append(f"export of {label!r} as {suffix}: {problem}")
+        self.settle()
+
     # ------------------------------------------------------------------ sessions, clips, looks
     @action
     def save_and_open_session(self):
@@ -320,11 +461,13 @@ class Driver:
         assert "could not save" not in w.message_bar.text, w.message_bar.text
         self._allow(*SESSION_MESSAGES)
         shown = dict(self.minima.shown)
+        toolkit = dict(self.landscape.shown)
         w.open_session(path)
         assert "cannot open" not in w.message_bar.text, w.message_bar.text
         # A reopened minima tab draws what the session saved; its figure is rebuilt from the saved
         # network alone (construction and steps), so check_minima_drawn compares with the save.
         self.minima_saved = shown if self.minima.shown else None
+        self.landscape_saved = toolkit or None  # the toolkit tab draws its saved state, no job
         self.settle()
 
     @action
@@ -365,17 +508,28 @@ class Driver:
         self.settle()
 
     # ------------------------------------------------------------------ invariants
+    def invariants(self) -> list:
+        """Every check but the error relay's (the soak counts what reached it by itself)."""
+        return [
+            self.check_one_job_per_lane,
+            self.check_cancel_lands,
+            self.check_controls,
+            self.check_message_bar,
+            self.check_lambda_box,
+            self.check_topology_drawn,
+            self.check_sweep_drawn,
+            self.check_minima_drawn,
+            self.check_landscape_drawn,
+            self.check_network_load,
+            self.check_actions_saw_nothing_wrong,
+        ]
+
     def check(self):
         """Every invariant; AssertionError naming the first that fails, and the actions before it."""
         try:
             self.check_no_uncaught_exception()
-            self.check_one_job_per_lane()
-            self.check_cancel_lands()
-            self.check_controls()
-            self.check_message_bar()
-            self.check_lambda_box()
-            self.check_topology_drawn()
-            self.check_minima_drawn()
+            for check in self.invariants():
+                check()
         except AssertionError as error:
             steps = "\n  ".join(self.log[-20:])
             raise AssertionError(f"{error}\nafter these actions (last 20):\n  {steps}") from None
@@ -445,6 +599,38 @@ class Driver:
         )
         assert same(curve.xData, ws._result.step), "loss curve's steps are not the run's"
 
+    def check_sweep_drawn(self):
+        """Idle in Fig. 4 (finished, or cancelled with some cells): the map is the result's mean,
+        cell (l, l₊) centred on its grid point, and each line is the row's finite cells at l₊ / l."""
+        from engine.topology.width_sweep import SweepProgress, SweepResult
+
+        from .drawn import assert_cells_centred, plotted
+
+        ws = self.topology
+        result = ws._result
+        if ws.mode != "fig4" or not isinstance(result, (SweepProgress, SweepResult)) or not self._quiet("main"):
+            return
+        if self.outcome.get("topology") not in ("succeeded", "cancelled"):
+            return
+        heat = ws.fig4.heat
+        mean = np.asarray(result.mean, float)
+        if not np.isfinite(mean).any():
+            return  # nothing arrived before Cancel: the map is blank
+        assert same(heat.image.image, mean), "Fig. 4 map is not the sweep's mean test BCE"
+        assert_cells_centred(heat.image, result.ls, result.l_plus)
+        rows = [i for i, l in enumerate(result.ls) if (np.isfinite(mean[i]) & (result.l_plus <= l)).any()]
+        lines = [item for item in plotted(ws.fig4.lines) if item.xData is not None and len(item.xData)]
+        assert len(lines) == len(rows), f"Fig. 4 draws {len(lines)} lines for {len(rows)} rows with cells"
+        for i, line in zip(rows, lines):
+            ok = np.isfinite(mean[i]) & (result.l_plus <= result.ls[i])
+            want = np.column_stack([result.l_plus[ok] / result.ls[i], mean[i, ok]])
+            assert same(np.column_stack(line.getData()), want), f"Fig. 4 line of l = {result.ls[i]} is not its cells"
+        if isinstance(result, SweepResult) and self.outcome.get("topology") == "succeeded":
+            cells = sum(int(l) + 1 for l in result.ls)
+            assert np.isfinite(mean).sum() == cells, (
+                f"a finished sweep shows {np.isfinite(mean).sum()} of {cells} cells"
+            )
+
     def check_minima_drawn(self):
         """Idle after a finished job: every stage drawn is the figure's (probe and spectrum aside)."""
         from gui.workspaces.minima_draw import stages
@@ -452,7 +638,7 @@ class Driver:
         ws = self.minima
         if ws.figure is None or not self._quiet("main", "preview", "probe"):
             return
-        if getattr(self, "minima_saved", None) is not None:  # reopened from a session
+        if self.minima_saved is not None:  # reopened from a session
             saved = {k: v for k, v in self.minima_saved.items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
             shown = {k: v for k, v in ws.shown.items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
             assert set(shown) == set(saved), f"reopened, drawn stages {sorted(shown)} but saved {sorted(saved)}"
@@ -467,6 +653,108 @@ class Driver:
         for stage, data in expected.items():
             assert same(shown[stage], data), f"stage {stage!r} drawn is not the latest result's"
 
+    def check_landscape_drawn(self):
+        """Idle after a finished job (or a reopened session): the toolkit's page draws the job's
+        arrays. The plane's image is its loss grid, cell (i, j) centred on (α_i, β_j), each contour
+        on its level; a PCA path is its run's parameters projected here on the components; the
+        density is the Lanczos quadrature rebuilt here from each probe's tridiagonal."""
+        from .drawn import assert_cells_centred, assert_contours_on_their_levels, assert_density_is_the_quadrature
+
+        ws = self.landscape
+        if not self._quiet("main"):
+            return
+        if self.landscape_saved is not None:  # reopened: what is drawn is what the session saved
+            assert same(ws.shown, self.landscape_saved), "the toolkit tab's reopened state is not the session's"
+            plane = ws.shown.get("plane")
+            if plane is not None:
+                assert same(ws.plane.image.image, plane["loss"].T), "reopened toolkit plane is not the saved loss"
+            return
+        result = ws.result
+        if result is None or self.outcome.get("landscape") != "succeeded":
+            return
+        plane = result.plane if result.plane is not None else getattr(result.pca, "plane", None)
+        if plane is not None:
+            assert same(ws.plane.image.image, np.asarray(plane.loss).T), "toolkit plane is not the job's loss grid"
+            assert_cells_centred(ws.plane.image, plane.alpha, plane.beta)
+            assert_contours_on_their_levels(ws.plane, plane.alpha, plane.beta, plane.loss)
+        if result.pca is not None:
+            pca = result.pca
+            lines = [item for item in ws.plane.paths if isinstance(item, pg.PlotDataItem)]
+            assert len(lines) == len(pca.runs), f"{len(lines)} paths drawn for {len(pca.runs)} runs"
+            for run, line in zip(pca.runs, lines):
+                want = (run.params - pca.center) @ pca.components.T
+                scale = np.abs(want).max() + np.abs(run.params).max()
+                np.testing.assert_allclose(
+                    np.column_stack(line.getData()), want, atol=1e-12 * scale, err_msg=f"PCA path of {run.optimizer}"
+                )
+        if result.density is not None:
+            assert_density_is_the_quadrature(ws.density, result.density)
+
+    def check_network_load(self):
+        """File ▸ Load network, once its job ended: a good file's fields are the file's, a bad
+        file (or a cancelled load) leaves them as they were."""
+        from gui.workspaces.landscape import FILE_FIELDS
+
+        if self.loading is None or not self._quiet("main") or self.landscape._loading is not None:
+            return
+        ws, load = self.landscape, self.loading
+        fields = {f: ws.parameters["network", f] for f in FILE_FIELDS}
+        outcome = self.outcome.get("landscape")
+        if outcome == "succeeded":
+            assert fields == load["after"], f"loaded {load['name']}, but the network fields are {fields}"
+        elif outcome in ("failed", "cancelled") or load["name"] not in GOOD_NETWORK_FILES:
+            assert fields == load["before"], f"{load['name']} did not load, yet the fields became {fields}"
+        self.loading = None
+
+    def check_actions_saw_nothing_wrong(self):
+        problems, self.problems = self.problems, []
+        assert not problems, "; ".join(problems)
+
+
+def exported_problem(kind: str, widget, path: Path, own_size) -> str:
+    """What the exported file at ``path`` fails to hold of what ``widget`` drew ("" when nothing):
+    a PNG the view's size (``own_size``, as the export saw it), a plot's SVG a vector path for every curve
+    drawn, its CSV every curve's points to the last digit."""
+    from PySide6.QtGui import QImage
+
+    from .drawn import plotted
+
+    if not path.exists():
+        return "no file was written"
+    if path.suffix == ".png":
+        image = QImage(str(path))
+        size = (image.width(), image.height())
+        return "" if size == tuple(own_size) else f"PNG is {size}, the {kind} view {own_size}"
+    if path.suffix == ".svg":
+        curves = [item for item in plotted(widget) if item.xData is not None and len(item.xData) > 1]
+        import xml.etree.ElementTree as ET
+
+        paths = list(ET.parse(path).getroot().iter("{http://www.w3.org/2000/svg}path"))
+        return "" if len(paths) >= len(curves) else f"SVG has {len(paths)} paths for {len(curves)} curves"
+    import csv
+
+    from pyqtgraph import ErrorBarItem
+
+    with open(path) as f:
+        rows = list(csv.reader(f))[1:]
+    # pyqtgraph's CSV: two columns per data item (as added), its original data, rows padded with ""
+    items = [item for item in widget.getPlotItem().items if hasattr(item, "implements") and item.implements("plotData")]
+    if any(isinstance(item, ErrorBarItem) for item in widget.getPlotItem().items):
+        return ""  # error bars take columns of their own: no plot here draws them
+    column = 0
+    for item in items:
+        x, y = item.getOriginalDataset() if hasattr(item, "getOriginalDataset") else item.getData()
+        if x is None:
+            continue
+        try:
+            table = np.array([row[column : column + 2] for row in rows[: len(x)]], dtype=float).reshape(-1, 2)
+        except ValueError:
+            return f"CSV columns {column}, {column + 1} are not {item.name() or 'a curve'}'s numbers"
+        if not same(table, np.column_stack([x, y]).astype(float)):
+            return f"CSV columns {column}, {column + 1} are not {item.name() or 'a curve'}'s {len(x)} points"
+        column += 2
+    return ""
+
 
 # The actions a random sequence is made of, with how each draws its arguments from ``rng``
 # (random.Random); the soak uses this table, the state machine its own strategies.
@@ -478,6 +766,13 @@ def random_action(driver: Driver, rng) -> str:
     return driver.log[-1]
 
 
+def actions_without_ray() -> dict:
+    """ACTIONS with the Fig. 4 sweep all at once or cell by cell only: a local Ray's start-up
+    (seconds of several processes' CPU) is the long soak's, not a 2-minute CI run's."""
+    local = [e for e in SWEEP_EXECUTORS if e != "ray"]
+    return {**ACTIONS, "load_sweep": (ACTIONS["load_sweep"][0], lambda r: [r.choice(local)])}
+
+
 ACTIONS = {
     "load_preset": (3, lambda r: [r.choice(PRESETS)]),
     "run": (3, lambda r: []),
@@ -485,11 +780,14 @@ ACTIONS = {
     "step": (2, lambda r: []),
     "cancel": (2, lambda r: []),
     "reset": (1, lambda r: []),
-    "switch_tab": (2, lambda r: [r.randrange(2)]),
+    "switch_tab": (2, lambda r: [r.randrange(TABS)]),
     "wait_idle": (3, lambda r: [r.choice([2.0, 10.0, 30.0])]),
     "drag_lambda": (3, lambda r: [r.random(), r.choice([0, 0, 50, 300])]),
     "split": (2, lambda r: [r.randrange(8), r.choice([0.5, 1.5, -0.5])]),
     "undo_split": (1, lambda r: []),
+    "load_sweep": (1, lambda r: [r.choice(SWEEP_EXECUTORS)]),
+    "load_network": (1, lambda r: [r.choice(NETWORK_FILES)]),
+    "export": (1, lambda r: [r.randrange(16), r.choice(EXPORT_SUFFIXES)]),
     "save_and_open_session": (1, lambda r: []),
     "capture_key_frame": (1, lambda r: []),
     "record_story_clip": (1, lambda r: []),

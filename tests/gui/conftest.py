@@ -6,8 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import Phase, settings
 
 SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "screenshots"
+# --hypothesis-profile=no-shrink: a failing state machine is reported as found, unshrunk (shrinking
+# replays real windows for a long time); registered here, before the plugin loads the profile.
+settings.register_profile("no-shrink", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import pytest
 from engine.core import mlp
 
 from .conftest import save_screenshot, wait_until_idle
-from .drawn import assert_cells_centred
+from .drawn import assert_cells_centred, assert_contours_on_their_levels, assert_density_is_the_quadrature
 from .test_minima_workspace import open_quick
 
 
@@ -48,30 +48,6 @@ def test_plane_draws_the_loss_at_its_grid_points(window, qtbot, toolkit):
     assert_cells_centred(ws.plane.image, plane.alpha, plane.beta)
     assert_contours_on_their_levels(ws.plane, plane.alpha, plane.beta, plane.loss)
     save_screenshot(window, "landscape-plane")
-
-
-def assert_contours_on_their_levels(view, alpha, beta, loss):
-    """Every vertex of every contour line, in the plot's coordinates, is where the loss grid,
-    interpolated linearly between its points (marching squares' own rule), equals the line's
-    level; the levels climb from the lowest loss towards the top of the colour bar."""
-    from scipy.interpolate import RegularGridInterpolator
-
-    at = RegularGridInterpolator((alpha, beta), loss)  # loss[i, j] at (α_i, β_j)
-    levels = []
-    for item in view.isocurves:
-        if item.path is None:
-            item.generatePath()
-        path = item.path
-        points = [view.image.mapToParent(item.mapToParent(path.elementAt(k))) for k in range(path.elementCount())]
-        xy = np.array([(p.x(), p.y()) for p in points])
-        assert len(xy) > 0
-        # pyqtgraph extends lines half a cell past the outer points, where the grid holds its edge value
-        xy = np.clip(xy, [alpha[0], beta[0]], [alpha[-1], beta[-1]])
-        scale = np.ptp(loss)
-        np.testing.assert_allclose(at(xy), item.level, atol=1e-9 * scale)
-        levels.append(item.level)
-    assert len(levels) > 3 and np.all(np.diff(levels) > 0)
-    assert loss.min() < levels[0] and levels[-1] < loss.max()
 
 
 def test_pca_paths_are_the_trajectories_projected(window, qtbot, toolkit):
@@ -122,26 +98,6 @@ def test_density_and_interpolation_on_the_same_network(window, qtbot, toolkit, t
         theta = net.params + x[k] * (other - net.params)
         assert y[k] == pytest.approx(mlp.loss(net.arch, theta, net.X, net.Y), rel=1e-10)
     assert x[0] == pytest.approx(-0.5) and x[-1] == pytest.approx(1.5)
-
-
-def assert_density_is_the_quadrature(view, d):
-    """The drawn curve is the Gaussian-smoothed quadrature rebuilt here from each probe's Lanczos
-    tridiagonal: Ritz values its eigenvalues, weights the squared first components, averaged over
-    probes (floored for the log axis); the dashed lines sit at the extreme Ritz values."""
-    from gui.views.spectral_density_view import FLOOR
-
-    grid, density = np.zeros(0), np.zeros_like(d.grid)
-    for p, m in enumerate(d.steps_done):
-        T = np.diag(d.alphas[p, :m]) + np.diag(d.betas[p, : m - 1], 1) + np.diag(d.betas[p, : m - 1], -1)
-        ritz, vectors = np.linalg.eigh(T)
-        weights = vectors[0] ** 2
-        gauss = np.exp(-((d.grid[:, None] - ritz[None]) ** 2) / (2 * d.sigma**2)) / np.sqrt(2 * np.pi * d.sigma**2)
-        density += gauss @ weights / len(d.steps_done)
-        grid = np.concatenate([grid, ritz])
-    np.testing.assert_array_equal(view.curve.xData, d.grid)
-    np.testing.assert_allclose(view.curve.yData, np.maximum(density, FLOOR), rtol=1e-8, atol=1e-12 * density.max())
-    edges = sorted(line.value() for line in view.edges)
-    assert edges == pytest.approx([grid.min(), grid.max()], rel=1e-8, abs=1e-10 * np.abs(grid).max())
 
 
 def assert_colour_bar_shows_values(window, view):

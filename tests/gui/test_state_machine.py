@@ -1,16 +1,22 @@
 """Random sequences of what a person does, on a real window (hypothesis stateful testing).
 
-Rules (tests/gui/actions.py does each): open a preset (both tabs: training runs, Fig. 5, the
-Fig. 3, shallow, path and infinity constructions, all shortened), Run, Pause, Step, Cancel,
-Reset, switch tab, wait for the jobs, drag λ (moved, held, released), split an admissible
-neuron and undo, save and reopen a session, capture a key frame, record a tiny story clip,
-cancel it, toggle theme and presentation mode.
+Rules (tests/gui/actions.py does each): open a preset (all three tabs: training runs, Fig. 5, the
+Fig. 3, shallow and infinity constructions, the toolkit's plane, PCA paths and spectral density,
+all shortened), Run, Pause, Step, Cancel, Reset, switch tab, wait for the jobs, drag λ (moved,
+held, released), split an admissible neuron and undo, the Fig. 4 sweep (all at once, or cell by
+cell with its cells kept, so Cancel then Run resumes it; Ray is the soak's), File ▸ Load network
+on the toolkit tab with good and bad files, File ▸ Export of a plot or 3D view (read back), save
+and reopen a session, capture a key frame, record a tiny story clip, cancel it, toggle theme and
+presentation mode.
 
 After every step (``Driver.check``): nothing reached the error relay; each lane (main,
 preview, probe, walk) runs at most one thread; the run controls match the main lane's state;
 the message bar shows only what the rules so far may show; the λ box shows the controller's λ;
 and, idle after a finished job, what is drawn is the latest result: the loss curve is the
-trajectory's loss, the minima tab's stages are those of its figure.
+trajectory's loss, the Fig. 4 map and lines are the sweep's cells, the minima tab's stages are
+those of its figure, the toolkit's plane, paths and density are the job's arrays (or, reopened,
+the session's); a finished load set the network fields to its file and a failed one left them;
+an exported file holds what its view drew.
 
 Each example gets its own window (created in ``__init__``, closed and deleted in ``teardown``),
 so a failing sequence shrinks and replays on its own.
@@ -23,7 +29,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from .actions import PRESETS, Driver, close_window, open_window
+from .actions import EXPORT_SUFFIXES, NETWORK_FILES, PRESETS, TABS, Driver, close_window, open_window
 
 
 class WindowMachine(RuleBasedStateMachine):
@@ -64,7 +70,7 @@ class WindowMachine(RuleBasedStateMachine):
     def reset(self):
         self.driver.reset()
 
-    @rule(index=st.integers(0, 1))
+    @rule(index=st.integers(0, TABS - 1))
     def switch_tab(self, index):
         self.driver.switch_tab(index)
 
@@ -83,6 +89,18 @@ class WindowMachine(RuleBasedStateMachine):
     @rule()
     def undo_split(self):
         self.driver.undo_split()
+
+    @rule(executor=st.sampled_from(["batched", "local"]))
+    def load_sweep(self, executor):
+        self.driver.load_sweep(executor)
+
+    @rule(name=st.sampled_from(NETWORK_FILES))
+    def load_network(self, name):
+        self.driver.load_network(name)
+
+    @rule(pick=st.integers(0, 15), suffix=st.sampled_from(EXPORT_SUFFIXES))
+    def export(self, pick, suffix):
+        self.driver.export(pick, suffix)
 
     @rule()
     def save_and_open_session(self):
