@@ -31,8 +31,11 @@ def test_shallow_preset_draws_its_path_descent_line_and_plane(window, qtbot):
     loss_at = lambda theta: numpy_loss(c.arch, theta, c.X, c.Y)
 
     # (b) the degenerate path: the loss and λ_min(H) at each λ, recomputed at θ(λ).
-    x, y = ws.path_view.loss_curve.getData()
-    ex, ey = ws.path_view.eig_curve.getData()
+    # The data the curves were given: getData() is pyqtgraph's display copy, clipped to a million
+    # heights of the box as it was last ranged (a λ_min of −0.185 read −7.7e−10 once, before the
+    # right axis' lazy auto-range had run after a flat partial path).
+    x, y = ws.path_view.loss_curve.xData, ws.path_view.loss_curve.yData
+    ex, ey = ws.path_view.eig_curve.xData, ws.path_view.eig_curve.yData
     np.testing.assert_array_equal(x, path.lam)
     np.testing.assert_array_equal(ex, path.lam)
     for k, lam in enumerate(path.lam):
