@@ -19,6 +19,15 @@ MAX_TEXT = 10_000  # characters in a text field: far above any real widths list 
 SEED_RANGE = (0, MAX_SEED)  # every seed field
 
 
+def plane_grid_fields() -> list[dict]:
+    """A 2-D plane's grid, as the toolkit tab and paper B's 2-D slice both declare it (fresh dicts:
+    a parameter tree keeps what it is given)."""
+    return [
+        {"name": "points", "title": "grid points", "type": "int", "value": 41, "limits": (5, 401)},
+        {"name": "extent", "title": "extent ±", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
+    ]
+
+
 def _allowed(param: Parameter) -> list:
     limits = param.opts.get("limits")
     return list(limits.values()) if isinstance(limits, dict) else list(limits or [])

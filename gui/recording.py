@@ -7,23 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6 import QtWidgets
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (
-    QComboBox,
-    QDialog,
-    QDialogButtonBox,
-    QDoubleSpinBox,
-    QFileDialog,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QProgressBar,
-    QPushButton,
-    QSpinBox,
-    QWidget,
-)
 
 from engine.core.errors import EngineInputError
 
@@ -36,24 +22,24 @@ WHEN = {
 }
 
 
-class RecordDialog(QDialog):
+class RecordDialog(QtWidgets.QDialog):
     def __init__(self, window, last: dict):
         super().__init__(window)
         self.setWindowTitle("Record")
-        self.source = QComboBox()
+        self.source = QtWidgets.QComboBox()
         self.source.addItems(list(sources_of(window)))
-        self.size = QComboBox()
+        self.size = QtWidgets.QComboBox()
         self.size.addItems(["Source's own size"] + list(STANDARD_SIZES))
-        self.fps = QSpinBox(minimum=1, maximum=120, value=30, suffix=" fps")
-        self.when = QComboBox()
+        self.fps = QtWidgets.QSpinBox(minimum=1, maximum=120, value=30, suffix=" fps")
+        self.when = QtWidgets.QComboBox()
         for key, text in WHEN.items():
             self.when.addItem(text, key)
-        self.seconds = QDoubleSpinBox(minimum=0.5, maximum=600, value=8.0, suffix=" s")
-        self.out = QLineEdit(str(Path.home() / "landscape-lens.mp4"))
+        self.seconds = QtWidgets.QDoubleSpinBox(minimum=0.5, maximum=600, value=8.0, suffix=" s")
+        self.out = QtWidgets.QLineEdit(str(Path.home() / "landscape-lens.mp4"))
         self.out.setToolTip(".mp4 (H.264), .gif, or a folder name without suffix for PNG frames")
-        browse = QPushButton("…", clicked=self._browse)
-        row = QWidget()
-        QHBoxLayout(row).setContentsMargins(0, 0, 0, 0)
+        browse = QtWidgets.QPushButton("…", clicked=self._browse)
+        row = QtWidgets.QWidget()
+        QtWidgets.QHBoxLayout(row).setContentsMargins(0, 0, 0, 0)
         row.layout().addWidget(self.out, 1)
         row.layout().addWidget(browse)
         for combo, key in ((self.source, "source"), (self.size, "size"), (self.when, "when")):
@@ -62,7 +48,7 @@ class RecordDialog(QDialog):
         self.fps.setValue(last.get("fps", 30))
         self.seconds.setValue(last.get("seconds", 8.0))
         self.out.setText(last.get("out", self.out.text()))
-        form = QFormLayout(self)
+        form = QtWidgets.QFormLayout(self)
         for label, widget in (
             ("Source", self.source),
             ("Resolution", self.size),
@@ -72,14 +58,15 @@ class RecordDialog(QDialog):
             ("Save to", row),
         ):
             form.addRow(label, widget)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Record")
+        Button = QtWidgets.QDialogButtonBox.StandardButton
+        buttons = QtWidgets.QDialogButtonBox(Button.Ok | Button.Cancel)
+        buttons.button(Button.Ok).setText("Record")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
 
     def _browse(self):
-        path, _ = QFileDialog.getSaveFileName(
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
             self, "Record to", self.out.text(), "MP4 video (*.mp4);;GIF (*.gif);;PNG frames (folder) (*)"
         )
         if path:
@@ -107,10 +94,10 @@ class RecordControl(QObject):
         self._summary = ""  # how many distinct frames the live recording got
         self.last: dict = {}
         self.action = QAction("&Record…", window, shortcut=QKeySequence("Ctrl+Shift+R"), triggered=self.toggle)
-        self.indicator = QLabel("● REC")
+        self.indicator = QtWidgets.QLabel("● REC")
         self.indicator.setObjectName("recIndicator")
         self.indicator.hide()
-        self.encoding = QProgressBar()
+        self.encoding = QtWidgets.QProgressBar()
         self.encoding.setFixedWidth(200)
         self.encoding.setFormat("encoding %v/%m")
         self.encoding.hide()
@@ -122,7 +109,7 @@ class RecordControl(QObject):
             self.stop()
             return
         dialog = RecordDialog(self.window, self.last)
-        if dialog.exec() == QDialog.DialogCode.Accepted:
+        if dialog.exec() == QtWidgets.QDialog.DialogCode.Accepted:
             self.last = dialog.settings()
             self.start(**self.last)
 

@@ -57,12 +57,7 @@ class SliceSettings:
 # its dip fraction has Imhof's closed form), "neuron" (each neuron's incoming block to θ's), and
 # engine.landscape.directions' "filter" and "layer" (Li et al. 2018).
 SCALINGS = ("unit", "neuron", "filter", "layer")
-SCALING_LABELS = {
-    "unit": "unit-norm",
-    "neuron": "per-neuron",
-    "filter": "filter-normalised",
-    "layer": "layer-normalised",
-}
+SCALING_LABELS = dict(zip(SCALINGS, ("unit-norm", "per-neuron", "filter-normalised", "layer-normalised")))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from engine.landscape.toolkit import NetworkFile, ToolkitResult, ToolkitSettings
 
 from ..panels.inspector import NETWORK_FILES, TorchFileDialog
 from ..panels.topology_parameters import resolve
-from ..parameter_values import SEED_RANGE
+from ..parameter_values import SEED_RANGE, plane_grid_fields
 from ..present import Presented
 from ..present.landscape import presented_job
 from ..views.contour_plane_view import ContourPlaneView
@@ -96,8 +96,7 @@ PARAMETERS = [
         "title": "Plane",
         "type": "group",
         "children": [
-            {"name": "points", "title": "grid points", "type": "int", "value": 41, "limits": (5, 401)},
-            {"name": "extent", "title": "extent ±", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
+            *plane_grid_fields(),
             {"name": "directions", "type": "list", "value": "filter", "limits": NORMALIZATIONS},
             {"name": "ignore_biases", "title": "ignore biases", "type": "bool", "value": False},
             {"name": "seed", "title": "direction seed", "type": "int", "value": 0, "limits": SEED_RANGE},

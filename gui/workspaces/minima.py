@@ -52,7 +52,7 @@ from engine.minima.pipeline import (
 from engine.minima.workbench import history_of
 
 from ..panels.inspector import InspectorPanel
-from ..parameter_values import SEED_RANGE
+from ..parameter_values import SEED_RANGE, plane_grid_fields
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.network_diagram import NetworkDiagram
@@ -225,10 +225,7 @@ PARAMETERS = [
         "name": "plane",
         "title": "2-D slice",
         "type": "group",
-        "children": [
-            {"name": "points", "title": "grid points", "type": "int", "value": 41, "limits": (5, 401)},
-            {"name": "extent", "title": "extent ±", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
-        ],
+        "children": plane_grid_fields(),
     },
 ]
 
