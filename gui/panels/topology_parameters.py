@@ -20,15 +20,8 @@ from engine.topology.two_layer import INITS
 from engine.topology.width_sweep import SweepSettings
 
 from ..parameter_values import SEED_RANGE
-from ..present.topology import (  # noqa: F401  (the values' readers, run in the job; named here too)
-    C_LIMIT,
-    TrainingSetup,
-    parse_floats,
-    parse_signs,
-    resolve,
-    train_config,
-    training_setup,
-)
+from ..present import resolve
+from ..present.topology import train_config
 
 MODES = {
     "training on the quadrics": "training",

@@ -8,7 +8,11 @@ its views, and a session saves the same state, so opening it draws without recom
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import resources
+from engine.core.errors import EngineInputError
 
 # One colour per hidden neuron (Okabe–Ito), in every view, caption and chip of paper A's tab.
 NEURON_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000", "#999999"]
@@ -24,3 +28,16 @@ class Presented:
     @property
     def message(self) -> str:  # the status bar's last word, as the result alone gave it
         return getattr(self.result, "message", "")
+
+
+def resolve(name: str, what: str) -> Path:
+    """A path as typed, or one shipped in resources/ (presets name those relative to it)."""
+    name = name.strip()
+    if not name:
+        raise EngineInputError(f"{what}: no file path is given")
+    path = Path(name).expanduser()
+    if not path.is_absolute() and not path.exists():
+        path = resources.path(name)
+    if not path.is_file():
+        raise EngineInputError(f"{what}: {name!r} does not exist")
+    return path

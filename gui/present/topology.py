@@ -105,19 +105,6 @@ class TrainingSetup:
     config: TrainConfig
 
 
-def resolve(name: str, what: str) -> Path:
-    """A path as typed, or one shipped in resources/ (presets name those relative to it)."""
-    name = name.strip()
-    if not name:
-        raise EngineInputError(f"{what}: no file path is given")
-    path = Path(name).expanduser()
-    if not path.is_absolute() and not path.exists():
-        path = resources.path(name)
-    if not path.is_file():
-        raise EngineInputError(f"{what}: {name!r} does not exist")
-    return path
-
-
 def _data(p, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
     source = p["data", "source"]
     if source == "toy":

@@ -22,9 +22,8 @@ from engine.landscape.networks import Network
 from engine.landscape.toolkit import NetworkFile, ToolkitResult, ToolkitSettings, toolkit_job
 
 from ..panels.inspector import NETWORK_FILES, TorchFileDialog
-from ..panels.topology_parameters import resolve
 from ..parameter_values import SEED_RANGE, plane_grid_fields
-from ..present import Presented
+from ..present import Presented, resolve
 from ..present.landscape import presented_job
 from ..views.contour_plane_view import ContourPlaneView
 from ..views.curves_view import CurvesView
