@@ -46,7 +46,7 @@ SURFACE_RESOLUTION, GHOST_RESOLUTION = 56, 20
 REMESH_TOLERANCE = 2e-3  # × extent²: a live run re-meshes Q(c) only when c moved this much
 HEATMAP_CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
 LINE_POINTS = 241  # d = 1: where the learned function is drawn
-PRESENT_INTERVAL_S = 1 / 30  # a live run's partials presented at most this often (the GUI draws fewer)
+PRESENT_INTERVAL_S = 0.1  # a live run's partials presented at most this often: presenting holds the GIL
 DRIFT_WORTH_A_NOTE = 0.05  # relative change of some c_k
 CONSERVED_TOL = 1e-9  # below this a drift is rounding, not a change
 C_LIMIT = 1e6  # |c_k|: far beyond any useful scene, far below float overflow
