@@ -25,19 +25,13 @@ class ClipRenderer:
         self.clip, self.scene = clip, scene
         self.timeline = Timeline(clip, scene.steps, scene.event_steps(), scene.default_cameras())
         self.compositor = Compositor(clip, scene, samples)
+        self.frames: int = self.timeline.frames
+        self.times: dict = self.compositor.times  # seconds per stage, the compositor's and this one's
         self._saved = [scene.camera_of(view) for view in scene.views]
         # The first off-window paint of a view after the window painted it comes out wrong
         # (its surfaces squashed, as if drawn with the on-screen projection; seen with Mesa's
         # llvmpipe). One throw-away frame makes frame 0 like every other frame.
         self.frame(0)
-
-    @property
-    def frames(self) -> int:
-        return self.timeline.frames
-
-    @property
-    def times(self) -> dict:
-        return self.compositor.times
 
     def frame(self, i: int) -> np.ndarray:
         steps = self.frame_steps(i)
