@@ -1,5 +1,5 @@
 """``main.py landscape MODEL.pt2 --hessian``: hessian.npz of an exported residual CNN with batch
-norm, held to the dense Hessian of the original nn.Module (tests/engine/test_module_hessian.py's
+norm, held to the dense Hessian of the original nn.Module (tests/engine/landscape/test_module_hessian.py's
 reference), and its bad options refused in one line before anything is written."""
 
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from landscape_lens import cli
-from tests.engine.test_module_hessian import dense_hessian
+from tests.engine.landscape.test_module_hessian import dense_hessian
 from tests.files import assert_landscape_refuses
 from tests.models import CLASSES, export_cnn, images, trained_cnn
 

@@ -15,7 +15,7 @@ import torch
 
 from engine.core import mlp
 from engine.io import netfile as netio
-from tests.engine import toolkit_numpy as ref
+from tests.engine.landscape import toolkit_numpy as ref
 from tests.networks import strict_minimum_net
 from tests.references import finite_difference_hessian
 

@@ -239,7 +239,7 @@ def test_a_plane_on_ray_and_on_local_workers_equals_the_plain_one_bit_for_bit_an
 
 
 def test_hessian_directions_are_the_top_two_eigenvectors_of_the_dense_hessian(files, tmp_path):
-    from tests.engine.test_module_toolkit import Net, dense_hessian
+    from tests.engine.landscape.test_module_toolkit import Net, dense_hessian
 
     out = tmp_path / "out"
     result = run_main(

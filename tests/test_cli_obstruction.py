@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.engine.test_obstruction import bad_networks, kunneth, numpy_c
+from tests.engine.topology.test_obstruction import bad_networks, kunneth, numpy_c
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def test_obstruction_prints_the_numbers_of_a_random_torch_network(tmp_path, d, l
 
 
 def test_obstruction_trains_on_with_the_flow(tmp_path):
-    from tests.engine.test_obstruction import small_net_file
+    from tests.engine.topology.test_obstruction import small_net_file
 
     path = small_net_file(tmp_path, bias=True)
     result = run_main("obstruction", str(path), "--train", "200", "--optimizer", "flow", "--lr", "0.01")

@@ -234,7 +234,7 @@ def loss_rounding(arch: Arch, theta, X, Y, dtype: str) -> float:
     each output's error bound E_α, and L = Σ_α r_α² then errs by at most 2 Σ_α |r_α| E_α plus
     N·ε·L for the N-term sum: ε times the terms summed times a loss-sized scale. Taken at θ, where
     the curves meet L*. In float32 it is ~2e-5 of L* at the constructed minimum of
-    tests/engine/test_landscape.py, whose curves a fixed 1e-12 all read as dipping below L*.
+    tests/engine/landscape/test_slices.py, whose curves a fixed 1e-12 all read as dipping below L*.
     """
     eps = torch.finfo(DTYPES[dtype]).eps
     theta, X = mlp.tensors(theta, X)

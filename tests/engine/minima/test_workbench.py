@@ -11,8 +11,7 @@ from engine.minima import construction as C
 from engine.minima import pipeline as F
 from engine.minima import workbench as W
 from engine.minima.verdicts import Verdict
-
-from ..networks import strict_minimum_net
+from tests.networks import strict_minimum_net
 
 SMALL = F.Figure3Settings(
     schedule=((1, 2), (2, 1)), slices=F.SliceSettings(20, 7), path=(-0.5, 2.0, 4), plane=None, descent=(2.0, 5)

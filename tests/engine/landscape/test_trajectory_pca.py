@@ -8,7 +8,7 @@ from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import interpolation, trajectory_pca
-from tests.engine import toolkit_numpy as ref
+from tests.engine.landscape import toolkit_numpy as ref
 
 ARCH = mlp.landscape_arch((2, 5, 3), "tanh", True)
 

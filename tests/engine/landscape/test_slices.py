@@ -10,8 +10,7 @@ from engine.core.progress import run_to_completion
 from engine.landscape import slices as landscape
 from engine.minima import construction
 from engine.minima.pipeline import teacher_data
-
-from ..references import numpy_loss
+from tests.references import numpy_loss
 
 rng = np.random.default_rng(0)
 ARCH = mlp.Arch((2, 5, 4, 1), "sigmoid", True)

@@ -166,7 +166,7 @@ def test_a_torchscript_archive_is_refused_in_one_line_without_torchs_warning(sav
         with pytest.raises(EngineInputError, match="refused, a TorchScript archive") as refused:
             torchio.load_state_dict_network(script, "sigmoid", d / "data.npz")
     assert "\n" not in str(refused.value) and not [w for w in seen if "TorchScript" in str(w.message)]
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "main.py", "obstruction", str(script)], cwd=root, capture_output=True, text=True, timeout=300
     )

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from engine.core.errors import EngineInputError
 from engine.io import module_network as mn
 from engine.io.pt2_program import read_exported_module
-
-from ..models import (
+from tests.models import (
     CLASSES,
     IMAGE,
     PROGRAM,

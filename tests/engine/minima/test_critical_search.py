@@ -10,11 +10,10 @@ import numpy as np
 
 from engine.io import netfile
 from engine.minima import critical_search as S
+from tests.networks import strict_minimum_net
+from tests.references import finite_difference_hessian, numpy_loss
 
-from ..networks import strict_minimum_net
-from ..references import finite_difference_hessian, numpy_loss
-
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def fd_gradient(f, theta) -> tuple[np.ndarray, float]:

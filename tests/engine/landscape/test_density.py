@@ -7,7 +7,7 @@ from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import density
-from tests.engine import toolkit_numpy as ref
+from tests.engine.landscape import toolkit_numpy as ref
 from tests.references import finite_difference_hessian
 
 ARCH = mlp.landscape_arch((3, 5, 4, 2), "tanh", True)  # 46 parameters

@@ -9,8 +9,7 @@ import torch
 from engine.core import mlp
 from engine.core.progress import run_to_completion
 from engine.landscape import slices as landscape
-
-from ..references import numpy_loss
+from tests.references import numpy_loss
 
 NETWORKS = {
     "2-21-21-1 sigmoid": mlp.Arch((2, 21, 21, 1)),  # the benchmark's shape: one per-point product, no biases

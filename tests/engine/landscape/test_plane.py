@@ -10,7 +10,7 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import plane, slices, vtk
 from engine.landscape.losses import paper_b_hypotheses
-from tests.engine import toolkit_numpy as ref
+from tests.engine.landscape import toolkit_numpy as ref
 
 CASES = [
     ((3, 5, 4, 1), "sigmoid", False, "sum"),

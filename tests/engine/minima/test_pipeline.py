@@ -12,8 +12,7 @@ from engine.minima import construction as C
 from engine.minima import infinity as INF
 from engine.minima import pipeline as F
 from engine.minima.verdicts import Verdict
-
-from .job_timing import UNIT_S, WorkClock, install, most_work_between_yields
+from tests.engine.job_timing import UNIT_S, WorkClock, install, most_work_between_yields
 
 POINT_LOSS_S = 1e-6  # one loss of the 2—21—21—1 net over its data: ~0.65 ms a chunk of 808 points
 

@@ -9,8 +9,7 @@ from engine.core.progress import run_to_completion
 from engine.minima import construction as C
 from engine.minima.pipeline import teacher_data
 from engine.minima.verdicts import INSIDE_0_1, OUTSIDE_0_1, Verdict
-
-from ..references import finite_difference_hessian, numpy_loss
+from tests.references import finite_difference_hessian, numpy_loss
 
 
 def second_difference(f, h=1e-4):

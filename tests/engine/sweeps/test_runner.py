@@ -29,8 +29,7 @@ from engine.sweeps.runner import MAX_TASK_S, MIN_TASK_S, SweepPartial, SweepPlan
 from engine.sweeps.store import CellStore
 from engine.topology.probability import obstruction_probability
 from engine.topology.width_sweep import SweepSettings, held_out_bce, sweep_init, train_cell, train_run_bce
-
-from ..files import output_bytes
+from tests.files import output_bytes
 
 FIG4 = dict(ls=(2, 3), n_inits=3, steps=40, sign_policy="independent")
 FIG5 = fig5.Fig5Settings(ds=(1, 4), ls=(1, 3), schemes=("kaiming_normal", "pytorch"), samples=3000, seed=5)
@@ -245,7 +244,7 @@ ctypes.string_at(0)  # a segfault: its Python stack must still be printed
 def test_a_crash_after_a_ray_sweep_still_prints_its_stack(tmp_path, ray_installed):
     """Ray's driver resets SIGSEGV to the default on shutdown (faulthandler's handler gone: CI's
     crashes died without a word) and leaves gRPC threads behind; it runs in a process of its own."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "-c", CRASH_AFTER_A_RAY_SWEEP, str(tmp_path / "out")],
         cwd=root,

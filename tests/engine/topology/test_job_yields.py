@@ -18,8 +18,7 @@ from engine.topology.reproduce import toy_init
 from engine.topology.training import TrainConfig, train
 from engine.topology.two_layer import TwoLayerNet
 from engine.topology.width_sweep import SweepSettings, breast_cancer_sweep
-
-from .job_timing import UNIT_S, WorkClock, install, most_work_between_yields
+from tests.engine.job_timing import UNIT_S, WorkClock, install, most_work_between_yields
 
 BOUND_S = 0.2
 

@@ -8,8 +8,7 @@ from torch import nn
 from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.io import pt2 as pt2io
-
-from ..files import pickled_pt2
+from tests.files import pickled_pt2
 
 
 def export(model, path, n_in):

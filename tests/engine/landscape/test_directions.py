@@ -10,7 +10,7 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import directions as D
 from engine.landscape import slices
-from tests.engine import toolkit_numpy as ref
+from tests.engine.landscape import toolkit_numpy as ref
 
 ARCH = mlp.landscape_arch((4, 6, 5, 3), "tanh", True)
 

@@ -17,8 +17,7 @@ from engine.core.progress import run_to_completion
 from engine.io.two_layer_file import TwoLayer, load_two_layer, save_two_layer
 from engine.topology import obstruction as ob
 from engine.topology.training import TrainConfig
-
-from ..files import Payload, pickled_pt2
+from tests.files import Payload, pickled_pt2
 
 
 def build(d, l, e, bias1, bias2, activation="relu", slope=0.01, seed=0, dtype=torch.float32):

@@ -11,8 +11,7 @@ import pytest
 
 from engine.core import mlp
 from engine.landscape import density, interpolation, plane, slices, trajectory_pca
-
-from .job_timing import WorkClock, install, most_work_between_yields
+from tests.engine.job_timing import WorkClock, install, most_work_between_yields
 
 BOUND_S = 0.2
 ARCH = mlp.landscape_arch((100, 64, 64, 10), "relu", True)
