@@ -27,6 +27,10 @@ def import_lazy_torch_modules() -> None:
 
     Both import torch._dynamo, which took 1.5–5 s on this 2-core machine with the GIL mostly
     held: run inside a job, it froze the window at the start of the first run of every session.
-    The app pays it once at start-up instead, before the window is shown.
+    The app pays it once at start-up instead, before the window is shown. The first
+    forward-mode product (torch.func.hessian's jvp, in paper B's first Hessian) TorchScript-compiles
+    torch's jvp decompositions, with the GIL held in the compiler: the window's 10 ms timer
+    stalled 400–460 ms there during nonattr-fig3's first run.
     """
+    import torch._decomp.decompositions_for_jvp  # noqa: F401
     import torch._dynamo  # noqa: F401

@@ -42,13 +42,23 @@ def check_ignore(name: str | None) -> str:
     return name
 
 
+DRAWS_PER_BLOCK = 1 << 16  # ~2 ms of Gaussian draws
+
+
 def gaussian_draws(count: int, dim: int, seed: int = 0, what: str = "number of directions") -> np.ndarray:
     """(count, dim) standard Gaussian draws of ``np.random.default_rng(seed)``, row k the k-th: what
     every family of random directions in the app (these, slices', dip_probability's) is made from,
     so a seed names the same draws everywhere."""
     if count < 1:
         raise EngineInputError(f"{what} {count} must be at least 1")
-    return np.random.default_rng(seed).standard_normal((count, dim))
+    # Drawn a block of rows at a time, the same numbers as one call: numpy's generator holds the
+    # GIL for a whole call, and paper B's 5000 directions in one took ~150 ms, the window's
+    # longest stall in nonattr-fig3's run; between blocks the GUI thread gets its turn.
+    rng, out = np.random.default_rng(seed), np.empty((count, dim))
+    rows = max(1, DRAWS_PER_BLOCK // max(dim, 1))
+    for start in range(0, count, rows):
+        rng.standard_normal(out=out[start : start + rows])
+    return out
 
 
 def unit_rows(d: np.ndarray) -> np.ndarray:

@@ -95,3 +95,11 @@ def test_bad_choices():
         D.directions(ARCH, theta, 1, ignore="bn")
     with pytest.raises(EngineInputError, match="expected"):
         D.normalize(ARCH, theta, np.zeros(3))
+
+
+@pytest.mark.parametrize("count, dim", [(1, 1), (3, 7), (5000, 463), (2, 70_000), (70_000, 1)])
+def test_gaussian_draws_drawn_in_blocks_are_one_calls_draws(count, dim):
+    """The blocks (which let the GUI thread run between them) change no number: row k is still
+    the k-th row of one (count, dim) call, so a seed names the same directions as before."""
+    whole = np.random.default_rng(11).standard_normal((count, dim))
+    assert np.array_equal(D.gaussian_draws(count, dim, seed=11), whole)
