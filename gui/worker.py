@@ -138,7 +138,7 @@ class JobRunner(QObject):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._thread: _JobThread | None = None
-        self._stale: set[_JobThread] = set()  # cancelled and superseded: their signals are dropped
+        self._stale: set[_JobThread] = set()  # cancelled, superseded or ended: their signals are dropped
         self._waiting: tuple | None = None  # (job, start_paused, step, tag) to start next
 
     @property
@@ -243,20 +243,25 @@ class JobRunner(QObject):
         # of updates starve Qt's timers for seconds (a 10 ms timer measured one tick in 15 s).
         QTimer.singleShot(0, lambda: thread is self._thread and thread.acknowledge())
 
+    def _relay_end(self, signal, value):
+        if self._is_current():
+            # Its end has been said: it no longer counts as active, though its thread may take a
+            # turn of the loop more to finish (a tab that asked "does a job follow?" on the
+            # deferred run_finished saw this one still running and kept a failed load's fields).
+            self._stale.add(self._thread)
+            signal.emit(value)
+
     @Slot(object)
     def _relay_success(self, result):
-        if self._is_current():
-            self.succeeded.emit(result)
+        self._relay_end(self.succeeded, result)
 
     @Slot(str)
     def _relay_failure(self, message):
-        if self._is_current():
-            self.failed.emit(message)
+        self._relay_end(self.failed, message)
 
     @Slot(object)
     def _relay_cancel(self, last):
-        if self._is_current():
-            self.cancelled.emit(last)
+        self._relay_end(self.cancelled, last)
 
     @Slot()
     def _on_thread_finished(self):

@@ -368,7 +368,7 @@ class LandscapeWorkspace(Workspace):
     def _run_finished(self):
         # Only when no job follows: a load superseded by the next one ends (cancelled, or failed
         # just before) while that one runs, and the fields are the newer file's until it ends.
-        if self.controller.running:
+        if self.controller.run_active:
             return
         # still loading once the lane is idle: the load's result never came (it failed, was
         # cancelled, or another tab's job took over from it), so the file did not load

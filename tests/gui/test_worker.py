@@ -170,3 +170,29 @@ def test_discard_drops_everything(qtbot, runner):
     gate.set()
     qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
     assert stale == []
+
+
+@pytest.mark.parametrize("ending", ["succeeded", "failed", "cancelled"])
+def test_a_job_that_has_said_how_it_ended_no_longer_counts_as_active(qtbot, runner, ending):
+    """Its thread may finish a turn of the loop later: a slot asking "does a job follow?" on its
+    last signal must hear no (the toolkit tab kept a failed load's fields when it heard yes)."""
+
+    def job():
+        yield Progress(0.0, "starting")
+        if ending == "failed":
+            raise EngineInputError("no such layer")
+        if ending == "cancelled":
+            for _ in range(10**7):
+                yield Progress(0.5, "working")
+        return 1
+
+    asked = []
+    signal = getattr(runner, ending)
+    signal.connect(lambda *_: asked.append((runner.active, runner.state)))
+    runner.start(job())
+    if ending == "cancelled":
+        runner.cancel()
+    with qtbot.waitSignal(signal, timeout=20000):
+        pass
+    assert asked == [(False, "idle")]
+    qtbot.waitUntil(lambda: not runner.busy, timeout=20000)
