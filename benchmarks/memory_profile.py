@@ -76,25 +76,62 @@ def qt_counts(window) -> dict:
     }
 
 
-def graphics_counts(objects: list) -> dict:
-    """pyqtgraph's 2D and GL items, the items each scene holds, GL buffers and framebuffers."""
+def collector_objects() -> tuple[collections.Counter, dict[str, list]]:
+    """Python objects by type name, and the kinds the counts below read, from the collector.
+
+    Call it only while no other thread runs Python: ``gc.get_objects`` also returns objects a
+    thread is still building, and a worker inside ``tuple(generator)`` then resized a tuple whose
+    refcount this list had raised and failed with "SystemError: tupleobject.c:927: bad argument
+    to internal function" (CPython issue #39117; the 20-minute soak met it once, and a thread
+    building tuples beside a loop of ``gc.get_objects`` meets it within seconds). Holding the GIL
+    with a long ``sys.setswitchinterval`` did not prevent it there: a thread already waiting
+    keeps the interval it started with. The soak samples between actions, once no job runs.
+    The full list lives only inside; what leaves is arrays, tensors and Qt/pyqtgraph objects.
+    """
+    import numpy as np
     from pyqtgraph import GraphicsObject
     from pyqtgraph.opengl.GLGraphicsItem import GLGraphicsItem
     from PySide6.QtOpenGL import QOpenGLBuffer
     from PySide6.QtWidgets import QGraphicsScene
-    from shiboken6 import isValid
 
     from gui.views.gl_cells import GLCells
 
-    types = {type(o) for o in objects}
+    torch = sys.modules.get("torch")  # imported by the app when it needs it, never by a profile
+    wanted = {"items_2d": GraphicsObject, "items_gl": GLGraphicsItem, "scenes": QGraphicsScene}
+    wanted |= {"buffers": QOpenGLBuffer, "cells": GLCells}
+    objects = gc.get_objects()
+    types = _by_type(objects)
+    kinds = {type(o) for o in objects}
+    # by type (isinstance would read __class__, which some lazy objects warn on)
+    of = {name: {t for t in kinds if issubclass(t, cls)} for name, cls in wanted.items()}
+    found = {name: [o for o in objects if type(o) in group] for name, group in of.items()}
+    referents = [r for o in objects for r in gc.get_referents(o)]
+    del objects
+    kinds = {type(r) for r in referents}
+    arrays = {t for t in kinds if issubclass(t, np.ndarray)}
+    tensor_kinds = {t for t in kinds if torch is not None and issubclass(t, torch.Tensor)}
+    owners: dict[int, np.ndarray] = {}
+    tensors: dict[int, object] = {}
+    for r in referents:
+        kind = type(r)
+        if kind in arrays:
+            base = r
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            owners[id(base)] = base
+        elif kind in tensor_kinds:
+            tensors[id(r)] = r
+    del referents
+    found["arrays"], found["tensors"] = list(owners.values()), list(tensors.values())
+    return types, found
 
-    def of(cls):  # by type (isinstance would read __class__, which some lazy objects warn on)
-        kinds = {t for t in types if issubclass(t, cls)}
-        return [o for o in objects if type(o) in kinds]
 
-    items_2d, items_gl = of(GraphicsObject), of(GLGraphicsItem)
-    scenes = [s for s in of(QGraphicsScene) if isValid(s)]  # a wrapper may outlive its deleted scene
-    buffers, cells = of(QOpenGLBuffer), of(GLCells)
+def graphics_counts(found: dict[str, list]) -> dict:
+    """pyqtgraph's 2D and GL items, the items each scene holds, GL buffers and framebuffers."""
+    from shiboken6 import isValid
+
+    items_2d, items_gl, buffers, cells = (found[k] for k in ("items_2d", "items_gl", "buffers", "cells"))
+    scenes = [s for s in found["scenes"] if isValid(s)]  # a wrapper may outlive its deleted scene
     fbos = [key for c in cells for key in c._fbos]
     return {
         "pyqtgraph_items": len(items_2d),
@@ -112,41 +149,23 @@ def graphics_counts(objects: list) -> dict:
     }
 
 
-def array_counts(objects: list) -> dict:
+def array_counts(found: dict[str, list]) -> dict:
     """numpy arrays and torch tensors referred to by the collector's objects, by their memory's
     owner (a view counts its base once), and the largest groups by dtype and shape."""
-    import numpy as np
-
-    torch = sys.modules.get("torch")  # imported by the app when it needs it, never by a profile
-    owners: dict[int, np.ndarray] = {}
-    tensors: dict[int, object] = {}
-    referents = [r for o in objects for r in gc.get_referents(o)]
-    kinds = {type(r) for r in referents}
-    arrays = {t for t in kinds if issubclass(t, np.ndarray)}
-    tensor_kinds = {t for t in kinds if torch is not None and issubclass(t, torch.Tensor)}
-    for r in referents:
-        kind = type(r)
-        if kind in arrays:
-            base = r
-            while isinstance(base.base, np.ndarray):
-                base = base.base
-            owners[id(base)] = base
-        elif kind in tensor_kinds:
-            tensors[id(r)] = r
-    del referents
     storages: dict[int, int] = {}
-    for t in tensors.values():
+    for t in found["tensors"]:
         try:
             storage = t.untyped_storage()
             storages[storage.data_ptr()] = storage.nbytes()
         except RuntimeError:  # a tensor without storage (meta, sparse)
             pass
+    owners = found["arrays"]
     groups = collections.Counter()
-    for a in owners.values():
+    for a in owners:
         groups[f"{a.dtype}{list(a.shape)}"] += a.nbytes
     return {
         "ndarrays": len(owners),
-        "ndarray_mb": round(sum(a.nbytes for a in owners.values()) / 2**20, 1),
+        "ndarray_mb": round(sum(a.nbytes for a in owners) / 2**20, 1),
         "ndarray_largest_mb": {k: round(v / 2**20, 2) for k, v in groups.most_common(10)},
         "tensors": len(storages),
         "tensor_mb": round(sum(storages.values()) / 2**20, 1),
@@ -215,17 +234,16 @@ class MemoryProfile:
             traced = tracemalloc.get_traced_memory()[0] / 2**20
             out["python_heap_mb"] = round(traced, 1)
             out["native_mb"] = round(out["rss_mb"] - traced, 1)
-        objects = gc.get_objects()
-        types = _by_type(objects)
-        out["python_objects"] = len(objects)
+        types, found = collector_objects()
+        out["python_objects"] = types.total()
         if self._types0 is None or (after_warmup and self._baseline is None and tracemalloc.is_tracing()):
             self._types0 = types
         grown = types - self._types0
         out["python_types_grown"] = _top(grown)
         out["qt"] = qt_counts(window)
-        out["graphics"] = graphics_counts(objects)
-        out["arrays"] = array_counts(objects)
-        del objects
+        out["graphics"] = graphics_counts(found)
+        out["arrays"] = array_counts(found)
+        del found
         if tracemalloc.is_tracing():
             snap = self._snapshot()
             if self._previous is not None:
@@ -250,6 +268,9 @@ def table(samples: list[dict]) -> str:
     )
     lines = [head]
     for s in samples:
+        if "skipped" in s:
+            lines.append(f"{s['t_s'] / 60:5.1f}  skipped: {s['skipped']}")
+            continue
         g, a = s["graphics"], s["arrays"]
         lines.append(
             f"{s['t_s'] / 60:5.1f} {s['rss_mb']:7.0f} {s.get('rss_after_malloc_trim_mb', float('nan')):7.0f} "

@@ -192,8 +192,17 @@ def child(
         report["samples"].append([round(time.monotonic() - t0, 1), round(rss_mb(), 1), report["actions"]])
         write()
 
+    due = {"profile": False}
+
     def profile_memory(last: bool = False):
+        """Between actions, once no job runs: the collector's list of every object, held while a
+        worker built a tuple, made that worker fail (benchmarks/memory_profile.py says how)."""
+        due["profile"] = False
         dog.pause(True)  # a profile takes seconds: not the window's block
+        if not A.wait_until(lambda: not window.computing and not driver.clip_busy, 120_000):
+            report["memory"].append({"t_s": round(time.monotonic() - t0, 1), "skipped": "jobs still ran after 120 s"})
+            dog.pause(False)
+            return
         at = time.monotonic() - t0
         warm = at >= min(WARMUP_S, 15 * minutes)
         report["memory"].append(memory.sample(at, window, after_warmup=warm, by_traceback=last))
@@ -242,7 +251,7 @@ def child(
     sampler.start()
     if memory is not None:
         profiler = QTimer(interval=60_000)
-        profiler.timeout.connect(profile_memory)
+        profiler.timeout.connect(lambda: due.update(profile=True))
         profiler.start()
         profile_memory()
     seen_errors = 0
@@ -279,6 +288,8 @@ def child(
             if entry["count"] == 1:
                 print(f"[{at:7.1f} s] check failed: {key}", file=sys.stderr, flush=True)
             window.message_bar.clear()  # one unexpected message is counted once
+        if due["profile"]:
+            profile_memory()
     sampler.stop()
     if memory is not None:
         profiler.stop()

@@ -398,7 +398,7 @@ def test_minima_panel_values_out_of_range_change_nothing(values):
 
 @pytest.mark.parametrize("widths", ["2, -1, 1", "2", "2, 0, 1", "2-1-1", "a, b"])
 def test_widths_are_never_silently_rewritten(widths):
-    from gui.workspaces.minima_draw import parse_widths
+    from gui.present.minima import parse_widths
 
     with pytest.raises(EngineInputError, match="small network"):
         parse_widths(widths)
@@ -407,7 +407,7 @@ def test_widths_are_never_silently_rewritten(widths):
 
 @pytest.mark.parametrize("schedule", ["1:-5", "0:3", "1:2:3", "x:1"])
 def test_bad_split_schedules_are_refused(schedule):
-    from gui.workspaces.minima_draw import parse_schedule
+    from gui.present.minima import parse_schedule
 
     with pytest.raises(EngineInputError, match="splits"):
         parse_schedule(schedule)

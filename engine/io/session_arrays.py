@@ -155,7 +155,7 @@ PROBABILITY_MAPS = Schema(
     },
 )
 
-# The minima workspace's drawn stages (gui.workspaces.minima_draw) that hold arrays; the others
+# The minima workspace's drawn stages (gui.present.minima) that hold arrays; the others
 # (steps, construction, probe, descent, infinity_*, descending_path) are lists and numbers.
 _SLICES = {
     "t": ArraySpec(F, ("P",)),

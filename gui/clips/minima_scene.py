@@ -17,11 +17,11 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import Job
 from engine.minima.pipeline import Figure3, walk_endpoints, walk_job
 
+from ..present.minima import slices_data, split_label, stages
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
-from ..workspaces.minima_draw import slices_data, split_label, stages
 from .model import TITLE_CELL, Cell, Clip, KeyFrame, Timing, even_size
 from .scene import adopt_off_screen, dispose_widgets
 

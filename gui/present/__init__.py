@@ -30,6 +30,14 @@ class Presented:
         return getattr(self.result, "message", "")
 
 
+def dips_below(lowest: float, level: float) -> bool:
+    """Whether a curve whose lowest value is ``lowest`` dips below ``level`` by more than
+    float64 rounding. Inside I the descent line moves the loss by ~1e-14: framed as a dip, a
+    plot showed that noise with 15-digit tick labels. A real dip (at the Fig. 3 saddle ~1e-4 of
+    L*) is far above 1e-9 of the level."""
+    return level - lowest > 1e-9 * max(1.0, abs(level))
+
+
 def resolve(name: str, what: str) -> Path:
     """A path as typed, or one shipped in resources/ (presets name those relative to it)."""
     name = name.strip()

@@ -6,7 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import SHADED, SOLID, follow_theme, key_text, limit_ticks, own_menus, set_title
+from .plot_style import SHADED, SOLID, FittedAxis, follow_theme, key_text, limit_ticks, own_menus, set_title
 
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"
@@ -20,7 +20,7 @@ VIEW_LIMIT = 1e3  # stands in for ±∞ when shading (−∞, 0) ∪ (1, ∞)
 
 class DegeneratePathView(pg.PlotWidget):
     def __init__(self, parent=None):
-        super().__init__(parent)
+        super().__init__(parent, axisItems={side: FittedAxis(side) for side in ("left", "right")})
         self._title, self._which = "(b) degenerate path", "λ of the last split"
         set_title(self, self._title)
         item = self.getPlotItem()

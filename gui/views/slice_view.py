@@ -14,8 +14,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor
 
+from ..present import dips_below
 from .curve_density import curve_density, equalized_levels
-from .plot_style import DASHED, SOLID, dips_below, follow_theme, key_text, own_menus, set_title
+from .plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
 
 CURVE_RGB = (0, 114, 178)
 ENVELOPE_COLOR = "#D55E00"

@@ -53,6 +53,16 @@ from engine.minima.workbench import history_of
 
 from ..panels.inspector import InspectorPanel
 from ..parameter_values import SEED_RANGE, plane_grid_fields
+from ..present import Presented
+from ..present.minima import (
+    STAGES,
+    parse_schedule,
+    parse_widths,
+    presented_job,
+    presented_preview,
+    presented_probe,
+    presented_resume,
+)
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.network_diagram import NetworkDiagram
@@ -62,7 +72,6 @@ from ..views.slice_view import SliceView
 from ..views.spectral_density_view import SpectralDensityView
 from ..views.spectrum_view import SpectrumView
 from ..workspace import Workspace
-from .minima_draw import STAGES, parse_schedule, parse_widths, preview_data, probe_data, probe_details, stages
 
 
 def _is_two_layer_homogeneous(path: str) -> bool:
@@ -251,6 +260,7 @@ class MinimaWorkspace(Workspace):
         self._build_layout()
         self.shown: dict = {}  # stage -> plain view data: what is on screen, what a session saves
         self._seen: dict = {}  # result field -> the object last drawn from it (identity)
+        self._presented: dict = {}  # stage -> the presented data object last drawn for it
         self.figure = None  # the latest Figure3 / DescendingPath: what λ moves and Export saves
         self._split = -1  # which split the slider moves: the steps table's selected row
         # The split's slices for every λ, sliced once (engine.minima.pipeline.drag_job) as soon as a
@@ -322,13 +332,13 @@ class MinimaWorkspace(Workspace):
         self._fit_layout_to(kind)
         if kind == "infinity":
             self.figures.setCurrentIndex(2)
-            return infinity_job(self.parameters["experiment", "seed"], steps or 200_000)
+            return presented_job(infinity_job(self.parameters["experiment", "seed"], steps or 200_000))
         settings = self._settings()
         if kind == "path":
             self.figures.setCurrentIndex(3)
-            return descending_path_job(settings)
+            return presented_job(descending_path_job(settings))
         self.figures.setCurrentIndex(0)
-        return figure3_job(settings)
+        return presented_job(figure3_job(settings))
 
     def _settings(self) -> Figure3Settings:
         p = self.parameters
@@ -349,18 +359,19 @@ class MinimaWorkspace(Workspace):
             plane=self._plane_settings(),
         )
 
-    def show_partial(self, partial):
+    def show_partial(self, partial: Presented):
         self._show(partial)
 
-    def show_result(self, result):
+    def show_result(self, presented: Presented):
         """Draw the result, then clear what it no longer has: a split, an undo or a critical
         point keeps the old panels on screen while it computes (``keep``), and the stages it does
         not recompute (the 2-D slice; (b)–(d) once no split is left) must not stay behind."""
-        self._show(result)
+        self._show(presented)
+        result = presented.result
         if isinstance(result, Figure3) and result.moved is not None:
             self.controller.info(result.moved.summary())  # where the search stopped, and why
-        if isinstance(result, (Figure3, DescendingPath)):
-            current = stages(result, {})
+        if "current" in presented.state:
+            current = presented.state["current"]
             for stage in [s for s in self.shown if s in self._CLEAR and s not in current]:
                 del self.shown[stage]
                 self._CLEAR[stage](self)
@@ -373,16 +384,21 @@ class MinimaWorkspace(Workspace):
         "plane": lambda ws: ws.plane.clear_plane(),
     }
 
-    def _show(self, result):
-        """Partials and final results alike: draw the fields not drawn yet (by identity)."""
+    def _show(self, presented: Presented):
+        """Partials and final results alike, presented on the worker: draw each stage whose data
+        is not the one drawn already."""
+        result, state = presented.result, presented.state
         if isinstance(result, (Figure3, DescendingPath)):
             self.figure = result
-        if result is not None and hasattr(result, "__dataclass_fields__"):
-            data = stages(result, self._seen)
-            self._draw_all(data)
-            if isinstance(result, Figure3) and "probe" in data and self.shown.get("probe") is data["probe"]:
-                # the λ box shows the probe: the spectrum (or density) beside it is its Hessian's
-                self._draw_all(probe_details(result.saddle.probe, result))
+        self._seen = state["seen"]
+        # A stage is drawn once per presented data object (each state holds them all); the λ box's
+        # probe, drawn over by the slider's, stays the slider's.
+        data = {k: v for k, v in state["stages"].items() if self._presented.get(k) is not v}
+        self._presented.update(data)
+        self._draw_all(data)
+        if "probe_details" in state and "probe" in data and self.shown.get("probe") is data["probe"]:
+            # the λ box shows the probe: the spectrum (or density) beside it is its Hessian's
+            self._draw_all(state["probe_details"])
         if isinstance(result, Figure3) and result.saddle is not None and result.construction is not self._warmed_for:
             self._warmed_for = result.construction
             if self._movable():
@@ -403,8 +419,14 @@ class MinimaWorkspace(Workspace):
         lam = self.inspector.lam.exact
         if lam is None or abs(probe["lam"] - lam) <= 1e-12 * max(1.0, abs(lam)):
             return False
-        self.controller.submit("probe", probe_job(self.figure, lam, self._split), self._on_probe)
+        self._submit_probe(lam)
         return True
+
+    def _probe(self, lam: float):
+        return presented_probe(probe_job(self.figure, lam, self._split), self.figure)
+
+    def _submit_probe(self, lam: float):
+        self.controller.submit("probe", self._probe(lam), self._on_probe)
 
     def _draw(self, stage: str, data):
         """One handler per view; ``data`` is plain (what a session stores)."""
@@ -502,7 +524,7 @@ class MinimaWorkspace(Workspace):
     def reset(self):
         if self.controller is not None:  # nothing late may draw after a reset
             self.controller.discard("preview", "probe")
-        self.shown, self._seen, self.figure = {}, {}, None
+        self.shown, self._seen, self._presented, self.figure = {}, {}, {}, None
         self._drag = self._warmed_for = None
         self._fit_layout_to(self.parameters["experiment", "kind"])
         for view in (self.slice_min, self.slice_saddle):
@@ -531,23 +553,22 @@ class MinimaWorkspace(Workspace):
         # The newest λ replaces any preview still waiting; a running one finishes or is dropped.
         # The controller starts the probe's Hessian once the preview is drawn.
         job = preview_job(self.figure, lam, self._split, self.slice_settings(), self._plane_settings(), drag=self._drag)
-        self.controller.preview(job, self._on_preview, self._on_probe)
+        self.controller.preview(presented_preview(job), self._on_preview, self._on_probe)
 
     def _on_preview(self, result):
-        """A drag's preview, or the drag slices made ahead of the first move (or None: the
-        split's slices are not affine in λ, so each move slices afresh). Returns the probe job
-        to run next, for a preview."""
+        """A drag's preview (presented), or the drag slices made ahead of the first move (or
+        None: the split's slices are not affine in λ, so each move slices afresh). Returns the
+        probe job to run next, for a preview."""
         if result is None or isinstance(result, DragSlices):
             self._drag = result
             return None
-        self._drag = result.drag
-        self._draw_all(preview_data(result))
-        return probe_job(self.figure, result.lam, self._split)
+        preview = result.result
+        self._drag = preview.drag
+        self._draw_all(result.state)
+        return self._probe(preview.lam)
 
-    def _on_probe(self, probe):
-        self._draw("probe", probe_data(probe))
-        if isinstance(self.figure, Figure3):
-            self._draw_all(probe_details(probe, self.figure))
+    def _on_probe(self, presented: Presented):
+        self._draw_all(presented.state)
 
     def _on_lambda_released(self, lam: float):
         if not self._movable():
@@ -556,9 +577,9 @@ class MinimaWorkspace(Workspace):
         path = None if shown_split == self._split_index() else self._path_range()
         self.controller.discard("preview")  # a late preview must not overwrite the refined slices
         # ... and its probe with it: the λ box and the spectrum beside it still follow the slider
-        self.controller.submit("probe", probe_job(self.figure, lam, self._split), self._on_probe)
+        self._submit_probe(lam)
         job = reslice_job(self.figure, lam, self._split, self.slice_settings(), path, plane=self._plane_settings())
-        self.controller.start(self, job, keep=True)
+        self.controller.start(self, presented_job(job, self._seen), keep=True)
 
     def _on_step_selected(self):
         """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
@@ -604,7 +625,7 @@ class MinimaWorkspace(Workspace):
         except EngineInputError as error:
             self._message(str(error))
             return
-        self.controller.start(self, job, keep=True)
+        self.controller.start(self, presented_job(job, self._seen), keep=True)
 
     # ------------------------------------------------------------- files
     def load_network(self, path: str, activation: str = "", data: str = ""):
@@ -624,7 +645,7 @@ class MinimaWorkspace(Workspace):
                 return
             self._message(str(error))
             return
-        self.controller.start(self, job)
+        self.controller.start(self, presented_job(job))
 
     def export_network(self, path: str):
         c = self._construction()
@@ -721,7 +742,8 @@ class MinimaWorkspace(Workspace):
         self._draw_all(state)
         if net is not None:  # on the preview lane: the restored status line and message stay as they are
             self._resume_at = (network.get("split", -1), network.get("lam"))
-            self.controller.preview(inspected_figure_job(net, str(network.get("label", ""))), self._resume)
+            job = presented_resume(inspected_figure_job(net, str(network.get("label", ""))))
+            self.controller.preview(job, self._resume)
 
     @staticmethod
     def _session_network(network) -> object:
@@ -733,14 +755,15 @@ class MinimaWorkspace(Workspace):
             path.write_bytes(np.asarray(network["npz"], np.uint8).tobytes())
             return load_network(path)
 
-    def _resume(self, fig: Figure3):
+    def _resume(self, presented: Presented):
         """The reopened session's network is live: the slider, split, undo, export and find
         critical point act on it; the panels keep what the session saved."""
+        fig = presented.result
         self.figure = fig
         self._seen = {"steps": fig.steps, "construction": fig.construction, "eigs": fig.eigs}
         self._warmed_for = fig.construction
         split, lam = self._resume_at
-        self._show_construction(self.shown.get("construction") or stages(fig, {})["construction"])
+        self._show_construction(self.shown.get("construction") or presented.state["construction"])
         c = fig.construction
         if c.splits and isinstance(split, int) and -len(c.splits) <= split < len(c.splits):
             self._split = split

@@ -190,6 +190,8 @@ class Driver:
     log: list = field(default_factory=list)  # the actions so far, for a report
     clip_over_run: bool = False  # the last training run started while a clip rendered
     minima_saved: dict | None = None  # the minima tab's drawn state a reopened session holds
+    # the reopened session's live figure, once a job ran on it (None: none has)
+    minima_resumed: object = None
     landscape_saved: dict | None = None  # the toolkit tab's, likewise
     loading: dict | None = None  # File ▸ Load network in progress: the file and the fields before it
     problems: list = field(default_factory=list)  # what an action saw at once (an export's file, a refusal)
@@ -220,8 +222,10 @@ class Driver:
             self.loading = None  # another main job (a preset, Run) took over from a load in progress
         if owner is not None:
             self.outcome[owner.key] = "running"
-        if owner is self.minima:
-            self.minima_saved = None  # a new run: the figure is what is drawn again
+        if owner is self.minima and not keep:
+            self.minima_saved = self.minima_resumed = None  # a new run: the figure is what is drawn again
+        elif owner is self.minima and self.minima_saved is not None and self.minima_resumed is None:
+            self.minima_resumed = self.minima.figure  # a job on the reopened network (a re-slice, a split)
         if owner is self.landscape:
             self.landscape_saved = None
         if owner is self.topology:
@@ -247,7 +251,7 @@ class Driver:
     def forget_reopened(self, key: str):
         """A tab cleared (a preset, Reset) no longer shows what a reopened session saved."""
         if key == "minima":
-            self.minima_saved = None
+            self.minima_saved = self.minima_resumed = None
         elif key == "landscape":
             self.landscape_saved = None
 
@@ -466,7 +470,7 @@ class Driver:
         assert "cannot open" not in w.message_bar.text, w.message_bar.text
         # A reopened minima tab draws what the session saved; its figure is rebuilt from the saved
         # network alone (construction and steps), so check_minima_drawn compares with the save.
-        self.minima_saved = shown if self.minima.shown else None
+        self.minima_saved, self.minima_resumed = (shown if self.minima.shown else None), None
         self.landscape_saved = toolkit or None  # the toolkit tab draws its saved state, no job
         self.settle()
 
@@ -574,11 +578,14 @@ class Driver:
         box = self.minima.inspector.lam
         assert lam is None or box.value() == lam, f"λ box shows {box.value()} but controller.lam is {lam}"
 
+    @property
+    def clip_busy(self) -> bool:
+        dock = self.window.clip_dock
+        return (dock.job is not None and dock.job.active) or dock._walk is not None
+
     def _quiet(self, *lanes) -> bool:
         c = self.window.controller
-        dock = self.window.clip_dock
-        clip_busy = (dock.job is not None and dock.job.active) or dock._walk is not None
-        return not clip_busy and not any(c.lane_busy(n) for n in lanes)
+        return not self.clip_busy and not any(c.lane_busy(n) for n in lanes)
 
     def check_topology_drawn(self):
         """Idle after a finished run: the loss curve is the trajectory's loss."""
@@ -633,12 +640,12 @@ class Driver:
 
     def check_minima_drawn(self):
         """Idle after a finished job: every stage drawn is the figure's (probe and spectrum aside)."""
-        from gui.workspaces.minima_draw import stages
+        from gui.present.minima import stages
 
         ws = self.minima
         if ws.figure is None or not self._quiet("main", "preview", "probe"):
             return
-        if self.minima_saved is not None:  # reopened from a session
+        if self.minima_saved is not None and self.minima_resumed is None:  # reopened, nothing run since
             saved = {k: v for k, v in self.minima_saved.items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
             shown = {k: v for k, v in ws.shown.items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
             assert set(shown) == set(saved), f"reopened, drawn stages {sorted(shown)} but saved {sorted(saved)}"
@@ -648,6 +655,12 @@ class Driver:
         if self.outcome.get("minima") != "succeeded":
             return
         expected = {k: v for k, v in stages(ws.figure, {}).items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
+        resumed = self.minima_resumed
+        if resumed is not None and ws.figure.construction is resumed.construction:
+            # A job on a reopened network redraws what it changes: the construction it kept, and
+            # the steps table with it, are still the session's (its figure is rebuilt from the
+            # network alone: "base", not "trained", and no restart search)
+            expected.update({k: self.minima_saved[k] for k in ("construction", "steps") if k in self.minima_saved})
         shown = {k: v for k, v in ws.shown.items() if k not in NOT_DRAWN_FROM_THE_FIGURE}
         assert set(shown) == set(expected), f"drawn stages {sorted(shown)} but the figure has {sorted(expected)}"
         for stage, data in expected.items():

@@ -76,7 +76,7 @@ def test_infinity_preset_draws_the_loss_against_bias_and_gd(window, qtbot, monke
     show = ws.show_result
     monkeypatch.setattr(ws, "show_result", lambda result: (results.append(result), show(result)))
     open_quick(window, qtbot, "nonattr-infinity", steps=2000)
-    r = results[-1]
+    r = results[-1].result  # the job's InfinityResult, beside the view state made from it
     X, y = r.X, np.ravel(r.Y)
     sigmoid = lambda z: 1 / (1 + np.exp(-z))
     L_inf = float(((y.mean() - y) ** 2).sum())

@@ -4,7 +4,7 @@ caption, and subtitles grow with presentation mode."""
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QCoreApplication, QEvent, QPointF
 
 from gui.views.plot_style import add_legend, legend_to_empty_corner
 
@@ -114,7 +114,38 @@ def test_a_flat_line_inside_I_gets_readable_axes(qtbot):
     c.show_slices(t, losses, losses.min(0), level, 0.0, 0, descent=(t, flat))
     low, high = c.getViewBox().viewRange()[1]
     assert high - low > 1e-3, f"framed around the flat descent line: {high - low:.1e}"
-    from gui.workspaces.minima_draw import dip_frame
+    from gui.present.minima import dip_frame
 
     assert dip_frame(t, flat, level) is None  # (d) autoscales (and is widened) instead
     assert dip_frame(t, level - 1e-4 * (1 - t**2), level) is not None  # a saddle's dip is framed
+
+
+def test_the_path_views_axes_are_as_wide_as_their_labels_now_whatever_came_before(qtbot):
+    """A live run may draw (b) more than once before its final path; a reopened session draws
+    the final one at once. Both must end with the same axis widths (pyqtgraph kept what it had
+    reserved while the labels stayed within 10 px of it, so the two pictures differed)."""
+    from gui.views.degenerate_path_view import DegeneratePathView
+
+    lam = np.linspace(-1, 2, 31)
+    dip = np.where((lam > 0) & (lam < 1), -np.sin(np.pi * lam), 0.0)
+    loss = 0.0042862 + 1e-7 * np.cos(lam)
+
+    def widths(scales):
+        view = DegeneratePathView()
+        view.resize(320, 340)
+        view.show()
+        qtbot.waitExposed(view)
+        for scale in scales:  # each drawn and painted before the next
+            view.show_path(lam, loss, scale * dip, [(0.0, 1.0)], "layer 1, neuron 1 → copy 2")
+            for _ in range(3):  # a paint sizes the axes, the layout follows at the next turn
+                view.grab()
+                qtbot.wait(10)
+        item = view.getPlotItem()
+        out = [item.getAxis(side).width() for side in ("left", "right")]
+        view.deleteLater()  # by Qt, now: a dropped pyqtgraph view left to the cycle collector crashes
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        return out
+
+    direct = widths([0.16])
+    for before in (0.0123, 0.07, 12.5):  # labels narrower or wider by less than 10 px
+        assert widths([before, 0.16]) == direct, before

@@ -43,8 +43,9 @@ def test_two_minutes_of_random_actions_neither_hang_nor_raise_nor_grow(tmp_path)
     assert report["hangs"] == [], text
     assert report["exceptions"] == [], text
     assert report["check_failures"] == {}, text  # any invariant failure fails the soak
-    assert report["memory"], text
-    for sample in report["memory"]:
+    profiled = [sample for sample in report["memory"] if "graphics" in sample]  # not skipped as busy
+    assert profiled, text
+    for sample in profiled:
         graphics = sample["graphics"]
         # one GLCells per 3D view (and per clip render in progress), one size each
         assert graphics["framebuffers"] <= graphics["gl_cells"], (sample["t_s"], graphics)

@@ -13,16 +13,17 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.mlp import LOSSES
-from engine.minima.construction import HessianSummary, critical_point_kind
+from engine.core.progress import Job, Progress
+from engine.minima.construction import HessianSummary, LambdaProbe, critical_point_kind
 from engine.minima.descending_path import DescendingPath
 from engine.minima.infinity import InfinityResult
-from engine.minima.pipeline import ANALYTIC_AXES, SCALING_LABELS, Figure3
+from engine.minima.pipeline import ANALYTIC_AXES, SCALING_LABELS, DragSlices, Figure3
 from engine.minima.report import NEURONS_FROM, loss_verdict, uncovered
 from engine.minima.verdicts import Definiteness, Verdict
 from engine.minima.workbench import admissible_neurons
 
-from ..present.landscape import density_state
-from ..views.plot_style import dips_below
+from . import Presented, dips_below
+from .landscape import density_state
 
 STAGES = (
     "steps",
@@ -80,12 +81,20 @@ def split_label(s) -> str:
 def stages(result, seen: dict) -> dict:
     """{stage: view data} for every field of ``result`` not drawn yet; updates ``seen``."""
     out = {}
-    for name, value in vars(result).items():
-        if value is None or (isinstance(value, tuple) and not value) or seen.get(name) is value:
-            continue
-        seen[name] = value
-        out.update(_FIELD_STAGES.get((type(result), name), lambda v, r: {})(value, result))
+    for name, value in _fields(result):
+        if seen.get(name) is not value:
+            seen[name] = value
+            out.update(_field_stages(result, name, value))
     return out
+
+
+def _fields(result):
+    """The fields that draw something: not None, not an empty tuple."""
+    return [(n, v) for n, v in vars(result).items() if v is not None and not (isinstance(v, tuple) and not v)]
+
+
+def _field_stages(result, name: str, value) -> dict:
+    return _FIELD_STAGES.get((type(result), name), lambda v, r: {})(value, result)
 
 
 def probe_data(probe) -> dict:
@@ -384,3 +393,78 @@ _FIELD_STAGES = {
     (InfinityResult, "gd"): _gd,
     (InfinityResult, "lower"): lambda lower, r: _gd(r.gd, r),
 }
+
+
+# ---------------------------------------------------------------------------- on the worker
+class _Presenter:
+    """A job's results as view states: {"stages": the stages of every field not drawn before the
+    job, "probe_details": the λ box's spectrum or density}. Each state holds every such stage (a
+    field's stage data made once, by identity), not only the new ones: the runner may drop a
+    partial for a newer one, and the tab draws a stage only when its data object changes."""
+
+    def __init__(self, drawn: dict):
+        self.drawn = dict(drawn)  # field -> value the tab shows already (a kept job's unchanged fields)
+        self.made: dict[str, tuple] = {}  # field -> (value, its stages)
+
+    def __call__(self, result) -> Presented:
+        if not hasattr(result, "__dataclass_fields__"):
+            return Presented(result, {"stages": {}, "seen": dict(self.drawn)})
+        out, seen = {}, dict(self.drawn)
+        for name, value in _fields(result):
+            seen[name] = value
+            if self.drawn.get(name) is value:
+                continue
+            if name not in self.made or self.made[name][0] is not value:
+                self.made[name] = (value, _field_stages(result, name, value))
+            out.update(self.made[name][1])
+        state = {"stages": out, "seen": seen}
+        if isinstance(result, Figure3) and "probe" in out:
+            probe = result.saddle.probe
+            if self.made.get("probe_details", (None,))[0] is not probe:
+                self.made["probe_details"] = (probe, probe_details(probe, result))
+            state["probe_details"] = self.made["probe_details"][1]
+        return Presented(result, state)
+
+
+def presented_job(job: Job, drawn: dict | None = None) -> Job[Presented]:
+    """``job``'s partials and result presented on its own (worker) thread. ``drawn``: the fields
+    (name -> value) the tab shows already, not presented again (a split, an undo or a re-slice
+    keeps the panels its result does not change). The result's state also names ``current``:
+    every stage the result has, so the tab clears the ones it no longer has."""
+    present = _Presenter(drawn or {})
+    while True:
+        try:
+            update = next(job)
+        except StopIteration as stop:
+            result = stop.value
+            break
+        partial = update.partial
+        yield Progress(update.fraction, update.message, None if partial is None else present(partial))
+    presented = present(result)
+    if isinstance(result, (Figure3, DescendingPath)):
+        presented.state["current"] = sorted(stages(result, {}))
+    return presented
+
+
+def presented_preview(job: Job) -> Job:
+    """A λ drag's preview job: its preview presented (a DragSlices or None passes as it is)."""
+    preview = yield from job
+    if preview is None or isinstance(preview, DragSlices):
+        return preview
+    return Presented(preview, preview_data(preview))
+
+
+def presented_probe(job: Job[LambdaProbe], fig) -> Job[Presented]:
+    """A probe at the slider's λ: the λ box's numbers and, for a Fig. 3 network, the spectrum or
+    density beside it."""
+    probe = yield from job
+    state = {"probe": probe_data(probe)}
+    if isinstance(fig, Figure3):
+        state.update(probe_details(probe, fig))
+    return Presented(probe, state)
+
+
+def presented_resume(job: Job[Figure3]) -> Job[Presented]:
+    """A reopened session's network made live: its figure and the construction panel's data."""
+    fig = yield from job
+    return Presented(fig, {"construction": _field_stages(fig, "construction", fig.construction)["construction"]})
