@@ -199,7 +199,15 @@ def child(
         worker built a tuple, made that worker fail (benchmarks/memory_profile.py says how)."""
         due["profile"] = False
         dog.pause(True)  # a profile takes seconds: not the window's block
-        if not A.wait_until(lambda: not window.computing and not driver.clip_busy, 120_000):
+
+        def quiet():
+            return not window.computing and not driver.clip_busy
+
+        if not A.wait_until(quiet, 20_000):  # a paused run never ends by itself: Cancel, as a person would
+            driver.cancel()
+            if driver.clip_busy:
+                driver.cancel_clip()
+        if not A.wait_until(quiet, 120_000):
             report["memory"].append({"t_s": round(time.monotonic() - t0, 1), "skipped": "jobs still ran after 120 s"})
             dog.pause(False)
             return
