@@ -249,6 +249,7 @@ class JobRunner(QObject):
             # turn of the loop more to finish (a tab that asked "does a job follow?" on the
             # deferred run_finished saw this one still running and kept a failed load's fields).
             self._stale.add(self._thread)
+            self.state_changed.emit(self.state)  # the controls say so now, not a turn later
             signal.emit(value)
 
     @Slot(object)

@@ -235,6 +235,16 @@ class Driver:
     def _ended(self, outcome):
         if self._owner is not None:
             self.outcome[self._owner.key] = outcome
+        if self._owner is self.landscape and outcome == "succeeded" and self.loading is not None:
+            # The load's own job (another run would have cleared it) drew its result: the file
+            # loaded, whatever comes next before a quiet moment lets check_network_load look
+            # (a load followed at once by another took the first one's "before" for its own).
+            from gui.workspaces.landscape import FILE_FIELDS
+
+            fields = {f: self.landscape.parameters["network", f] for f in FILE_FIELDS}
+            if fields != self.loading["after"]:
+                self.problems.append(f"loaded {self.loading['name']}, but the network fields are {fields}")
+            self.loading = None
 
     @property
     def minima(self):

@@ -186,13 +186,15 @@ def test_a_job_that_has_said_how_it_ended_no_longer_counts_as_active(qtbot, runn
                 yield Progress(0.5, "working")
         return 1
 
-    asked = []
+    asked, states = [], []
     signal = getattr(runner, ending)
-    signal.connect(lambda *_: asked.append((runner.active, runner.state)))
+    signal.connect(lambda *_: asked.append((runner.active, runner.state, list(states))))
+    runner.state_changed.connect(states.append)
     runner.start(job())
     if ending == "cancelled":
         runner.cancel()
     with qtbot.waitSignal(signal, timeout=20000):
         pass
-    assert asked == [(False, "idle")]
+    assert asked[0][:2] == (False, "idle") and len(asked) == 1
+    assert asked[0][2][-1] == "idle"  # and the controls heard it before the ending's slots ran
     qtbot.waitUntil(lambda: not runner.busy, timeout=20000)
