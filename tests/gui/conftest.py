@@ -1,6 +1,7 @@
 """GUI tests run a real window under Xvfb (pytest-xvfb) with Mesa's software OpenGL."""
 
 import gc
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -196,3 +197,17 @@ def assert_not_blank(pixels: np.ndarray, min_std: float = 4.0):
 
 def wait_until_idle(qtbot, window, timeout_ms=60000):
     qtbot.waitUntil(lambda: not window.runner.busy, timeout=timeout_ms)
+
+
+def record_gui_thread_calls(monkeypatch, module, names, on_gui: list) -> None:
+    """Wrap ``module``'s functions ``names`` so each call made on the GUI (main) thread appends
+    its name to ``on_gui``: a guard that a view state was made off that thread."""
+    for name in names:
+        real = getattr(module, name)
+
+        def call(*args, _real=real, _name=name, **kwargs):
+            if threading.current_thread() is threading.main_thread():
+                on_gui.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, call)

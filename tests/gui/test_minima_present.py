@@ -9,7 +9,7 @@ from gui.present import minima as present
 from gui.present.minima import presented_job, stages
 
 from .actions import same
-from .conftest import wait_until_idle
+from .conftest import record_gui_thread_calls, wait_until_idle
 from .test_minima_workspace import open_quick
 
 
@@ -54,19 +54,8 @@ def test_the_tab_computes_no_stage_on_the_gui_thread(window, qtbot, monkeypatch,
     """Run, drag λ (preview and probe), release (re-slice), reopen a session (the network made
     live again), with every presenter function recording a call on the GUI thread."""
     on_gui = []
-
-    def guarded(name):
-        real = getattr(present, name)
-
-        def call(*args, **kwargs):
-            if threading.current_thread() is threading.main_thread():
-                on_gui.append(name)
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(present, name, call)
-
-    for name in ("stages", "_field_stages", "preview_data", "probe_data", "probe_details", "slices_data"):
-        guarded(name)
+    names = ("stages", "_field_stages", "preview_data", "probe_data", "probe_details", "slices_data")
+    record_gui_thread_calls(monkeypatch, present, names, on_gui)
     ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"}})
     assert ws.figure is not None and "slices_saddle" in ws.shown
     ws.inspector.lam.set_value(3.0)

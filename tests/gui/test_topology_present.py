@@ -2,8 +2,6 @@
 independently from the trajectory's weights; and the window, running a preset, computes none of it
 on the GUI thread: every engine function the presenter calls refuses to run there."""
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -22,7 +20,7 @@ from gui.present.topology import (
     training_setup,
 )
 
-from .conftest import wait_until_idle
+from .conftest import record_gui_thread_calls, wait_until_idle
 from .drawn import neuron_points
 
 EPS32 = np.finfo(np.float32).eps
@@ -121,21 +119,10 @@ def test_applying_states_computes_nothing_on_the_gui_thread(window, qtbot, monke
     """Run presets with every engine function the presenter calls refusing the GUI thread."""
     qtbot.wait(100)  # the window's first preview (a reset, on this thread) has been drawn
     on_gui = []
-
-    def guarded(module, name):
-        real = getattr(module, name)
-
-        def call(*args, **kwargs):
-            if threading.current_thread() is threading.main_thread():
-                on_gui.append(name)
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, call)
-
-    for name in ("quadric_sheets", "hyperbola", "reduced_coordinates", "forward", "training_setup", "train"):
-        guarded(present_module, name)
-    for name in ("sign_flip_events", "component_label", "c_of", "poincare", "beta0"):
-        guarded(invariants, name)
+    names = ("quadric_sheets", "hyperbola", "reduced_coordinates", "forward", "training_setup", "train")
+    record_gui_thread_calls(monkeypatch, present_module, names, on_gui)
+    names = ("sign_flip_events", "component_label", "c_of", "poincare", "beta0")
+    record_gui_thread_calls(monkeypatch, invariants, names, on_gui)
     for preset in ("fig3-free", "biases", "d1-input-signs"):
         window.load_preset(preset, steps=200)
         wait_until_idle(qtbot, window)
