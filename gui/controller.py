@@ -49,6 +49,7 @@ class AppController(QObject):
     message = Signal(str, str)  # ("error" | "info", text): the message bar shows it
     run_started = Signal(object, bool)  # (owner workspace, keep) as the main job's thread starts
     run_finished = Signal()  # after a main job succeeded, failed or was cancelled
+    main_discarded = Signal()  # the main lane's jobs were dropped unended (Reset, a preset, a session)
     # The main lane's signals, relayed after the owner has drawn (what the status bar follows).
     progressed = Signal(object)
     succeeded = Signal(object)
@@ -195,6 +196,7 @@ class AppController(QObject):
             self.lanes[name].discard()
         if not names or "main" in names:
             self._owner = None
+            self.main_discarded.emit()
         if not names or "preview" in names:
             self._follow = None
 

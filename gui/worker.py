@@ -219,8 +219,16 @@ class JobRunner(QObject):
             self.state_changed.emit(self.state)  # "paused", unless it was cancelled and winds down
 
     def cancel(self) -> None:
-        """Stop the job at its next yield; its partial result and ``cancelled`` still arrive."""
-        if self._thread is not None:
+        """Stop the job at its next yield; its partial result and ``cancelled`` still arrive.
+        A job still waiting for a superseded one to wind down is the job the user sees: it is
+        dropped unstarted and ``cancelled`` (no partial) says so at once (cancelling the
+        superseded one instead let the waiting one start and run after Cancel)."""
+        if self._waiting is not None:
+            self._waiting[0].close()
+            self._waiting = None
+            self.state_changed.emit(self.state)
+            self.cancelled.emit(None)
+        elif self._thread is not None:
             self._thread.cancel()
             self.state_changed.emit(self.state)  # a paused job is running again, to its end
 

@@ -171,13 +171,17 @@ class LandscapeWorkspace(Workspace):
         layout.addWidget(self.pages)
         self.result: ToolkitResult | None = None
         self.shown: dict = {}  # the view state drawn now (gui.present.landscape), what a session saves
-        self._loading: dict | None = None  # the network fields before a load that has not finished yet
+        # A load that has not finished yet: {"before": the fields before the first of the loads in
+        # progress, "file": the fields naming the file being loaded}
+        self._loading: dict | None = None
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
         set_colorbar_font(self.plane.colorbar)
 
     def attach(self, controller) -> None:
         super().attach(controller)
+        controller.run_started.connect(self._settle_load)
+        controller.main_discarded.connect(self._undo_load)  # Reset, a preset, a session: no ending is said
         controller.run_finished.connect(self._run_finished)
 
     # ------------------------------------------------------------------ jobs
@@ -206,7 +210,9 @@ class LandscapeWorkspace(Workspace):
             s = ToolkitSettings(**{**s.__dict__, "steps": max(2, steps)})
         self.pages.setCurrentIndex(PAGES[s.mode])
         second = self._second() if s.mode == "interpolation" else None
-        return presented_job(toolkit_job(s, self._network(), second, self._checkpoints() if s.mode == "pca" else ()))
+        job = presented_job(toolkit_job(s, self._network(), second, self._checkpoints() if s.mode == "pca" else ()))
+        self._loading = None  # a job made from the fields (Run, Step) reads them: they are the user's now
+        return job
 
     def _network(self):
         """The minima tab's network as built or loaded, or the chosen file (read by the job)."""
@@ -345,36 +351,49 @@ class LandscapeWorkspace(Workspace):
     def load_network(self, path: str, activation: str = "", data: str = "", model: str = ""):
         """Take ``path`` as this tab's network and run the chosen mode on it: paper B's MLP, or
         any PyTorch model (a .pt2, or a state_dict with its ``model`` factory) with its data."""
-        p = self.parameters
-        current = {name: p["network", name] for name in FILE_FIELDS}
+        current = self._fields()
+        pending = self._loading
         self._set_file(dict(source="file", path=path, activation=activation, data=data, model=model))
         try:
             job = self.make_job()
         except EngineInputError as error:  # refused at once: a load in progress goes on with its file
             self._set_file(current)
+            self._loading = pending
             self.controller.error(str(error))
             return
         # A file that does not load (the job says why, in one line) changes nothing: the pages keep
-        # what they show until its first result, and the fields go back if it fails or is cancelled,
-        # to what they were before the first of the loads in progress.
-        if self._loading is None:
-            self._loading = current
+        # what they show until its first result, and the fields go back if it fails, is cancelled or
+        # another tab's job takes the lane, to what they were before the first of the loads in progress.
+        self._loading = {"before": pending["before"] if pending else current, "file": self._fields()}
         self.controller.start(self, job, keep=True)
+
+    def _fields(self) -> dict:
+        return {name: self.parameters["network", name] for name in FILE_FIELDS}
 
     def _set_file(self, values: dict):
         for name, value in values.items():
             self.parameters["network", name] = value
+
+    def _settle_load(self, owner, _keep: bool):
+        """Another tab's job took the lane from a load: the file did not load."""
+        if owner is not self:
+            self._undo_load()
+
+    def _undo_load(self):
+        """A load in progress that will not finish: its fields go back, unless something else
+        wrote them since (a preset opened over it), whose values stay."""
+        if self._loading is not None and self._fields() == self._loading["file"]:
+            self._set_file(self._loading["before"])
+        self._loading = None
 
     def _run_finished(self):
         # Only when no job follows: a load superseded by the next one ends (cancelled, or failed
         # just before) while that one runs, and the fields are the newer file's until it ends.
         if self.controller.run_active:
             return
-        # still loading once the lane is idle: the load's result never came (it failed, was
-        # cancelled, or another tab's job took over from it), so the file did not load
-        if self._loading is not None:
-            self._set_file(self._loading)
-            self._loading = None
+        # still loading once the lane is idle: the load's result never came (it failed or was
+        # cancelled), so the file did not load
+        self._undo_load()
 
     # ------------------------------------------------------------------ interface
     def plot_widgets(self) -> dict[str, pg.PlotWidget]:

@@ -218,8 +218,10 @@ class Driver:
 
     def _on_started(self, owner, keep):
         self._owner = owner
-        if owner is not self.landscape or not keep:
-            self.loading = None  # another main job (a preset, Run) took over from a load in progress
+        if owner is not self.landscape:
+            self._load_dropped("another tab's job took the lane from it")
+        elif not keep:
+            self.loading = None  # this tab's Run or Step reads the loaded file: it is the user's
         if owner is not None:
             self.outcome[owner.key] = "running"
         if owner is self.minima and not keep:
@@ -258,6 +260,28 @@ class Driver:
     def landscape(self):
         return self.window.workspaces["landscape"]
 
+    def _load_dropped(self, why: str):
+        """A load in progress that will not end (discarded, or another tab's job took the lane):
+        the network fields are as they were before it at once."""
+        if self.loading is None:
+            return
+        from gui.workspaces.landscape import FILE_FIELDS
+
+        fields = {f: self.landscape.parameters["network", f] for f in FILE_FIELDS}
+        if fields != self.loading["before"]:
+            self.problems.append(f"{why}, yet the fields of {self.loading['name']} stayed: {fields}")
+        self.loading = None
+
+    def _submitted(self, press):
+        """Run or Step (``press``): on the toolkit tab, a job it made and submitted reads the loaded
+        file, so the load is the user's (a paused or running job resumed or stepped is not one, nor
+        a job that could not be made)."""
+        main = self.window.controller.main
+        before = (main._thread, main._waiting)
+        press()
+        if self.window.workspace is self.landscape and (main._thread, main._waiting) != before:
+            self.loading = None
+
     def forget_reopened(self, key: str):
         """A tab cleared (a preset, Reset) no longer shows what a reopened session saved."""
         if key == "minima":
@@ -287,12 +311,16 @@ class Driver:
         else:
             apply_values(params, TOOLKIT_QUICK if key == "landscape" else TOPOLOGY_QUICK)
         self.forget_reopened(key)  # the preset cleared the tab: it draws its own run, not a session
+        if key == "landscape":
+            self.loading = None  # the preset wrote the network fields: its values stay
+        else:
+            self._load_dropped("a preset dropped it")
         w.run(steps=STEPS)
         self.settle()
 
     @action
     def run(self):
-        self.window.run(steps=STEPS)
+        self._submitted(lambda: self.window.run(steps=STEPS))
         self.settle()
 
     @action
@@ -302,7 +330,7 @@ class Driver:
 
     @action
     def step(self):
-        self.window.step()
+        self._submitted(self.window.step)
         self.settle()
 
     @action
@@ -314,6 +342,7 @@ class Driver:
     def reset(self):
         self.forget_reopened(self.window.workspace.key)
         self.window.reset()
+        self._load_dropped("Reset dropped it")
         self.settle()
 
     @action
@@ -378,6 +407,7 @@ class Driver:
 
         w = self.window
         w.load_preset("fig4-breast-cancer", run=False)
+        self._load_dropped("a preset dropped it")
         folder = "" if executor == "batched" else str(self.tmp / f"sweep-{executor}")
         apply_values(
             self.topology.parameters,
@@ -453,8 +483,10 @@ class Driver:
         if kind == "3d":
             own_size = (widget.width(), widget.height())
         else:
+            # the whole pixels it covers: a laid-out plot may be 230.6 wide (pyqtgraph's exporter
+            # truncates; rounding here failed an export of one 230 px wide)
             rect = widget.getPlotItem().sceneBoundingRect()
-            own_size = (round(rect.width()), round(rect.height()))
+            own_size = (int(rect.width()), int(rect.height()))
         save = mock.patch.object(QFileDialog, "getSaveFileName", lambda *a, **k: (str(path), ""))
         size = mock.patch.object(QInputDialog, "getItem", lambda parent, title, text, items, *a: (items[-1], True))
         with save, size:
@@ -478,6 +510,7 @@ class Driver:
         toolkit = dict(self.landscape.shown)
         w.open_session(path)
         assert "cannot open" not in w.message_bar.text, w.message_bar.text
+        self.loading = None  # dropped; the fields are the session's (the file's, if saved during it)
         # A reopened minima tab draws what the session saved; its figure is rebuilt from the saved
         # network alone (construction and steps), so check_minima_drawn compares with the save.
         self.minima_saved, self.minima_resumed = (shown if self.minima.shown else None), None

@@ -85,3 +85,82 @@ def test_a_load_another_tab_takes_over_from_puts_the_fields_back(window, qtbot, 
     assert window.last_outcome == "succeeded", window.message_bar.text
     assert fields(ws) == original  # the file never loaded
     assert ws.result is None
+
+
+def test_run_after_a_load_takes_its_file_as_the_users(window, qtbot, tmp_path):
+    """The 20-minute soak's sequence: a file loaded, Run on it, another tab's sweep taking the
+    lane, a second file loaded and cancelled. Run read the first file, so the fields go back to
+    it, not to what they were before it (the tab kept the first load pending until the lane was
+    idle, and the cancelled load restored the fields from before both)."""
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    ws.parameters["plane", "points"] = 7
+    good, _bad = good_and_bad(tmp_path)
+    data = str(resources.path("data/your-network.csv"))
+    first = str(resources.path("networks/your-network.pt"))
+    started = []
+    window.controller.run_started.connect(lambda owner, keep: started.append((owner.key, keep)))
+    ws.load_network(first, "relu", data)
+    window.run()  # this tab's Run, on the loaded file
+    qtbot.waitUntil(lambda: ("landscape", False) in started, timeout=60000)
+    window.load_preset("fig5-probability", run=False)
+    window.workspaces["topology"].parameters["fig5", "mc_samples"] = 50
+    window.run()
+    qtbot.waitUntil(lambda: window.controller.owner is window.workspaces["topology"], timeout=60000)
+    window.show_workspace("landscape")
+    ws.load_network(good)
+    window.cancel()
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert fields(ws) == {"source": "file", "path": first, "activation": "relu", "data": data, "model": ""}
+
+
+def test_a_toolkit_preset_opened_over_a_load_keeps_its_own_fields(window, qtbot, tmp_path):
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    good, _bad = good_and_bad(tmp_path)
+    ws.load_network(good)
+    window.load_preset("toolkit-plane", run=False)  # discards the load
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    preset = fields(ws)
+    assert preset["path"] == "networks/your-network.pt" and preset["activation"] == "relu"
+    # and a later job's ending does not take the discarded load's "before" back either
+    window.load_preset("fig5-probability", run=False)
+    window.workspaces["topology"].parameters["fig5", "mc_samples"] = 50
+    window.run()
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    assert fields(ws) == preset
+
+
+def test_reset_during_a_load_puts_the_fields_back(window, qtbot, tmp_path):
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    good, _bad = good_and_bad(tmp_path)
+    original = fields(ws)
+    ws.load_network(good)
+    window.reset()
+    assert fields(ws) == original
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert fields(ws) == original and ws.result is None
+
+
+def test_a_session_saved_during_a_load_opens_with_its_own_fields(window, qtbot, tmp_path):
+    ws = window.workspaces["landscape"]
+    window.show_workspace("landscape")
+    good, _bad = good_and_bad(tmp_path)
+    ws.load_network(good)
+    saved = fields(ws)
+    window.save_session(str(tmp_path / "mid-load.lens"))
+    window.open_session(str(tmp_path / "mid-load.lens"))  # drops the load, then applies the session
+    assert "Opened session" in window.message_bar.text
+    window.load_preset("fig5-probability", run=False)  # and no later job's ending undoes the dropped load
+    window.workspaces["topology"].parameters["fig5", "mc_samples"] = 50
+    window.run()
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    assert fields(ws) == saved

@@ -160,6 +160,24 @@ def test_a_newer_submit_replaces_one_still_waiting(qtbot, runner):
     assert done.args == [2] and started == []
 
 
+def test_cancel_drops_a_job_still_waiting_and_says_so(qtbot, runner):
+    """Cancel pressed while a newer job waits for the superseded one to wind down stops the
+    newer one: it never runs, and its 'cancelled' arrives (what settles a toolkit load)."""
+    gate, entered, started, ended, states = threading.Event(), threading.Event(), [], [], []
+    runner.start(counting_job(5, gate=gate, entered=entered, tag="old"))
+    assert entered.wait(5)
+    runner.submit(counting_job(2, seen=started))
+    runner.state_changed.connect(states.append)
+    runner.cancelled.connect(lambda last: ended.append(("cancelled", last, runner.active)))
+    runner.succeeded.connect(lambda r: ended.append(("succeeded", r, runner.active)))
+    runner.cancel()
+    assert ended == [("cancelled", None, False)] and states == ["idle"]
+    gate.set()
+    qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
+    qtbot.wait(50)
+    assert started == [] and ended == [("cancelled", None, False)]
+
+
 def test_discard_drops_everything(qtbot, runner):
     gate, entered, stale = threading.Event(), threading.Event(), []
     runner.start(counting_job(10, gate=gate, entered=entered))
