@@ -27,6 +27,16 @@ def good_and_bad(tmp_path):
     return str(good), str(bad)
 
 
+def run_a_short_sweep(window, qtbot):
+    """Paper A's Fig. 5 on the topology tab (few samples), run to its end: another tab's job."""
+    window.load_preset("fig5-probability", run=False)
+    window.workspaces["topology"].parameters["fig5", "mc_samples"] = 50
+    window.run()
+    wait_until_idle(qtbot, window, 120000)
+    qtbot.wait(50)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+
+
 def test_a_good_file_loaded_over_bad_ones_keeps_its_fields(window, qtbot, tmp_path):
     ws = window.workspaces["landscape"]
     window.show_workspace("landscape")
@@ -126,12 +136,7 @@ def test_a_toolkit_preset_opened_over_a_load_keeps_its_own_fields(window, qtbot,
     preset = fields(ws)
     assert preset["path"] == "networks/your-network.pt" and preset["activation"] == "relu"
     # and a later job's ending does not take the discarded load's "before" back either
-    window.load_preset("fig5-probability", run=False)
-    window.workspaces["topology"].parameters["fig5", "mc_samples"] = 50
-    window.run()
-    wait_until_idle(qtbot, window, 120000)
-    qtbot.wait(50)
-    assert window.last_outcome == "succeeded", window.message_bar.text
+    run_a_short_sweep(window, qtbot)
     assert fields(ws) == preset
 
 
@@ -157,10 +162,5 @@ def test_a_session_saved_during_a_load_opens_with_its_own_fields(window, qtbot, 
     window.save_session(str(tmp_path / "mid-load.lens"))
     window.open_session(str(tmp_path / "mid-load.lens"))  # drops the load, then applies the session
     assert "Opened session" in window.message_bar.text
-    window.load_preset("fig5-probability", run=False)  # and no later job's ending undoes the dropped load
-    window.workspaces["topology"].parameters["fig5", "mc_samples"] = 50
-    window.run()
-    wait_until_idle(qtbot, window, 120000)
-    qtbot.wait(50)
-    assert window.last_outcome == "succeeded", window.message_bar.text
+    run_a_short_sweep(window, qtbot)  # and no later job's ending undoes the dropped load
     assert fields(ws) == saved
