@@ -40,3 +40,23 @@ def test_a_crash_in_c_code_prints_the_python_stack():
     out = subprocess.run([sys.executable, "-c", CRASH], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode < 0, out.stderr
     assert "Fatal Python error: Segmentation fault" in out.stderr and "cli.py" in out.stderr, out.stderr
+
+
+FIRST_EXPORT = """
+import sys
+import numpy as np
+from gui.app import preload_numerics
+preload_numerics().join()
+before = set(sys.modules)
+import imageio.v3 as iio  # what gui.export.export_gl does on a first 3D export
+iio.imwrite(sys.argv[1], np.zeros((4, 4, 3), np.uint8))
+print(sorted(set(sys.modules) - before))
+"""
+
+
+def test_a_first_png_export_imports_nothing_after_the_preload(tmp_path):
+    # A first 3D export imported PIL's plugins on the GUI thread: a 3 s block from a cold disk.
+    command = [sys.executable, "-c", FIRST_EXPORT, str(tmp_path / "a.png")]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"the first export imported {out.stdout.strip()}"

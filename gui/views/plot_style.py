@@ -297,11 +297,14 @@ def sparse_log_labels(axis: pg.AxisItem) -> None:
 
 
 def set_colorbar_font(colorbar: pg.ColorBarItem, presentation: bool = False) -> None:
-    """Colour-bar tick labels grow with the plots' axes in presentation mode."""
+    """Colour-bar tick labels and title grow with the plots' axes in presentation mode."""
     font = QFont()
     font.setPointSize(15 if presentation else 10)
     colorbar.axis.setTickFont(font)
     colorbar.axis.setWidth(None)  # re-fit the axis to the new labels
+    title = colorbar.getAxis("bottom" if colorbar.horizontal else "left")  # holds "loss L"
+    title.label.setFont(font)
+    title._updateLabel()  # re-fit the axis to the title (pyqtgraph has no public call for a font)
 
 
 def set_axis_colors(axis: pg.AxisItem, color) -> None:
