@@ -60,3 +60,12 @@ def test_a_first_png_export_imports_nothing_after_the_preload(tmp_path):
     out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", f"the first export imported {out.stdout.strip()}"
+
+
+def test_pytest_rewrites_no_library_module():
+    # A job's first import of scikit-learn on a worker thread made pytest parse
+    # scipy.stats._page_trend_test (it matched pytest's default *_test.py), and a parse beside the
+    # GUI thread's raised CPython 3.11's AST recursion-depth SystemError in the state machine.
+    import scipy.stats._page_trend_test as library_module
+
+    assert type(library_module.__loader__).__module__ != "_pytest.assertion.rewrite"
