@@ -104,7 +104,10 @@ class ReplayDock(QDockWidget):
             w.setEnabled(n > 1)
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(n - 1, 0))
-        self.slider.setValue(max(n - 1, 0))  # a finished run shows its end
+        # the frame the views show: a finished run's end, or the frame scrubbed to before the
+        # tab changed (the slider used to jump to the end, the views staying at that frame)
+        shown = self.window.workspace.shown_frame() if n else None
+        self.slider.setValue(max(n - 1, 0) if shown is None else shown)
         self.slider.blockSignals(False)
         self._position = float(self.slider.value())
         self._update_label()

@@ -65,6 +65,10 @@ class Workspace(QWidget):
     def show_frame(self, index: int) -> None:
         """Show every view as it was at frame ``index`` of the current result."""
 
+    def shown_frame(self) -> int | None:
+        """The frame of the current result that ``show_frame`` drew, or None: its end is drawn."""
+        return None
+
     # Sessions: computed results as plain data (numpy arrays, lists, numbers, strings).
     def session_state(self) -> dict:
         return {}

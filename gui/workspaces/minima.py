@@ -259,6 +259,7 @@ class MinimaWorkspace(Workspace):
         self.inspector = InspectorPanel()
         self._build_layout()
         self.shown: dict = {}  # stage -> plain view data: what is on screen, what a session saves
+        self._frame_shown = (None, 0)  # (path stage, index) that show_frame drew last
         self._seen: dict = {}  # result field -> the object last drawn from it (identity)
         self._presented: dict = {}  # stage -> the presented data object last drawn for it
         self.figure = None  # the latest Figure3 / DescendingPath: what λ moves and Export saves
@@ -710,9 +711,14 @@ class MinimaWorkspace(Workspace):
         if not path:
             return
         lam = path["lam"][index]
+        self._frame_shown = (path, index)
         self.path_view.set_current(lam)
         self.inspector.lam.set_value(lam)
         self.inspector.lam.show_probe(lam, path["loss"][index], path["hessian_min"][index], path["verdicts"][index])
+
+    def shown_frame(self) -> int | None:
+        path, index = self._frame_shown
+        return index if path is not None and path is self.shown.get("path") else None
 
     def session_state(self) -> dict:
         """What is drawn, as plain data, and the live network as the bytes of its exported .npz

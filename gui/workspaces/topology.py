@@ -108,6 +108,7 @@ class TopologyWorkspace(Workspace):
         self._context: Context | None = None  # what the views are laid out for (gui.present.topology)
         self._state: dict | None = None  # the view state drawn last
         self._result = None  # the latest partial or final result (a Trajectory in the training view)
+        self._frame_shown = (None, 0)  # (result, row) that show_frame drew last
         self._loaded: tuple[LoadedNetwork, Context] | None = None  # the network file last read by a job
         self._loaded_key: tuple | None = None  # ... and the request it answered
         self._starting = False  # a job was made: its first update lays the views out
@@ -418,6 +419,11 @@ class TopologyWorkspace(Workspace):
             rows = int(np.clip(index, 0, len(full.step) - 1)) + 1
             quantum = next((v.mesh_quantum for v in self.quadrics.views() if v.mesh_quantum), None)
             self._draw(present(sliced(full, rows), self._context, self._state, quantum), final=True)
+            self._frame_shown = (full, rows - 1)
+
+    def shown_frame(self) -> int | None:
+        full, index = self._frame_shown
+        return index if full is self._result else None  # a newer result is drawn whole
 
     def session_state(self) -> dict:
         if self._result is None or isinstance(self._result, SweepProgress):

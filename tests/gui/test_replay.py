@@ -45,3 +45,19 @@ def _play_to_the_end_and_loop(qtbot, dock, shown):
     qtbot.waitUntil(lambda: len(shown) > 3 and shown[-1] < shown[-2], timeout=8000)  # wrapped
     dock.toggle_play()
     assert not dock.playing
+
+
+def test_the_slider_shows_the_frame_drawn_after_a_tab_switch(qtbot, window, replay):
+    # It jumped to the end ("frame 31 / 31") while every view stayed at the frame scrubbed to.
+    dock, _shown = replay
+    n = window.workspace.timeline_length()
+    dock.seek(5)
+    curve = window.workspace.curves.loss_curve
+    assert len(curve.yData) == 6
+    window.tabs.setCurrentIndex(1)
+    window.tabs.setCurrentIndex(0)
+    assert dock.slider.value() == 5 and dock.label.text() == f"frame 6 / {n}"
+    assert len(curve.yData) == 6, "the views left the frame the slider shows"
+    window.run(steps=30)  # a new run is drawn whole: the slider shows its end
+    wait_until_idle(qtbot, window)
+    assert dock.slider.value() == dock.slider.maximum() == len(curve.yData) - 1
