@@ -53,6 +53,41 @@ def malloc_mb() -> dict:
     }
 
 
+_libc.open_memstream.restype = ctypes.c_void_p
+_libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t)]
+_libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+_libc.fclose.argtypes = [ctypes.c_void_p]
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+def malloc_arenas() -> list[dict]:
+    """glibc's arenas (malloc_info's XML), the most free first: each one's size, what is free
+    inside it, and the upper end of its largest bin of free chunks. The main arena is nr 0;
+    threads get the others."""
+    import xml.etree.ElementTree as ET
+
+    buffer, size = ctypes.c_char_p(), ctypes.c_size_t()
+    stream = _libc.open_memstream(ctypes.byref(buffer), ctypes.byref(size))
+    _libc.malloc_info(0, stream)
+    _libc.fclose(stream)
+    text = ctypes.string_at(buffer, size.value).decode()
+    _libc.free(ctypes.cast(buffer, ctypes.c_void_p))
+    arenas = []
+    for heap in ET.fromstring(text).findall("heap"):
+        free = sum(int(t.get("size")) for t in heap.findall("total"))
+        system = next(int(t.get("size")) for t in heap.findall("system") if t.get("type") == "current")
+        largest = max((int(t.get("to")) for t in heap.iter() if t.tag in ("size", "unsorted")), default=0)
+        arenas.append(
+            {
+                "nr": int(heap.get("nr")),
+                "mb": round(system / 2**20, 1),
+                "free_mb": round(free / 2**20, 1),
+                "largest_free_bin_kb": round(largest / 1024),
+            }
+        )
+    return sorted(arenas, key=lambda a: -a["free_mb"])
+
+
 def _by_type(objects) -> collections.Counter:
     return collections.Counter(type(o).__name__ for o in objects)
 
@@ -230,6 +265,7 @@ class MemoryProfile:
             _libc.malloc_trim(0)
             out["rss_after_malloc_trim_mb"] = round(rss_mb(), 1)
         out["malloc"] = malloc_mb()
+        out["malloc_arenas"] = malloc_arenas()[:8]
         if tracemalloc.is_tracing():
             traced = tracemalloc.get_traced_memory()[0] / 2**20
             out["python_heap_mb"] = round(traced, 1)

@@ -12,6 +12,7 @@ takes seconds on a shared 2-core machine.
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +22,28 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtTest import QTest
 
-TOPOLOGY_PRESETS = ("fig3-free", "fig3-obstructed", "adam-drift", "fig5-probability")
-# nonattr-path is left out: B11 needs ≥ 21 neurons in the last layer, and even shrunk (N = 5)
-# it takes over a minute here, which a sequence of 15 steps cannot afford.
-MINIMA_PRESETS = ("nonattr-shallow", "nonattr-fig3", "nonattr-infinity")
+# Every preset of the Presets menu; fig4-breast-cancer is opened by ``load_sweep`` (with its
+# executor and folder). nonattr-path, shrunk (N = 5 samples), takes about 20 s here.
+TOPOLOGY_PRESETS = (
+    "fig3-free",
+    "fig3-obstructed",
+    "adam-drift",
+    "fig5-probability",
+    "fig3-free-d3",
+    "fig3-free-flow",
+    "fig3-obstructed-flow",
+    "d1-input-signs",
+    "biases",
+    "your-network",
+)
+MINIMA_PRESETS = (
+    "nonattr-shallow",
+    "nonattr-fig3",
+    "nonattr-infinity",
+    "nonattr-fig3-filter",
+    "nonattr-fig3-flat",
+    "nonattr-path",
+)
 # The toolkit tab's presets run on the shipped networks/your-network.pt (File ▸ Load network's
 # kind of file: a state_dict with its data).
 TOOLKIT_PRESETS = ("toolkit-plane", "toolkit-pca", "toolkit-density")
@@ -52,6 +71,8 @@ TOOLKIT_QUICK = {
     "training": {"steps": STEPS, "optimizers": "gd, adam"},
     "density": {"probes": 3, "steps": 20},
 }
+WINDOW_SIZES = ((1600, 960), (1280, 800), (1920, 1200), (1100, 760))
+CLOSED_MID_RUN = ("fig3-free", "nonattr-fig3", "toolkit-density", "fig5-probability")
 SWEEP_EXECUTORS = ("batched", "local", "ray")  # Fig. 4 all at once, cell by cell here, on a local Ray
 # File ▸ Load network on the toolkit tab: files a user brings, good and bad.
 NETWORK_FILES = ("your-network.pt", "mlp.npz", "garbage.pt", "missing.npz", "wrong-arrays.npz")
@@ -106,8 +127,9 @@ def wait_until(predicate, timeout_ms: int, step_ms: int = 10) -> bool:
     return True
 
 
-def open_window():
-    """A shown main window with shortened parameters, as the conftest ``window`` fixture makes it."""
+def open_window(shortened: bool = True):
+    """A shown main window, with shortened parameters as the conftest ``window`` fixture makes it
+    (or, not ``shortened``, as a user's File ▸ Open session finds it: the defaults)."""
     from gui.main_window import MainWindow
     from gui.presets import apply_values
 
@@ -115,9 +137,33 @@ def open_window():
     win.resize(1600, 960)
     win.show()
     QTest.qWaitForWindowExposed(win, 10000)
-    apply_values(win.workspaces["minima"].parameters, {**MINIMA_QUICK, **MINIMA_SMALL})
-    apply_values(win.workspaces["topology"].parameters, TOPOLOGY_QUICK)
+    if shortened:
+        apply_values(win.workspaces["minima"].parameters, {**MINIMA_QUICK, **MINIMA_SMALL})
+        apply_values(win.workspaces["topology"].parameters, TOPOLOGY_QUICK)
     return win
+
+
+def readable(state: dict) -> dict:
+    """A tab's session state with its network's .npz bytes read into arrays (a zip's bytes hold
+    the time it was written, so two saves of one network differ)."""
+    network = state.get("network")
+    if not isinstance(network, dict) or "npz" not in network:
+        return state
+    with np.load(io.BytesIO(network["npz"].tobytes()), allow_pickle=False) as z:
+        arrays = {name: z[name] for name in z.files}
+    return {**state, "network": {**network, "npz": arrays}}
+
+
+def fields_of(group, prefix: tuple = ()) -> dict:
+    """Every field of a parameter group by its path: ("optimizer", "lr") -> 0.01."""
+    out = {}
+    for child in group.children():
+        path = prefix + (child.name(),)
+        if child.type() == "group":
+            out.update(fields_of(child, path))
+        else:
+            out[path] = child.value()
+    return out
 
 
 def close_window(win, timeout_ms: int = 120000) -> bool:
@@ -195,6 +241,7 @@ class Driver:
     landscape_saved: dict | None = None  # the toolkit tab's, likewise
     loading: dict | None = None  # File ▸ Load network in progress: the file and the fields before it
     problems: list = field(default_factory=list)  # what an action saw at once (an export's file, a refusal)
+    scrubbed: tuple = (None, 0)  # (topology result, row) the replay scrubber was moved to last
 
     def __post_init__(self):
         from gui.error_reporting import error_relay
@@ -303,7 +350,7 @@ class Driver:
 
         w = self.window
         w.load_preset(name, run=False)
-        key = "minima" if name in MINIMA_PRESETS else "landscape" if name in TOOLKIT_PRESETS else "topology"
+        key = w.workspace.key  # the preset's tab, which it switched to
         params = w.workspaces[key].parameters
         if key == "minima":
             small = MINIMA_SMALL if params["construction", "widths"].replace(" ", "") == "2,1,1,1" else {}
@@ -531,6 +578,7 @@ class Driver:
         """Record ▸ story clip of the finished run, tiny: 0.4 s at 5 fps, 320 × 180."""
         self._allow(*CLIP_MESSAGES)
         out = str(self.tmp / "story.mp4")
+        self.scrubbed = (None, 0)  # the clip poses the views frame by frame, and ends on the last
         job = self.window.recording._start_clip((320, 180), 5, 0.4, False, out)
         if job is not None and self.outcome.get("topology") == "running":
             self.clip_over_run = True  # it films the run so far (see TOLERATE_CLIP_POSING_A_NEWER_RUN)
@@ -540,6 +588,100 @@ class Driver:
     def cancel_clip(self):
         self._allow(*CLIP_MESSAGES)
         self.window.clip_dock.cancel()
+        self.settle()
+
+    @action
+    def scrub_replay(self, fraction: float):
+        """Move the replay scrubber to ``fraction`` of the finished run (or path) on this tab."""
+        dock = self.window.replay_dock
+        if dock.length > 1:
+            index = int(round(fraction * (dock.length - 1)))
+            dock.seek(index)
+            if self.window.workspace is self.topology:
+                self.scrubbed = (self.topology._result, index)
+        self.settle()
+
+    @action
+    def resize(self, pick: int):
+        """Resize the window (a projector's 1280 × 800 to a full 1920 × 1200 screen)."""
+        self.window.resize(*WINDOW_SIZES[pick % len(WINDOW_SIZES)])
+        self.settle(100)
+
+    @action
+    def interpolate(self):
+        """The toolkit's interpolation from the shipped network to a perturbed copy of it, run."""
+        from gui.presets import apply_values
+
+        w = self.window
+        w.load_preset("toolkit-plane", run=False)  # the shipped network's fields
+        self.forget_reopened("landscape")
+        self.loading = None  # the preset wrote the network fields: its values stay
+        second = self.second_network()
+        apply_values(
+            self.landscape.parameters, {"mode": "interpolation", "interpolation": {"second": second, "points": 21}}
+        )
+        self._submitted(lambda: w.run(steps=STEPS))
+        self.settle()
+
+    def second_network(self) -> str:
+        """networks/your-network.pt with every weight moved a little: interpolation's θb."""
+        path = self.tmp / "second-network.pt"
+        if not path.exists():
+            import torch
+
+            import resources
+
+            state = torch.load(resources.path("networks/your-network.pt"), weights_only=True)
+            generator = torch.Generator().manual_seed(0)
+            moved = {k: v + 0.3 * torch.randn(v.shape, generator=generator, dtype=v.dtype) for k, v in state.items()}
+            torch.save(moved, path)
+        return str(path)
+
+    @action
+    def reopen_in_fresh_window(self):
+        """Save a session, open it in a second window, compare every field and every drawn state
+        with this window's, close the second window."""
+        path = str(self.tmp / "fresh.lens")
+        w = self.window
+        w.save_session(path)
+        assert "could not save" not in w.message_bar.text, w.message_bar.text
+        self._allow(*SESSION_MESSAGES)
+        saved = {key: fields_of(ws.parameters) for key, ws in w.workspaces.items()}
+        drawn = {key: ws.session_state() for key, ws in w.workspaces.items()}
+        fresh = open_window(shortened=False)
+        try:
+            fresh.open_session(path)
+            wait_until(lambda: not fresh.computing, 60000)  # a reopened minima network is made live on its lane
+            if "cannot open" in fresh.message_bar.text:
+                self.problems.append(f"a fresh window could not open the session: {fresh.message_bar.text}")
+            for key, ws in fresh.workspaces.items():
+                for name, value in fields_of(ws.parameters).items():
+                    if not same(value, saved[key][name]):
+                        self.problems.append(
+                            f"reopened in a fresh window, {key} {name} is {value!r}, saved {saved[key][name]!r}"
+                        )
+                state = ws.session_state()
+                if not same(readable(state), readable(drawn[key])):
+                    state, want = readable(state), readable(drawn[key])
+                    differ = sorted(k for k in state.keys() | want.keys() if not same(state.get(k), want.get(k)))
+                    self.problems.append(f"reopened in a fresh window, the {key} tab's {differ} differ from the saved")
+        finally:
+            if not close_window(fresh):
+                self.problems.append("the fresh window's jobs did not stop")
+        self.settle()
+
+    @action
+    def close_mid_run(self, pick: int):
+        """A second window runs a preset, and is closed while its job runs: every job stops, and
+        nothing raises (in this window's error relay)."""
+        fresh = open_window()
+        try:
+            fresh.load_preset(CLOSED_MID_RUN[pick % len(CLOSED_MID_RUN)], run=False)
+            fresh.run(steps=5000)
+            wait(100 * (pick % 4))
+        finally:
+            if not close_window(fresh):
+                self.problems.append("a window closed mid-run left its job running")
         self.settle()
 
     @action
@@ -641,13 +783,20 @@ class Driver:
             return
         if TOLERATE_CLIP_POSING_A_NEWER_RUN and self.clip_over_run:
             return
+        result, row = self.scrubbed
+        rows = row + 1 if result is ws._result else len(ws._result.step)  # the frame scrubbed to
         curve = ws.curves.loss_curve
-        drawn, loss = curve.yData, ws._result.loss
+        drawn, loss = curve.yData, ws._result.loss[:rows]
         assert drawn is not None and same(drawn, loss), (
             f"loss curve is not the run's loss: {0 if drawn is None else len(drawn)} points drawn, "
             f"the run has {len(loss)}; drawn[-3:] {None if drawn is None else drawn[-3:]}, run {loss[-3:]}"
         )
-        assert same(curve.xData, ws._result.step), "loss curve's steps are not the run's"
+        assert same(curve.xData, ws._result.step[:rows]), "loss curve's steps are not the run's"
+        dock = self.window.replay_dock
+        if self.window.workspace is ws and dock.length > 1:
+            assert dock.slider.value() == rows - 1, (
+                f"the scrubber shows frame {dock.slider.value() + 1}, the views {rows}"
+            )
 
     def check_sweep_drawn(self):
         """Idle in Fig. 4 (finished, or cancelled with some cells): the map is the result's mean,
@@ -745,6 +894,12 @@ class Driver:
                 )
         if result.density is not None:
             assert_density_is_the_quadrature(ws.density, result.density)
+        if result.interpolation is not None:
+            line = ws.interpolation._items[0]
+            i = result.interpolation
+            assert same(np.column_stack(line.getData()), np.column_stack([i.alpha, i.loss])), (
+                "interpolation drawn is not L(α)"
+            )
 
     def check_network_load(self):
         """File ▸ Load network, once its job ended: a good file's fields are the file's, a bad
@@ -850,4 +1005,9 @@ ACTIONS = {
     "cancel_clip": (1, lambda r: []),
     "toggle_theme": (1, lambda r: []),
     "toggle_presentation": (1, lambda r: []),
+    "scrub_replay": (2, lambda r: [r.random()]),
+    "resize": (1, lambda r: [r.randrange(len(WINDOW_SIZES))]),
+    "interpolate": (1, lambda r: []),
+    "reopen_in_fresh_window": (1, lambda r: []),
+    "close_mid_run": (1, lambda r: [r.randrange(16)]),
 }
