@@ -367,7 +367,7 @@ def test_topology_panel_values_out_of_range_change_nothing(values):
 
 @pytest.mark.parametrize("c", ["1e300", "-1e300", "nan", "0.1, inf"])
 def test_target_c_beyond_any_scene_is_refused(c):
-    from gui.present.topology import training_setup
+    from gui.present.training_setup import training_setup
 
     tree = create_parameters()
     apply_all(tree, {"init": {"c": c}, "data": {"points": 50}})

@@ -2,7 +2,7 @@
 
 Everything here is bookkeeping: the tree, and handing its values to the engine, whose
 constructors refuse bad values with an EngineInputError the window shows verbatim. A training
-run's values are read into data, network and weights inside its job (gui.present.topology).
+run's values are read into data, network and weights inside its job (gui.present.training_setup).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from engine.topology.width_sweep import SweepSettings
 
 from ..parameter_values import SEED_RANGE
 from ..present import resolve
-from ..present.topology import train_config
+from ..present.training_setup import train_config
 
 MODES = {
     "training on the quadrics": "training",

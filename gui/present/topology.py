@@ -2,8 +2,9 @@
 
 Two halves, as for every tab (gui.present):
 
-- the request: ``training_setup(values, steps)`` reads the panel's values (a plain snapshot,
-  ``Values``) into the network, its data and its initial weights, inside the job;
+- the request: ``training_setup(values, steps)`` (gui.present.training_setup) reads the panel's
+  values (a plain snapshot, ``Values``) into the network, its data and its initial weights,
+  inside the job;
 - the state: ``layout_of(setup)`` is what the views are laid out for (made once per network),
   and ``present(traj, context, previous)`` everything they draw at one moment of the run.
 
@@ -15,217 +16,40 @@ neuron: ``line`` (n, 3), ``fraction`` (n,), ``start``, ``head``, ``flips``, ``ju
 ``surface`` and ``ghost`` meshes or None, ``barrier``, ``locked``, ``extent``, ``caption``);
 ``reduced`` (``r``, ``v``, ``fraction`` decimated, ``start``, ``head``, and per neuron its
 branches, ghost branches, flip and jump points); ``loss`` and ``drift`` for the two plots;
-``function`` for the heatmaps (d ≤ 2).
+``function`` for the heatmaps (d ≤ 2). The surfaces' meshes, the reduced view's curves and the
+views' frames are made in gui.present.quadric_meshes.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-import resources
-from engine.core.datasets import breast_cancer, load_xy_file, toy_dataset
-from engine.core.errors import EngineInputError
 from engine.core.progress import Job, Progress, subjob
 from engine.topology import invariants as inv
-from engine.topology.initialization import initial_params
 from engine.topology.obstruction import LoadedNetwork, NetworkRun
-from engine.topology.quadrics import hyperbola, quadric_sheets, reduced_coordinates
+from engine.topology.quadrics import reduced_coordinates
 from engine.topology.training import TrainConfig, Trajectory, train
 from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward
 
 from . import NEURON_COLORS, Presented
+from .quadric_meshes import _branches, _ghost, _surface, fitted_extent
+from .training_setup import TrainingSetup, Values, loaded_setup, loaded_text, training_setup
 
 MAX_SHOWN_POINTS = 1500  # per neuron and view; the stored trajectory keeps every row
-SURFACE_RESOLUTION, GHOST_RESOLUTION = 56, 20
-REMESH_TOLERANCE = 2e-3  # × extent²: a live run re-meshes Q(c) only when c moved this much
 HEATMAP_CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
 LINE_POINTS = 241  # d = 1: where the learned function is drawn
 PRESENT_INTERVAL_S = 0.1  # a live run's partials presented at most this often: presenting holds the GIL
 DRIFT_WORTH_A_NOTE = 0.05  # relative change of some c_k
 CONSERVED_TOL = 1e-9  # below this a drift is rounding, not a change
-C_LIMIT = 1e6  # |c_k|: far beyond any useful scene, far below float overflow
 SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def sub(k: int) -> str:
     return str(k).translate(SUBSCRIPT)
-
-
-# ------------------------------------------------------------------ the request
-class Values(dict):
-    """The panel's values as plain nested dicts, read on the GUI thread (``values_of``) and used on
-    the worker, indexed like a pyqtgraph Parameter: ``values["network", "d"]``."""
-
-    def __getitem__(self, key):
-        if not isinstance(key, tuple):
-            return dict.__getitem__(self, key)
-        value = self
-        for part in key:
-            value = dict.__getitem__(value, part)
-        return value
-
-
-def values_of(parameter) -> Values:
-    """A snapshot of a parameter tree's values (groups become nested ``Values``)."""
-    return Values({c.name(): values_of(c) if c.type() == "group" else c.value() for c in parameter.children()})
-
-
-def parse_floats(text: str, what: str, limit: float = C_LIMIT) -> list[float]:
-    try:
-        values = [float(part) for part in text.replace("−", "-").split(",") if part.strip()]
-    except ValueError:
-        raise EngineInputError(f"{what}: {text[:60]!r} is not a comma-separated list of numbers") from None
-    if not all(abs(v) <= limit for v in values):  # also refuses nan and inf
-        raise EngineInputError(f"{what}: every value must be a finite number with |value| ≤ {limit:g}")
-    return values
-
-
-def parse_signs(text: str) -> list[int]:
-    words = [w.strip() for w in text.replace("−", "-").split(",") if w.strip()]
-    table = {"+": 1, "+1": 1, "1": 1, "-": -1, "-1": -1}
-    if any(w not in table for w in words):
-        raise EngineInputError(f"output signs: {text!r} must be a comma-separated list of + and −")
-    return [table[w] for w in words]
-
-
-@dataclass
-class TrainingSetup:
-    """What one training run needs, plus the raw data for the function heatmaps."""
-
-    net: TwoLayerNet
-    params: TwoLayerParams
-    X: np.ndarray
-    Y: np.ndarray
-    config: TrainConfig
-
-
-def _data(p, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
-    source = p["data", "source"]
-    if source == "toy":
-        # The toy target takes the network's d, so every d runs without a data file.
-        X, Y = toy_dataset(n=p["data", "points"], seed=seed, d=p["network", "d"])
-        return X, Y, "the toy target"
-    if source == "breast_cancer":
-        split = breast_cancer(seed=seed)
-        return split.X_train, split.Y_train, "breast cancer"
-    name = p["data", "file"].strip()
-    if not name:
-        raise EngineInputError("data source is 'file' but no file path is given")
-    path = Path(name)
-    if not path.is_absolute() and not path.exists():
-        path = resources.path(name)  # presets name files shipped in resources/
-    X, Y = load_xy_file(path)
-    return X, Y, f"file {path.name!r}"
-
-
-def train_config(p, steps: int | None = None, seed: int | None = None) -> TrainConfig:
-    """The Optimizer group's values (``p``: a Parameter tree or its ``Values``)."""
-    o = lambda name: p["optimizer", name]  # noqa: E731
-    return TrainConfig(
-        optimizer=o("name"),
-        lr=o("lr"),
-        steps=steps or o("steps"),
-        stride=o("stride"),
-        batch_size=o("batch") if o("name") == "sgd" else None,
-        weight_decay=o("weight_decay"),
-        seed=p["init", "seed"] if seed is None else seed,
-        rtol=o("rtol"),
-        atol=o("rtol") * 1e-2,
-    )  # atol: weights are O(1)
-
-
-def training_setup(p, steps: int | None = None) -> TrainingSetup:
-    """The data set, the network and its initial weights: run in the job (it loads data)."""
-    X, Y, what = _data(p, p["init", "seed"])
-    _check_widths(p, what, X.shape[1], Y.shape[1])
-    net = _network(p)
-    return TrainingSetup(net, _initial_weights(p, net), X, Y, train_config(p, steps))
-
-
-def check_request(p) -> None:
-    """Refuse now what can be refused without loading a data set: the typed fields, the network,
-    its initial weights (a few numbers, drawn again in the job) and a shipped data set's width."""
-    known = {"toy": ("the toy target", p["network", "d"], 1), "breast_cancer": ("breast cancer", 30, 1)}
-    if p["data", "source"] in known:
-        _check_widths(p, *known[p["data", "source"]])
-    _initial_weights(p, _network(p))
-    train_config(p)
-
-
-def _check_widths(p, what: str, d_data: int, e_data: int) -> None:
-    d, e = p["network", "d"], p["network", "e"]
-    if d_data != d or e_data != e:
-        raise EngineInputError(
-            f"{what} has d = {d_data} inputs and e = {e_data} outputs; "
-            f"the network has d = {d}, e = {e} — set Network d and e to match"
-        )
-
-
-def _network(p) -> TwoLayerNet:
-    return TwoLayerNet(
-        d=p["network", "d"],
-        l=p["network", "l"],
-        e=p["network", "e"],
-        activation=p["network", "activation"],
-        leaky_slope=p["network", "slope"],
-        bias=p["network", "bias"],
-        loss="bce" if p["data", "source"] == "breast_cancer" else "mse",
-    )
-
-
-def _initial_weights(p, net: TwoLayerNet) -> TwoLayerParams:
-    c = parse_floats(p["init", "c"], "target c_k") or None
-    signs = parse_signs(p["init", "signs"]) or None
-    if signs is not None and net.e != 1:
-        raise EngineInputError(f"output signs apply only when e = 1 (here e = {net.e}); leave the field blank")
-    a = p["init", "a"] if p["init", "scheme"] == "uniform" else None
-    return initial_params(
-        net,
-        p["init", "scheme"],
-        seed=p["init", "seed"],
-        a=a,
-        c=c,
-        signs=signs,
-        positive_inputs=p["init", "positive_inputs"],
-    )
-
-
-def loaded_setup(loaded: LoadedNetwork, config: TrainConfig) -> TrainingSetup:
-    """A loaded network's views: its own net and weights (a bias on one layer only: an untrained twin)."""
-    n = loaded.network
-    slope = n.slope if n.activation == "leaky_relu" else 0.01
-    net = loaded.net or TwoLayerNet(n.d, n.l, n.e, n.activation, slope, n.b1 is not None)
-    params = loaded.params or TwoLayerParams(n.W1, n.W2, n.b1, n.b2)
-    return TrainingSetup(net, params, n.X, n.Y, config)
-
-
-def loaded_context(loaded: LoadedNetwork, config: TrainConfig) -> Context:
-    """A loaded network's views: laid out with each neuron's current point and the file's lines."""
-    setup = loaded_setup(loaded, config)
-    return Context(setup.net, config, layout_of(setup, True, loaded_text(loaded)))
-
-
-def loaded_text(loaded: LoadedNetwork) -> str:
-    """The invariants panel's lines about a loaded file: what it is, and whether its fit is obstructed."""
-    r, name = loaded.report, Path(loaded.network.path).name
-    act = "ReLU" if r["activation"] == "relu" else f"leaky ReLU γ = {r['slope']:g}"
-    lines = [f"<b>{name}</b>: {r['d']}—{r['l']}—{r['e']} {act}" + (f", loss {r['loss']:.3g}" if "loss" in r else "")]
-    fit = r.get("fit")
-    if fit is not None:
-        verdict = "<b>yes</b>" if fit["better_fit_needs_flip"] else "<b>no</b>"
-        lines.append(
-            f"better fit needs a locked flip: {verdict} "
-            f"(signs kept {fit['kept_loss']:.2g}, free {fit['free_loss']:.2g})"
-        )
-    if loaded.net is None:
-        lines.append("<i>a bias on one layer only: training needs both or neither</i>")
-    return "<br>".join(lines)
 
 
 # ------------------------------------------------------------------ small pure pieces
@@ -305,21 +129,6 @@ def drift_note(c_start: np.ndarray, c_now: np.ndarray, config: TrainConfig) -> s
     return f"{moved}: {name} steps are not gradient steps, so c is not conserved."
 
 
-def nice_extent(x: float) -> float:
-    """The next 1, 1.5, 2, 3, 5 or 7 × 10ⁿ at or above x: a frame that does not jitter."""
-    magnitude = 10 ** np.floor(np.log10(x))
-    return float(next(m * magnitude for m in (1, 1.5, 2, 3, 5, 7, 10) if m * magnitude >= x))
-
-
-def fitted_extent(extent: float, points: np.ndarray) -> float:
-    """A projection has no surface to set the scale: frame the trajectory itself, refitting
-    only when it outgrows the frame or fills less than half of it (a handful of times a run)."""
-    reach = float(np.nanmax(np.abs(points))) if points.size else 0.0
-    if reach > 0 and not 0.5 * extent <= 1.1 * reach <= extent:
-        return nice_extent(1.1 * reach)
-    return extent
-
-
 # ------------------------------------------------------------------ captions
 def shape_name(c: float) -> str:
     return "one sheet" if c > 0 else ("two sheets" if c < 0 else "cone")
@@ -358,64 +167,6 @@ def event_text(k: int, events: list[tuple[int, int, bool]]) -> str:
             f" — a finite step, impossible for gradient flow</span>{more}"
         )
     return f"<br><span style='color:#b38600'>● v{sub(k + 1)} flipped sign at step {step}</span>{more}"
-
-
-# ------------------------------------------------------------------ meshes
-@functools.lru_cache(maxsize=256)
-def surface_mesh(c: float, extent: float, resolution: int, normals: bool = True) -> dict:
-    """Q(c)'s sheets as float32 vertices, faces and (``normals``) smooth vertex normals: the sum
-    of the adjacent faces' area-weighted normals, normalised, as pyqtgraph would compute them at
-    the first paint in a Python loop. Cached: a clip's quantised c, a scrubbed replay and the
-    ghost of Q(c(0)) come back to the same c. The arrays are read-only."""
-    sheets = []
-    for vertices, faces in quadric_sheets(c, extent=extent, resolution=resolution):
-        v32 = np.ascontiguousarray(vertices, dtype=np.float32)
-        sheet = {"vertices": v32, "faces": faces}
-        if normals:
-            sheet["normals"] = smooth_normals(v32, faces)
-        for array in sheet.values():
-            array.flags.writeable = False
-        sheets.append(sheet)
-    return {"c": float(c), "sheets": sheets}
-
-
-def smooth_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Per-vertex normals in float32, exactly as gl.MeshData's faceNormals and vertexNormals."""
-    normals = np.zeros(vertices.shape, dtype=np.float32)
-    if len(faces):
-        corners = vertices[faces]
-        face_normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-        for corner in range(3):
-            np.add.at(normals, faces[:, corner], face_normals)
-        length = np.linalg.norm(normals, axis=1, keepdims=True)
-        normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
-    return normals
-
-
-def _surface(c: float, extent: float, locked: int, previous: dict | None, quantum: float | None) -> dict:
-    """The mesh of Q(c) to draw, with ``locked`` (which sheet is faint) and the c it was made for.
-    Live: the previous mesh while c moved less than the tolerance (no re-mesh per frame). Clips
-    (``quantum``): c rounded to the quantum × extent², a function of the shown c alone."""
-    if quantum:
-        q = quantum * extent**2
-        c_mesh = round(c / q) * q
-    elif (
-        previous is not None
-        and previous["extent"] == extent
-        and previous["locked"] == locked
-        and abs(c - previous["c"]) <= REMESH_TOLERANCE * extent**2
-    ):
-        return previous
-    else:
-        c_mesh = c
-    return {"c": c_mesh, "extent": extent, "locked": locked, "mesh": surface_mesh(c_mesh, extent, SURFACE_RESOLUTION)}
-
-
-def _ghost(c_now: float, c_start: float, extent: float) -> dict | None:
-    """Q(c(0)) as a wireframe once c visibly left it."""
-    if abs(c_now - c_start) <= 2e-3 * extent**2:
-        return None
-    return {"c": c_start, "extent": extent, "mesh": surface_mesh(c_start, extent, GHOST_RESOLUTION, normals=False)}
 
 
 # ------------------------------------------------------------------ the layout
@@ -495,6 +246,12 @@ def _preview_quadrics(layout: dict, c: np.ndarray, points: np.ndarray | None, lo
     return cells
 
 
+def loaded_context(loaded: LoadedNetwork, config: TrainConfig) -> Context:
+    """A loaded network's views: laid out with each neuron's current point and the file's lines."""
+    setup = loaded_setup(loaded, config)
+    return Context(setup.net, config, layout_of(setup, True, loaded_text(loaded)))
+
+
 def _data_state(X: np.ndarray, Y: np.ndarray, d: int) -> dict:
     """The data the heatmaps show: d = 1 the points, d = 2 the mean label per cell (the target)."""
     if d == 1:
@@ -533,19 +290,6 @@ def function_state(net: TwoLayerNet, params: TwoLayerParams, data: dict) -> dict
     elif float(values.max() - values.min()) < 1e-3 * span:  # flat, but not zero
         note = f"f is constant\n≈ {float(values.mean()):+.2g}"
     return {"values": values, "note": note}
-
-
-def _branches(layout: dict, c: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The reduced view's curves of r² − v² = c: only v ≥ 0 for ‖v‖, mirrored for a signed w."""
-    out = []
-    for r, v in hyperbola(c, extent=layout["extent"], n=160):
-        if not layout["signed_v"]:
-            keep = v >= 0
-            r, v = r[keep], v[keep]
-        out.append((r, v))
-        if layout["signed_w"]:
-            out.append((-r, v))
-    return out
 
 
 # ------------------------------------------------------------------ the state of a run

@@ -12,7 +12,8 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
-from ..present.topology import drift_text, lock_text, nice_extent, shape_name, sub  # noqa: F401  (captions' words)
+from ..present.quadric_meshes import nice_extent  # noqa: F401  (the views' frames)
+from ..present.topology import drift_text, lock_text, shape_name, sub  # noqa: F401  (captions' words)
 from ..style import neuron_color
 from .quadric_view import QuadricView, SphereMarkers
 

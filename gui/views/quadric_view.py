@@ -121,8 +121,8 @@ class QuadricView(OffscreenGLView):
         self.extent = 2.0
         self.setBackgroundColor(pg.mkColor(theme_colors()["gl"]))
         self.opts["fov"] = 40
-        # Meshes come made with the view state (gui.present.topology); a clip asks for them
-        # quantised in c by setting this (× extent²), which the workspace passes on.
+        # Meshes come made with the view state (gui.present.topology, meshed by gui.present.quadric_meshes);
+        # a clip asks for them quantised in c by setting this (× extent²), which the workspace passes on.
         self.mesh_quantum: float | None = None
         self._surface_state: dict | None = None  # the state's surface drawn now (compared by identity)
         self._ghost_state: dict | None = None
@@ -239,7 +239,7 @@ class QuadricView(OffscreenGLView):
         return alpha if sheet == allowed else FORBIDDEN_ALPHA
 
     def _replace(self, old: list, mesh: dict | None, alpha: float, depth: float, ghost: bool = False) -> list:
-        """Items for ``mesh`` (gui.present.topology.surface_mesh) in place of ``old``."""
+        """Items for ``mesh`` (gui.present.quadric_meshes.surface_mesh) in place of ``old``."""
         for item in old:
             self.removeItem(item)
         if mesh is None:

@@ -26,18 +26,8 @@ from ..panels.invariants_panel import InvariantsPanel
 from ..panels.topology_parameters import create_parameters, fig4_settings, fig5_settings, network_request, sweep_place
 from ..parameter_values import apply_all
 from ..present import Presented
-from ..present.topology import (
-    Context,
-    check_request,
-    layout_of,
-    loaded_context,
-    network_job,
-    present,
-    train_config,
-    training_job,
-    training_setup,
-    values_of,
-)
+from ..present.topology import Context, layout_of, loaded_context, network_job, present, training_job
+from ..present.training_setup import check_request, train_config, training_setup, values_of
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
@@ -151,7 +141,8 @@ class TopologyWorkspace(Workspace):
     # ------------------------------------------------------------------ jobs
     def make_job(self, steps: int | None = None):
         """The job of the current values. Training reads a snapshot of them and builds its data,
-        network and initial weights itself, and presents each update (gui.present.topology)."""
+        network and initial weights itself (gui.present.training_setup), and presents each update
+        (gui.present.topology)."""
         if self.mode in ("fig4", "fig5"):
             return self._sweep_job(steps)
         if self.from_file:  # the file is read, checked and its c computed in the job

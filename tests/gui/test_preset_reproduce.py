@@ -14,7 +14,7 @@ import pytest
 from engine.core.progress import run_to_completion
 from engine.experiments import run_experiment
 from engine.topology.reproduce import TOY_POINTS
-from gui.present.topology import training_setup, values_of
+from gui.present.training_setup import training_setup, values_of
 from gui.presets import preset_named
 
 PRESETS = {

@@ -1,24 +1,20 @@
-"""Paper A's view state (gui.present.topology) holds what the engine's arrays say, computed here
-independently from the trajectory's weights; and the window, running a preset, computes none of it
-on the GUI thread: every engine function the presenter calls refuses to run there."""
+"""Paper A's view state (gui.present.topology, its meshes from gui.present.quadric_meshes) holds what
+the engine's arrays say, computed here independently from the trajectory's weights; and the window,
+running a preset, computes none of it on the GUI thread: every engine function the presenter calls
+refuses to run there."""
 
 import numpy as np
 import pytest
 
+import gui.present.quadric_meshes as meshes_module
 import gui.present.topology as present_module
 from engine.core.progress import run_to_completion
 from engine.topology import invariants
 from gui.panels.topology_parameters import PARAMETERS
 from gui.present import Presented
-from gui.present.topology import (
-    Context,
-    Values,
-    layout_of,
-    present,
-    surface_mesh,
-    training_job,
-    training_setup,
-)
+from gui.present.quadric_meshes import surface_mesh
+from gui.present.topology import Context, layout_of, present, training_job
+from gui.present.training_setup import Values, training_setup
 
 from .conftest import record_gui_thread_calls, wait_until_idle
 from .drawn import neuron_points
@@ -119,8 +115,9 @@ def test_applying_states_computes_nothing_on_the_gui_thread(window, qtbot, monke
     """Run presets with every engine function the presenter calls refusing the GUI thread."""
     qtbot.wait(100)  # the window's first preview (a reset, on this thread) has been drawn
     on_gui = []
-    names = ("quadric_sheets", "hyperbola", "reduced_coordinates", "forward", "training_setup", "train")
+    names = ("reduced_coordinates", "forward", "training_setup", "train")  # training_setup: as training_job calls it
     record_gui_thread_calls(monkeypatch, present_module, names, on_gui)
+    record_gui_thread_calls(monkeypatch, meshes_module, ("quadric_sheets", "hyperbola"), on_gui)
     names = ("sign_flip_events", "component_label", "c_of", "poincare", "beta0")
     record_gui_thread_calls(monkeypatch, invariants, names, on_gui)
     for preset in ("fig3-free", "biases", "d1-input-signs"):
