@@ -1,9 +1,10 @@
 """The quadric surfaces of paper A's training views, as plain data: meshes, curves and frames.
 
 ``surface_mesh`` meshes Q(c) = {‖w‖² − v² = c} (MATH A3) with smooth normals, cached by c;
-``_surface`` and ``_ghost`` choose the mesh a neuron's 3D view draws (re-meshed only when c
-moved) and the wireframe of Q(c(0)); ``_branches`` the reduced view's curves r² − v² = c; and
-``nice_extent`` and ``fitted_extent`` the frame a view is drawn in. No Qt, no pyqtgraph.
+``neuron_surface`` and ``start_wireframe`` choose the mesh a neuron's 3D view draws (re-meshed
+only when c moved) and the wireframe of Q(c(0)); ``reduced_branches`` the reduced view's curves
+r² − v² = c; and ``nice_extent`` and ``fitted_extent`` the frame a view is drawn in. No Qt, no
+pyqtgraph.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def smooth_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     return normals
 
 
-def _surface(c: float, extent: float, locked: int, previous: dict | None, quantum: float | None) -> dict:
+def neuron_surface(c: float, extent: float, locked: int, previous: dict | None, quantum: float | None) -> dict:
     """The mesh of Q(c) to draw, with ``locked`` (which sheet is faint) and the c it was made for.
     Live: the previous mesh while c moved less than the tolerance (no re-mesh per frame). Clips
     (``quantum``): c rounded to the quantum × extent², a function of the shown c alone."""
@@ -83,14 +84,14 @@ def _surface(c: float, extent: float, locked: int, previous: dict | None, quantu
     return {"c": c_mesh, "extent": extent, "locked": locked, "mesh": surface_mesh(c_mesh, extent, SURFACE_RESOLUTION)}
 
 
-def _ghost(c_now: float, c_start: float, extent: float) -> dict | None:
+def start_wireframe(c_now: float, c_start: float, extent: float) -> dict | None:
     """Q(c(0)) as a wireframe once c visibly left it."""
     if abs(c_now - c_start) <= 2e-3 * extent**2:
         return None
     return {"c": c_start, "extent": extent, "mesh": surface_mesh(c_start, extent, GHOST_RESOLUTION, normals=False)}
 
 
-def _branches(layout: dict, c: float) -> list[tuple[np.ndarray, np.ndarray]]:
+def reduced_branches(layout: dict, c: float) -> list[tuple[np.ndarray, np.ndarray]]:
     """The reduced view's curves of r² − v² = c: only v ≥ 0 for ‖v‖, mirrored for a signed w."""
     out = []
     for r, v in hyperbola(c, extent=layout["extent"], n=160):

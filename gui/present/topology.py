@@ -36,7 +36,7 @@ from engine.topology.training import TrainConfig, Trajectory, train
 from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward
 
 from . import NEURON_COLORS, Presented
-from .quadric_meshes import _branches, _ghost, _surface, fitted_extent
+from .quadric_meshes import fitted_extent, neuron_surface, reduced_branches, start_wireframe
 from .training_setup import TrainingSetup, Values, loaded_setup, loaded_text, training_setup
 
 MAX_SHOWN_POINTS = 1500  # per neuron and view; the stored trajectory keeps every row
@@ -207,7 +207,7 @@ def layout_of(setup: TrainingSetup, points: bool = False, extra: str = "") -> di
         "locked": lock,
         "summary": summary(net.d, net.e, net.bias, c, inv.component_label(params.W1, params.W2, params.b1)),
         "quadrics": _preview_quadrics(layout, c, shown, lock),
-        "reduced": [_branches(layout, float(ck)) for ck in c],
+        "reduced": [reduced_branches(layout, float(ck)) for ck in c],
     }
     if points:
         preview["start"] = _present(start, Context(net, setup.config, layout), None, None)
@@ -228,7 +228,9 @@ def _preview_quadrics(layout: dict, c: np.ndarray, points: np.ndarray | None, lo
         extent = layout["extent"]
         cell = {"points": None if points is None else points[None, k].astype(np.float32), "surface": None}
         if layout["exact"] and k < len(c):
-            cell["surface"] = _surface(float(c[k]), extent, int(np.sign(locked[k])) if c[k] < 0 else 0, None, None)
+            cell["surface"] = neuron_surface(
+                float(c[k]), extent, int(np.sign(locked[k])) if c[k] < 0 else 0, None, None
+            )
             cell["barrier"] = bool(c[k] < 0)
             cell["caption"] = (
                 f"<b>neuron {k + 1}</b>{chip} &nbsp; c{sub(k + 1)} = {c[k]:+.4g} &nbsp;·&nbsp; {shape_name(c[k])}"
@@ -304,7 +306,7 @@ class Context:
 
 def present(traj: Trajectory, context: Context, previous: dict | None = None, mesh_quantum: float | None = None):
     """Everything the training views draw for ``traj``; ``previous``: the state drawn before,
-    whose meshes are kept while c has not moved; ``mesh_quantum``: a clip's, see ``_surface``."""
+    whose meshes are kept while c has not moved; ``mesh_quantum``: a clip's, see ``neuron_surface``."""
     return _present(traj, context, previous, mesh_quantum)
 
 
@@ -367,8 +369,8 @@ def _quadrics(layout, coords, frac, c_now, c_start, events, locked, before, quan
         if layout["exact"]:
             extent = layout["extent"]
             lock = int(np.sign(locked[k])) if ck < 0 else 0
-            cell["surface"] = _surface(ck, extent, lock, last["surface"] if last else None, quantum)
-            cell["ghost"] = _ghost(ck, c0, extent)
+            cell["surface"] = neuron_surface(ck, extent, lock, last["surface"] if last else None, quantum)
+            cell["ghost"] = start_wireframe(ck, c0, extent)
             cell["barrier"] = bool(ck < 0)
             what = shape_name(ck)
         else:
@@ -401,8 +403,8 @@ def _reduced(layout, traj: Trajectory, frac, c_now, c_start, events) -> dict:
             {
                 "c": float(c_now[k]),
                 "twin": twin(c_now, k),
-                "branches": _branches(layout, float(c_now[k])),
-                "ghost": _branches(layout, float(c_start[k])) if moved else [],
+                "branches": reduced_branches(layout, float(c_now[k])),
+                "ghost": reduced_branches(layout, float(c_start[k])) if moved else [],
                 "flips": (r[flips, k], v[flips, k]),
                 "jumps": (r[jumps, k], v[jumps, k]),
             }
