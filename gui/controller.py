@@ -19,6 +19,7 @@ the λ the minima tab shows and the replay frame, each published as a signal.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -30,6 +31,9 @@ from engine.core.progress import Job
 from .worker import JobRunner
 
 LANES = ("main", "preview", "probe", "walk")
+# The C heap's free pages go back to the system once every job has been idle this long (see
+# engine.core.runtime.release_free_heap): between a drag's previews there would be no point.
+RELEASE_HEAP_AFTER_MS = 3000
 
 
 class Worker(Protocol):
@@ -60,6 +64,7 @@ class AppController(QObject):
     lambda_changed = Signal(float)  # the minima tab's λ (what a clip key frame captures)
     frame_changed = Signal(int)  # the replay frame shown
     workspace_requested = Signal(str)  # a workspace key: the window shows that tab
+    heap_released = Signal()  # every job idle a while: the C heap's free pages went back
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -75,6 +80,10 @@ class AppController(QObject):
         self._calls: dict[str, dict[str, Callable]] = {name: {} for name in LANES if name != "main"}
         self._workers: list[Worker] = []  # adopted: clip renders, encoders, the live recorder
         self._clip_service: Callable | None = None  # the clip dock's render(clip, out)
+        self._release_timer = QTimer(self, singleShot=True, interval=RELEASE_HEAP_AFTER_MS)
+        self._release_timer.timeout.connect(self._release_heap)
+        for lane in self.lanes.values():
+            lane.state_changed.connect(self._on_lane_state)
         main = self.lanes["main"]
         main.started.connect(self._on_started)
         main.progressed.connect(self._on_progress)
@@ -199,6 +208,20 @@ class AppController(QObject):
             self.main_discarded.emit()
         if not names or "preview" in names:
             self._follow = None
+
+    # ---------------------------------------------------------------- the heap between jobs
+    def _on_lane_state(self, state: str) -> None:
+        if state == "idle":
+            self._release_timer.start()  # restarted by each lane's end: the last one counts
+
+    def _release_heap(self) -> None:
+        if self.busy:  # a clip renders, say: its end restarts the timer through a lane, or not at all
+            return
+        from engine.core.runtime import release_free_heap
+
+        # a thread of its own: malloc_trim walks the whole heap, and ctypes lets go of the GIL
+        threading.Thread(target=release_free_heap, name="release-free-heap", daemon=True).start()
+        self.heap_released.emit()
 
     # ---------------------------------------------------------------- every other worker
     def adopt(self, worker: Worker) -> Worker:

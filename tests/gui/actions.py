@@ -617,6 +617,8 @@ class Driver:
         self.forget_reopened("landscape")
         self.loading = None  # the preset wrote the network fields: its values stay
         second = self.second_network()
+        # a later load of another file interpolates it to this one: refused in one line if they differ
+        self._allow(Path(second).name)
         apply_values(
             self.landscape.parameters, {"mode": "interpolation", "interpolation": {"second": second, "points": 21}}
         )

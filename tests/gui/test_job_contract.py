@@ -125,3 +125,17 @@ def test_run_preset_reports_a_failed_or_timed_out_run(window, monkeypatch):
     with pytest.raises(EngineInputError, match="did not finish"):
         headless.run_preset(window, "fig3-free", steps=5, timeout_s=0.5)
     slow.gate.set()
+
+
+def test_the_heap_goes_back_once_every_job_is_idle_and_not_while_one_runs(window, qtbot, monkeypatch, drawn):
+    # The soak's RSS growth was glibc's free heap kept after jobs (engine.core.runtime).
+    released = []
+    monkeypatch.setattr("engine.core.runtime.release_free_heap", lambda: released.append(True))
+    controller = window.controller
+    slow = SlowJob(steps=1)
+    start_slow(window, monkeypatch, slow)
+    controller._release_heap()  # as if the timer fired now: a job runs, so nothing happens
+    assert released == []
+    with qtbot.waitSignal(controller.heap_released, timeout=20000):
+        slow.gate.set()  # the job ends; every lane idle, the timer fires
+    qtbot.waitUntil(lambda: released == [True], timeout=5000)  # on a thread of its own
