@@ -64,7 +64,7 @@ class AppController(QObject):
     lambda_changed = Signal(float)  # the minima tab's λ (what a clip key frame captures)
     frame_changed = Signal(int)  # the replay frame shown
     workspace_requested = Signal(str)  # a workspace key: the window shows that tab
-    heap_released = Signal()  # every job idle a while: the C heap's free pages went back
+    heap_released = Signal()  # every job idle a while: the C heap's free pages are given back
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -215,7 +215,7 @@ class AppController(QObject):
             self._release_timer.start()  # restarted by each lane's end: the last one counts
 
     def _release_heap(self) -> None:
-        if self.busy:  # a clip renders, say: its end restarts the timer through a lane, or not at all
+        if self.busy:  # work still runs (an adopted clip render, say): the next lane idle tries again
             return
         from engine.core.runtime import release_free_heap
 

@@ -71,6 +71,27 @@ TOOLKIT_QUICK = {
     "training": {"steps": STEPS, "optimizers": "gd, adam"},
     "density": {"probes": 3, "steps": 20},
 }
+# Fields a person edits in each tab's panel, and values they type: "abc" is refused in one line
+# when Run reads it (the message names the field).
+FIELD_EDITS = {
+    "topology": (
+        (("optimizer", "lr"), (0.005, 0.02)),
+        (("init", "seed"), (1, 7)),
+        (("init", "c"), ("-0.2, 0.3", "abc")),
+        (("display", "log_drift"), (True, False)),
+    ),
+    "minima": (
+        (("slices", "seed"), (1, 3)),
+        (("slices", "normalize"), ("neuron", "unit")),
+        (("path", "points"), (5, 9)),
+    ),
+    "landscape": (
+        (("plane", "seed"), (1, 2)),
+        (("plane", "directions"), ("layer", "filter")),
+        (("plane", "points"), (7, 11)),
+    ),
+}
+REFUSED_EDIT_MESSAGES = ("target c_k: 'abc' is not a comma-separated list of numbers",)
 WINDOW_SIZES = ((1600, 960), (1280, 800), (1920, 1200), (1100, 760))
 CLOSED_MID_RUN = ("fig3-free", "nonattr-fig3", "toolkit-density", "fig5-probability")
 SWEEP_EXECUTORS = ("batched", "local", "ray")  # Fig. 4 all at once, cell by cell here, on a local Ray
@@ -602,6 +623,14 @@ class Driver:
         self.settle()
 
     @action
+    def edit_field(self, pick: int, choice: int):
+        """Type a value into one of this tab's fields (FIELD_EDITS); the next Run reads it."""
+        path, values = FIELD_EDITS[self.window.workspace.key][pick % len(FIELD_EDITS[self.window.workspace.key])]
+        self._allow(*REFUSED_EDIT_MESSAGES)
+        self.window.workspace.parameters.child(*path).setValue(values[choice % len(values)])
+        self.settle()
+
+    @action
     def resize(self, pick: int):
         """Resize the window (a projector's 1280 × 800 to a full 1920 × 1200 screen)."""
         self.window.resize(*WINDOW_SIZES[pick % len(WINDOW_SIZES)])
@@ -662,9 +691,8 @@ class Driver:
                         self.problems.append(
                             f"reopened in a fresh window, {key} {name} is {value!r}, saved {saved[key][name]!r}"
                         )
-                state = ws.session_state()
-                if not same(readable(state), readable(drawn[key])):
-                    state, want = readable(state), readable(drawn[key])
+                state, want = readable(ws.session_state()), readable(drawn[key])
+                if not same(state, want):
                     differ = sorted(k for k in state.keys() | want.keys() if not same(state.get(k), want.get(k)))
                     self.problems.append(f"reopened in a fresh window, the {key} tab's {differ} differ from the saved")
         finally:
@@ -1008,6 +1036,7 @@ ACTIONS = {
     "toggle_theme": (1, lambda r: []),
     "toggle_presentation": (1, lambda r: []),
     "scrub_replay": (2, lambda r: [r.random()]),
+    "edit_field": (2, lambda r: [r.randrange(4), r.randrange(2)]),
     "resize": (1, lambda r: [r.randrange(len(WINDOW_SIZES))]),
     "interpolate": (1, lambda r: []),
     "reopen_in_fresh_window": (1, lambda r: []),

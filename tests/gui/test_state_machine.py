@@ -3,14 +3,15 @@
 Rules (tests/gui/actions.py does each): open a preset (every one of the Presets menu, in all
 three tabs: training runs and flows, d = 1 and d = 3, biases, your network, Fig. 5, paper B's
 constructions and their directions, the path, the toolkit's plane, PCA paths and spectral
-density, all shortened), Run, Pause, Step, Cancel, Reset, switch tab, wait for the jobs, drag λ (moved,
-held, released), split an admissible neuron and undo, the Fig. 4 sweep (all at once, or cell by
-cell with its cells kept, so Cancel then Run resumes it; Ray is the soak's), File ▸ Load network
-on the toolkit tab with good and bad files, File ▸ Export of a plot or 3D view (read back), save
-and reopen a session, capture a key frame, record a tiny story clip, cancel it, toggle theme and
-presentation mode, scrub the replay, resize the window, the toolkit's interpolation to a second
-network, reopen a session in a fresh window (every field and drawn state compared with the
-saved), and close a second window while its job runs.
+density, all shortened), Run, Pause, Step, Cancel, Reset, switch tab, wait for the jobs, drag λ
+(moved, held, released), split an admissible neuron and undo, the Fig. 4 sweep (all at once, or
+cell by cell with its cells kept, so Cancel then Run resumes it; Ray is the soak's), File ▸ Load
+network on the toolkit tab with good and bad files, File ▸ Export of a plot or 3D view (read
+back), save and reopen a session, capture a key frame, record a tiny story clip, cancel it,
+toggle theme and presentation mode, edit a field (a valid value, or one Run refuses), scrub the
+replay, resize the window, the toolkit's interpolation to a second network, reopen a session in
+a fresh window (every field and drawn state compared with the saved), and close a second window
+while its job runs.
 
 After every step (``Driver.check``): nothing reached the error relay; each lane (main,
 preview, probe, walk) runs at most one thread; the run controls match the main lane's state;
@@ -132,6 +133,10 @@ class WindowMachine(RuleBasedStateMachine):
     @rule(fraction=st.floats(0.0, 1.0))
     def scrub_replay(self, fraction):
         self.driver.scrub_replay(fraction)
+
+    @rule(pick=st.integers(0, 3), choice=st.integers(0, 1))
+    def edit_field(self, pick, choice):
+        self.driver.edit_field(pick, choice)
 
     @rule(pick=st.integers(0, len(WINDOW_SIZES) - 1))
     def resize(self, pick):
