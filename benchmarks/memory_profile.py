@@ -161,6 +161,11 @@ def collector_objects() -> tuple[collections.Counter, dict[str, list]]:
     return types, found
 
 
+def _sizes_per_view(fbos: dict) -> collections.Counter:
+    """A GLCells' framebuffers per view: the sizes it holds for each."""
+    return collections.Counter(view for view, _w, _h in fbos)
+
+
 def graphics_counts(found: dict[str, list]) -> dict:
     """pyqtgraph's 2D and GL items, the items each scene holds, GL buffers and framebuffers."""
     from shiboken6 import isValid
@@ -179,6 +184,8 @@ def graphics_counts(found: dict[str, list]) -> dict:
         "gl_buffers_created": sum(1 for b in buffers if b.isCreated()),
         "gl_cells": len(cells),
         "framebuffers": len(fbos),
+        # a clip's compositor renders several views through one GLCells: each at one size
+        "framebuffer_sizes_per_view": max((n for c in cells for n in _sizes_per_view(c._fbos).values()), default=0),
         # colour + depth/stencil, 4 bytes each per pixel (a multisampled twin counts again)
         "framebuffer_mb": round(sum(8 * w * h for _view, w, h in fbos) / 2**20, 1),
     }

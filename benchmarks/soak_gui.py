@@ -228,7 +228,7 @@ def child(
 
     preload_numerics().join()
     report["window_open_s"] = round(time.monotonic() - started, 2)
-    driver = A.Driver(window, tmp)
+    driver = A.Driver(window, tmp, pause_watchdog=dog.pause)  # a second window's start is start-up too
     tracebacks = []  # the relay says one line; keep the whole traceback for the report
     previous_hook = driver.relay.previous_hook
 

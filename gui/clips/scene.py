@@ -129,8 +129,10 @@ class TopologyScene:
         self._shown = None
 
     def close(self) -> None:
-        """The run's end, as the replay dock shows after a run."""
-        self.workspace.show_frame(len(self.steps) - 1)
+        """The frame the replay scrubber is at (the controller's; a run's end unless the user
+        scrubbed), as before the clip: it showed the run's end, whatever the scrubber said."""
+        controller = self.workspace.controller
+        self.workspace.show_frame(len(self.steps) - 1 if controller is None else controller.frame)
         for view in self.views:
             view.update()
 

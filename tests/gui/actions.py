@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,6 +264,9 @@ class Driver:
     loading: dict | None = None  # File ▸ Load network in progress: the file and the fields before it
     problems: list = field(default_factory=list)  # what an action saw at once (an export's file, a refusal)
     scrubbed: tuple = (None, 0)  # (topology result, row) the replay scrubber was moved to last
+    # the soak's watchdog.pause: building or closing a second window blocks the event loop as
+    # the app's start does (2–2.7 s in the soak), which is not a block in what the window does
+    pause_watchdog: Callable[[bool], None] = lambda on: None
 
     def __post_init__(self):
         from gui.error_reporting import error_relay
@@ -599,7 +603,6 @@ class Driver:
         """Record ▸ story clip of the finished run, tiny: 0.4 s at 5 fps, 320 × 180."""
         self._allow(*CLIP_MESSAGES)
         out = str(self.tmp / "story.mp4")
-        self.scrubbed = (None, 0)  # the clip poses the views frame by frame, and ends on the last
         job = self.window.recording._start_clip((320, 180), 5, 0.4, False, out)
         if job is not None and self.outcome.get("topology") == "running":
             self.clip_over_run = True  # it films the run so far (see TOLERATE_CLIP_POSING_A_NEWER_RUN)
@@ -679,7 +682,7 @@ class Driver:
         self._allow(*SESSION_MESSAGES)
         saved = {key: fields_of(ws.parameters) for key, ws in w.workspaces.items()}
         drawn = {key: ws.session_state() for key, ws in w.workspaces.items()}
-        fresh = open_window(shortened=False)
+        fresh = self._second_window(shortened=False)
         try:
             fresh.open_session(path)
             wait_until(lambda: not fresh.computing, 60000)  # a reopened minima network is made live on its lane
@@ -696,23 +699,36 @@ class Driver:
                     differ = sorted(k for k in state.keys() | want.keys() if not same(state.get(k), want.get(k)))
                     self.problems.append(f"reopened in a fresh window, the {key} tab's {differ} differ from the saved")
         finally:
-            if not close_window(fresh):
-                self.problems.append("the fresh window's jobs did not stop")
+            self._close_second_window(fresh, "the fresh window's jobs did not stop")
         self.settle()
 
     @action
     def close_mid_run(self, pick: int):
         """A second window runs a preset, and is closed while its job runs: every job stops, and
         nothing raises (in this window's error relay)."""
-        fresh = open_window()
+        fresh = self._second_window()
         try:
             fresh.load_preset(CLOSED_MID_RUN[pick % len(CLOSED_MID_RUN)], run=False)
             fresh.run(steps=5000)
             wait(100 * (pick % 4))
         finally:
-            if not close_window(fresh):
-                self.problems.append("a window closed mid-run left its job running")
+            self._close_second_window(fresh, "a window closed mid-run left its job running")
         self.settle()
+
+    def _second_window(self, shortened: bool = True):
+        self.pause_watchdog(True)
+        try:
+            return open_window(shortened)
+        finally:
+            self.pause_watchdog(False)
+
+    def _close_second_window(self, window, problem: str):
+        self.pause_watchdog(True)
+        try:
+            if not close_window(window):
+                self.problems.append(problem)
+        finally:
+            self.pause_watchdog(False)
 
     @action
     def toggle_theme(self):

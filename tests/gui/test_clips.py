@@ -393,3 +393,15 @@ def test_a_scene_dropped_mid_render_is_deleted_when_the_render_ends(story_window
         job.cancel()
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     assert not any(isValid(p) for p in plots)
+
+
+def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, tmp_path):
+    # Its end used to pose the run's last row, the scrubber still at the frame scrubbed to.
+    dock, workspace = story_window.replay_dock, story_window.workspaces["topology"]
+    story_window.show_workspace("topology")
+    dock.seek(10)
+    try:
+        render_to_file(_renderer(story_window), tmp_path / "clip.gif")
+        assert len(workspace.curves.loss_curve.yData) == 11 and dock.slider.value() == 10
+    finally:
+        dock.seek(dock.slider.maximum())

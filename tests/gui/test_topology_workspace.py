@@ -298,3 +298,30 @@ def assert_session_round_trip(ws, path, view):
             assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
         elif field.name != "settings":
             np.testing.assert_array_equal(a, b)
+
+
+# The fields that choose what the others mean: a preset that left one out inherited it from the
+# preset before (after your-network, fig3-free trained the file's network, not the paper's). The
+# Fig. 4 and Fig. 5 sweeps make their own networks and data.
+SELECTORS = {
+    "training": (("network", "source"), ("data", "source")),
+    "fig4": (),
+    "fig5": (),
+    "minima": (("experiment", "kind"),),
+    "landscape": (("mode",), ("network", "source")),
+}
+
+
+def test_a_preset_opens_the_same_whatever_was_open_before(window):
+    from gui.presets import available_presets
+
+    presets = available_presets()
+    for name, preset in presets.items():
+        chosen = set()
+        for before in (other for other, p in presets.items() if p.workspace == preset.workspace):
+            window.load_preset(before, run=False)
+            window.load_preset(name, run=False)
+            p = window.workspaces[preset.workspace].parameters
+            kind = p["mode"] if preset.workspace == "topology" else preset.workspace
+            chosen.add((kind, *(p[path] for path in SELECTORS[kind])))
+        assert len(chosen) == 1, f"{name} opens as {sorted(chosen)}, depending on the preset before it"
