@@ -110,8 +110,10 @@ class ReplayDock(QDockWidget):
         self.slider.setValue(max(n - 1, 0) if shown is None else shown)
         self.slider.blockSignals(False)
         # the controller's frame is the scrubber's (a key frame captures it, a clip's end shows
-        # it): it kept the frame scrubbed to in an earlier run
-        self.window.controller.set_frame(self.slider.value())
+        # it): it kept the frame scrubbed to in an earlier run. While a job runs there is no
+        # timeline, and the frame stays where the user left it.
+        if n:
+            self.window.controller.set_frame(self.slider.value())
         self._position = float(self.slider.value())
         self._update_label()
 

@@ -395,13 +395,21 @@ def test_a_scene_dropped_mid_render_is_deleted_when_the_render_ends(story_window
     assert not any(isValid(p) for p in plots)
 
 
-def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, tmp_path):
-    # Its end used to pose the run's last row, the scrubber still at the frame scrubbed to.
+@pytest.mark.parametrize("job_meanwhile", [False, True])
+def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, tmp_path, monkeypatch, job_meanwhile):
+    # Its end used to pose the run's last row, the scrubber still at the frame scrubbed to; and
+    # a job on another tab (no timeline while it runs) made it pose the first row.
     dock, workspace = story_window.replay_dock, story_window.workspaces["topology"]
     story_window.show_workspace("topology")
     dock.seek(10)
     try:
+        if job_meanwhile:
+            with monkeypatch.context() as patch:
+                patch.setattr(type(story_window.controller), "running", property(lambda self: True))
+                dock.refresh()  # as the job's start does
         render_to_file(_renderer(story_window), tmp_path / "clip.gif")
-        assert len(workspace.curves.loss_curve.yData) == 11 and dock.slider.value() == 10
+        assert len(workspace.curves.loss_curve.yData) == 11
+        dock.refresh()  # as the job's end does
+        assert dock.slider.value() == 10
     finally:
         dock.seek(dock.slider.maximum())
