@@ -113,7 +113,7 @@ class ReplayDock(QDockWidget):
         # it): it kept the frame scrubbed to in an earlier run. While a job runs there is no
         # timeline, and the frame stays where the user left it.
         if n:
-            self.window.controller.set_frame(self.slider.value())
+            self.window.controller.set_frame(self.slider.value(), self.window.workspace.key)
         self._position = float(self.slider.value())
         self._update_label()
 
@@ -162,7 +162,7 @@ class ReplayDock(QDockWidget):
             self._position = float(index)
         if self.length > 0:
             self.window.workspace.show_frame(index)
-            self.window.controller.set_frame(index)
+            self.window.controller.set_frame(index, self.window.workspace.key)
             self.frame_shown.emit(index)
         self._update_label()
 

@@ -51,6 +51,11 @@ class TopologyScene:
         self.workspace = workspace
         self.traj = traj
         self.views = list(workspace.gl_views())
+        if not self.views:  # the compositor lays out one cell per view (it divided by zero)
+            raise EngineInputError(
+                "story clips film each neuron's 3D view; a d = 1 run draws its (w, v) plane instead: "
+                "export that plot, or record the window live (Record…, Live)"
+            )
         self.events = [(e.step, e.neuron, e.jumped) for e in sign_flip_events(traj.step, traj.c, traj.sign_flips)]
         # The clip's own curves, never shown: they keep the cell's size from frame to frame
         # (resizing the window's plots back and forth cost more than drawing them), their x axis
@@ -129,10 +134,10 @@ class TopologyScene:
         self._shown = None
 
     def close(self) -> None:
-        """The frame the replay scrubber is at (the controller's; a run's end unless the user
-        scrubbed), as before the clip: it showed the run's end, whatever the scrubber said."""
-        controller = self.workspace.controller
-        self.workspace.show_frame(len(self.steps) - 1 if controller is None else controller.frame)
+        """The frame the replay scrubber is at on this tab (a run's end unless the user scrubbed),
+        as before the clip: it showed the run's end, whatever the scrubber said."""
+        controller, end = self.workspace.controller, len(self.steps) - 1
+        self.workspace.show_frame(end if controller is None else controller.frames.get(self.workspace.key, end))
         for view in self.views:
             view.update()
 

@@ -116,6 +116,15 @@ def training_setup(p, steps: int | None = None) -> TrainingSetup:
     return TrainingSetup(net, _initial_weights(p, net), X, Y, train_config(p, steps))
 
 
+def session_setup(p, first: TwoLayerParams) -> TrainingSetup:
+    """The panel's data set and network with a session's own initial weights (its trajectory's
+    first row): a session opens without reading the init fields, which may hold text that Run
+    refuses (a session saved then could not be opened again)."""
+    X, Y, what = _data(p, p["init", "seed"])
+    _check_widths(p, what, X.shape[1], Y.shape[1])
+    return TrainingSetup(_network(p), first, X, Y, train_config(p))
+
+
 def check_request(p) -> None:
     """Refuse now what can be refused without loading a data set: the typed fields, the network,
     its initial weights (a few numbers, drawn again in the job) and a shipped data set's width."""

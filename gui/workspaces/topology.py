@@ -19,6 +19,7 @@ from engine.core.errors import EngineInputError
 from engine.topology.obstruction import LoadedNetwork, continue_training_job, load_two_layer_job
 from engine.topology.probability import probability_maps_job
 from engine.topology.training import Trajectory
+from engine.topology.two_layer import TwoLayerParams
 from engine.topology.width_sweep import SweepProgress, breast_cancer_sweep
 
 from ..pacing import Pacer
@@ -27,7 +28,7 @@ from ..panels.topology_parameters import create_parameters, fig4_settings, fig5_
 from ..parameter_values import apply_all
 from ..present import Presented
 from ..present.topology import Context, layout_of, loaded_context, network_job, present, training_job
-from ..present.training_setup import check_request, train_config, training_setup, values_of
+from ..present.training_setup import check_request, session_setup, train_config, training_setup, values_of
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
@@ -491,7 +492,13 @@ class TopologyWorkspace(Workspace):
             except (KeyError, TypeError, ValueError, IndexError) as error:
                 raise EngineInputError(f"saved network does not fit: {error}") from None
         elif not self.from_file:  # here and now: a session draws at once, and its data are not saved
-            setup = training_setup(values_of(self.parameters))
+            p = self.parameters
+            if traj.W1.shape[1:] != (p["network", "l"], p["network", "d"]) or traj.W2.shape[1] != p["network", "e"]:
+                raise EngineInputError("saved trajectory does not match its network parameters")
+            first = (
+                None if a is None else np.asarray(a[0], dtype=np.float64) for a in (traj.W1, traj.W2, traj.b1, traj.b2)
+            )
+            setup = session_setup(values_of(p), TwoLayerParams(*first))
             self._lay_out(Context(setup.net, setup.config, layout_of(setup)))
         L = None if self._context is None else self._context.layout
         if L is None or traj.W1.shape[1:] != (L["l"], L["d"]) or traj.W2.shape[1] != L["e"]:

@@ -115,6 +115,7 @@ CLIP_MESSAGES = (
     "Clip saved to",
     "Clip rendering cancelled",
     "the toolkit tab films no clip",
+    "story clips film each neuron's 3D view",
 )
 EXPORT_MESSAGES = ("Exported ",)
 # Run or Step on the toolkit tab with the minima tab's network (its default source) before there

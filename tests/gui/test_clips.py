@@ -395,21 +395,34 @@ def test_a_scene_dropped_mid_render_is_deleted_when_the_render_ends(story_window
     assert not any(isValid(p) for p in plots)
 
 
-@pytest.mark.parametrize("job_meanwhile", [False, True])
-def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, tmp_path, monkeypatch, job_meanwhile):
-    # Its end used to pose the run's last row, the scrubber still at the frame scrubbed to; and
-    # a job on another tab (no timeline while it runs) made it pose the first row.
+@pytest.mark.parametrize("meanwhile", ["nothing", "a job", "the minima tab's scrubber"])
+def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, tmp_path, monkeypatch, meanwhile):
+    # Its end used to pose the run's last row, the scrubber still at the frame scrubbed to; a
+    # job on another tab (no timeline while it runs) made it pose the first row, and the minima
+    # tab's scrubber a row of the path's.
     dock, workspace = story_window.replay_dock, story_window.workspaces["topology"]
     story_window.show_workspace("topology")
     dock.seek(10)
     try:
-        if job_meanwhile:
+        if meanwhile == "a job":
             with monkeypatch.context() as patch:
                 patch.setattr(type(story_window.controller), "running", property(lambda self: True))
                 dock.refresh()  # as the job's start does
+        elif meanwhile == "the minima tab's scrubber":
+            story_window.controller.set_frame(25, "minima")
         render_to_file(_renderer(story_window), tmp_path / "clip.gif")
         assert len(workspace.curves.loss_curve.yData) == 11
         dock.refresh()  # as the job's end does
         assert dock.slider.value() == 10
     finally:
         dock.seek(dock.slider.maximum())
+
+
+def test_a_d1_run_has_no_story_clip_and_says_why(qtbot, window):
+    # Its compositor laid out one cell per 3D view and divided by zero (a d = 1 run has none).
+    from .conftest import wait_until_idle
+
+    window.load_preset("d1-input-signs", steps=20)
+    wait_until_idle(qtbot, window)
+    with pytest.raises(EngineInputError, match="d = 1 run draws its"):
+        scene_for(window.controller.workspaces, "d1-input-signs")

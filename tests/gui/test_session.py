@@ -136,3 +136,20 @@ def test_a_session_whose_panel_holds_a_bad_value_is_refused_whole(qtbot, window,
     text = window.message_bar.text
     assert "bad.lens" in text and "lr" in text, text
     assert_same(before, session.capture_state(window))
+
+
+def test_a_session_saved_with_text_run_would_refuse_opens_again(qtbot, window, tmp_path):
+    # The panel's text fields are read at Run; a session saved with one holding "abc" could not
+    # be opened (it re-made the initial weights from them), and the results it held were lost.
+    window.load_preset("fig3-free", steps=25)
+    wait_until_idle(qtbot, window)
+    window.workspace.parameters["init", "c"] = "abc"
+    path = tmp_path / "typed.lens"
+    window.save_session(str(path))
+    fresh = MainWindow()
+    qtbot.addWidget(fresh)
+    fresh.show()
+    fresh.open_session(str(path))
+    assert fresh.message_bar.text.startswith("Opened"), fresh.message_bar.text
+    assert fresh.workspace.parameters["init", "c"] == "abc"
+    assert_same(window.workspace.session_state(), fresh.workspace.session_state())
