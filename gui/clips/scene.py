@@ -1,8 +1,9 @@
 """What a workspace offers a clip: its 3D views, 2-D widgets, and the facts of each run row.
 
 Only the topology workspace's training view has a story today (paper A). The scene reads the
-finished trajectory and poses the workspace through ``show_frame``, the same path the replay
-scrubber takes, so a clip shows exactly what a person scrubbing would see.
+finished trajectory and poses the workspace through ``pose_frame``, what the replay scrubber's
+``show_frame`` draws, so a clip shows exactly what a person scrubbing would see; the frame the
+user scrubbed to stays theirs, and the clip's end shows it again.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class TopologyScene:
             for view in self.views:
                 view.mesh_quantum = 2e-4
             try:
-                self.workspace.show_frame(row)
+                self.workspace.pose_frame(row)  # the user's frame stays the scrubber's
             finally:
                 for view in self.views:
                     view.mesh_quantum = None

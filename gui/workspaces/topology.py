@@ -404,14 +404,24 @@ class TopologyWorkspace(Workspace):
         return None
 
     def show_frame(self, index: int):
-        """The run as it was at row ``index`` (replay, clips), presented here: a clip's views ask
-        for meshes quantised in c (QuadricView.mesh_quantum), so a frame depends on its row alone."""
-        if self.timeline_length() and self._context is not None:
-            full = self._result
-            rows = int(np.clip(index, 0, len(full.step) - 1)) + 1
-            quantum = next((v.mesh_quantum for v in self.quadrics.views() if v.mesh_quantum), None)
-            self._draw(present(sliced(full, rows), self._context, self._state, quantum), final=True)
-            self._frame_shown = (full, rows - 1)
+        """The run as it was at row ``index``, the frame the user scrubbed to (shown_frame)."""
+        row = self.pose_frame(index)
+        if row is not None:
+            self._frame_shown = (self._result, row)
+
+    def pose_frame(self, index: int) -> int | None:
+        """Draw the run as it was at row ``index`` without making it the user's frame: a clip
+        poses the views row by row, and a scrubber re-read meanwhile took the clip's row for
+        the user's (the clip's end then left the window at it). A clip's views ask for meshes
+        quantised in c (QuadricView.mesh_quantum), so a frame depends on its row alone.
+        Returns the row drawn, or None when there is no finished run to draw."""
+        if not (self.timeline_length() and self._context is not None):
+            return None
+        full = self._result
+        rows = int(np.clip(index, 0, len(full.step) - 1)) + 1
+        quantum = next((v.mesh_quantum for v in self.quadrics.views() if v.mesh_quantum), None)
+        self._draw(present(sliced(full, rows), self._context, self._state, quantum), final=True)
+        return rows - 1
 
     def shown_frame(self) -> int | None:
         full, index = self._frame_shown

@@ -395,11 +395,12 @@ def test_a_scene_dropped_mid_render_is_deleted_when_the_render_ends(story_window
     assert not any(isValid(p) for p in plots)
 
 
-@pytest.mark.parametrize("meanwhile", ["nothing", "a job", "the minima tab's scrubber"])
+@pytest.mark.parametrize("meanwhile", ["nothing", "a job", "the minima tab's scrubber", "a scrubber re-read"])
 def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, tmp_path, monkeypatch, meanwhile):
     # Its end used to pose the run's last row, the scrubber still at the frame scrubbed to; a
-    # job on another tab (no timeline while it runs) made it pose the first row, and the minima
-    # tab's scrubber a row of the path's.
+    # job on another tab (no timeline while it runs) made it pose the first row, the minima
+    # tab's scrubber a row of the path's, and a scrubber re-read mid-clip (a preset opened on
+    # another tab, in the soak) the clip's own row, which became the user's.
     dock, workspace = story_window.replay_dock, story_window.workspaces["topology"]
     story_window.show_workspace("topology")
     dock.seek(10)
@@ -410,7 +411,8 @@ def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, 
                 dock.refresh()  # as the job's start does
         elif meanwhile == "the minima tab's scrubber":
             story_window.controller.set_frame(25, "minima")
-        render_to_file(_renderer(story_window), tmp_path / "clip.gif")
+        reread = (lambda i, _n: dock.refresh() if i == 3 else None) if meanwhile == "a scrubber re-read" else None
+        render_to_file(_renderer(story_window), tmp_path / "clip.gif", on_frame=reread)
         assert len(workspace.curves.loss_curve.yData) == 11
         dock.refresh()  # as the job's end does
         assert dock.slider.value() == 10
