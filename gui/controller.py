@@ -74,7 +74,6 @@ class AppController(QObject):
         self.last_outcome = ""  # "succeeded", "failed" or "cancelled": how the last main job ended
         self.last_error = ""  # why the last main job failed
         self.lam: float | None = None
-        self.frame = 0
         self.frames: dict[str, int] = {}  # workspace key -> its replay frame (set_frame)
         self._owner = None  # whose main job runs; None once it was superseded
         self._follow: Callable | None = None  # makes the probe job from the preview's result
@@ -316,13 +315,11 @@ class AppController(QObject):
         self.lam = float(lam)
         self.lambda_changed.emit(self.lam)
 
-    def set_frame(self, index: int, key: str | None = None) -> None:
+    def set_frame(self, index: int, key: str) -> None:
         """The replay frame shown, on tab ``key``'s timeline (each tab has its own: a topology
         clip's end took the minima path's frame for a row of the run)."""
-        self.frame = int(index)
-        if key is not None:
-            self.frames[key] = self.frame
-        self.frame_changed.emit(self.frame)
+        self.frames[key] = int(index)
+        self.frame_changed.emit(int(index))
 
     def serve_clips(self, render: Callable[[Any, str], Any]) -> None:
         """``render(clip, out)`` (the clip dock's) renders what ``render_clip`` is asked for."""

@@ -108,21 +108,15 @@ def train_config(p, steps: int | None = None, seed: int | None = None) -> TrainC
     )  # atol: weights are O(1)
 
 
-def training_setup(p, steps: int | None = None) -> TrainingSetup:
-    """The data set, the network and its initial weights: run in the job (it loads data)."""
+def training_setup(p, steps: int | None = None, params: TwoLayerParams | None = None) -> TrainingSetup:
+    """The data set, the network and its initial weights: run in the job (it loads data).
+    ``params``: initial weights of its own (a session's, its trajectory's first row), so the init
+    fields are not read: they may hold text that Run refuses (a session saved then could not be
+    opened again)."""
     X, Y, what = _data(p, p["init", "seed"])
     _check_widths(p, what, X.shape[1], Y.shape[1])
     net = _network(p)
-    return TrainingSetup(net, _initial_weights(p, net), X, Y, train_config(p, steps))
-
-
-def session_setup(p, first: TwoLayerParams) -> TrainingSetup:
-    """The panel's data set and network with a session's own initial weights (its trajectory's
-    first row): a session opens without reading the init fields, which may hold text that Run
-    refuses (a session saved then could not be opened again)."""
-    X, Y, what = _data(p, p["init", "seed"])
-    _check_widths(p, what, X.shape[1], Y.shape[1])
-    return TrainingSetup(_network(p), first, X, Y, train_config(p))
+    return TrainingSetup(net, _initial_weights(p, net) if params is None else params, X, Y, train_config(p, steps))
 
 
 def check_request(p) -> None:

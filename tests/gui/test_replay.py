@@ -62,4 +62,4 @@ def test_the_slider_shows_the_frame_drawn_after_a_tab_switch(qtbot, window, repl
     wait_until_idle(qtbot, window)
     assert dock.slider.value() == dock.slider.maximum() == len(curve.yData) - 1
     # and a key frame captured now is the new run's end, not the frame scrubbed to in the old one
-    assert window.controller.frame == dock.slider.value()
+    assert window.controller.frames["topology"] == dock.slider.value()
