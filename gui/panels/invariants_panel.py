@@ -34,7 +34,7 @@ def locked_text(values: dict) -> str:
     """Which neurons can never change their output sign, and why (MATH A5)."""
     locked, e = values.get("locked", []), values.get("e")
     if not locked:
-        why = "S^{e−1} is connected" if e is not None and e > 1 else "no c < 0"
+        why = "S^{e−1} is connected" if e is not None and e > 1 else "no c &lt; 0"  # rich text: a bare < ended the line
         return f"locked: <b>none</b> ({why})"
     names = ", ".join(str(k) for k in locked)
     return f"locked: neuron{'s' if len(locked) > 1 else ''} <b>{names}</b> (c &lt; 0: v² ≥ −c, output sign fixed)"

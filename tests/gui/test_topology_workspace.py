@@ -7,6 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.opengl as gl
 import pytest
+from PySide6.QtGui import QTextDocument
 
 from engine.topology import invariants as inv
 from engine.topology.initialization import initial_params
@@ -94,6 +95,10 @@ def test_d1_preset_shows_the_exact_plane(window, qtbot):
         assert np.isclose(c, c_now, atol=scale).any() or np.isclose(c, c_start, atol=scale).any(), c
     for c in c_now:
         assert np.isclose(drawn_c, c, atol=scale).any(), (c, drawn_c)
+    # the invariants panel says why no neuron is locked, whole (its rich text read "(no c")
+    shown = QTextDocument()
+    shown.setHtml(ws.invariants.label.text())
+    assert "locked: none (no c < 0)" in shown.toPlainText()
     save_screenshot(window, "topology_d1-input-signs")
 
 
