@@ -46,16 +46,18 @@ def compose(key: str, size: tuple[int, int] = (1600, 960)):
     from .controller import AppController
     from .ownership import own_parameters
     from .presentation import remembered_theme
-    from .style import apply_theme
+    from .style import apply_theme, stylesheet
     from .workspaces import workspace_named
 
     app = create_app()
-    apply_theme(app, remembered_theme())  # the window's theme at start-up
+    theme = remembered_theme()  # the window's theme at start-up
+    apply_theme(app, theme)
     preload_numerics().join()
     controller = AppController()
     workspace = workspace_named(key)
     own_parameters(workspace.parameters, workspace)  # as the window's parameter dock does (gui/ownership.py)
     controller.register(workspace)
+    workspace.setStyleSheet(stylesheet(theme))  # a window's sheet, for the window it stands in for
     workspace.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
     workspace.resize(*size)
     workspace.show()
