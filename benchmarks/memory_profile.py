@@ -88,6 +88,42 @@ def malloc_arenas() -> list[dict]:
     return sorted(arenas, key=lambda a: -a["free_mb"])
 
 
+def resident_mb() -> dict:
+    """RSS by kind of mapping (/proc/self/smaps): glibc's main arena (``[heap]``), anonymous
+    mappings (thread arenas, pymalloc's 1 MiB arenas, large mmapped blocks, Mesa's and BLAS's
+    own buffers) and mapped files (libraries). mallinfo's free bytes include pages malloc_trim
+    gave back, which are no longer resident: this is what RSS is made of."""
+    kinds = collections.Counter()
+    kind = None
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
+                name = line.split(None, 5)[5].strip() if len(line.split(None, 5)) > 5 else ""
+                kind = "heap" if name == "[heap]" else "anonymous" if not name or name.startswith("[anon") else "files"
+            elif line.startswith("Rss:"):
+                kinds[kind] += int(line.split()[1])
+    return {k: round(v / 1024, 1) for k, v in kinds.items()}
+
+
+def pymalloc_mb() -> float | None:
+    """Bytes in pymalloc's blocks (Python's small objects): sys._debugmallocstats writes them to
+    the C stderr, pointed at a file meanwhile. None where the line is missing."""
+    import re
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        found = re.search(rb"# bytes in allocated blocks\s*=\s*([\d,]+)", out.read())
+    return None if found is None else round(int(found.group(1).replace(b",", b"")) / 2**20, 1)
+
+
 def _by_type(objects) -> collections.Counter:
     return collections.Counter(type(o).__name__ for o in objects)
 
@@ -273,6 +309,8 @@ class MemoryProfile:
             out["rss_after_malloc_trim_mb"] = round(rss_mb(), 1)
         out["malloc"] = malloc_mb()
         out["malloc_arenas"] = malloc_arenas()[:8]
+        out["resident"] = resident_mb()
+        out["pymalloc_mb"] = pymalloc_mb()
         if tracemalloc.is_tracing():
             traced = tracemalloc.get_traced_memory()[0] / 2**20
             out["python_heap_mb"] = round(traced, 1)

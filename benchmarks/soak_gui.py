@@ -169,6 +169,7 @@ def child(
         "exceptions": [],
         "check_failures": {},
         "actions": 0,
+        "heap_releases": 0,  # the controller's idle release of the C heap's free pages
         "action_counts": {},
         "qt_warnings": {},
         "window_open_s": None,
@@ -229,6 +230,7 @@ def child(
     preload_numerics().join()
     report["window_open_s"] = round(time.monotonic() - started, 2)
     driver = A.Driver(window, tmp, pause_watchdog=dog.pause)  # a second window's start is start-up too
+    window.controller.heap_released.connect(lambda: report.update(heap_releases=report["heap_releases"] + 1))
     tracebacks = []  # the relay says one line; keep the whole traceback for the report
     previous_hook = driver.relay.previous_hook
 
@@ -337,6 +339,7 @@ def soak(
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     merged = {"hangs": [], "crashes": [], "exceptions": [], "check_failures": {}, "samples": [], "actions": 0}
+    merged["heap_releases"] = 0
     merged["memory"] = []
     merged.update(action_counts=collections.Counter(), qt_warnings=collections.Counter(), window_open_s=[])
     run = 0
@@ -376,6 +379,7 @@ def soak(
         for entry in report.get("memory", []):
             merged["memory"].append(dict(entry, t_s=round(entry["t_s"] + offset, 1), child=run))
         merged["actions"] += report.get("actions", 0)
+        merged["heap_releases"] += report.get("heap_releases", 0)
         merged["action_counts"].update(report.get("action_counts", {}))
         merged["qt_warnings"].update(report.get("qt_warnings", {}))
         merged["window_open_s"].append(report.get("window_open_s"))
@@ -419,7 +423,8 @@ def summary(report: dict) -> str:
         f"soak: {report['wall_s'] / 60:.1f} min, {report['actions']} actions, window opened in "
         f"{', '.join(f'{s} s' for s in report['window_open_s'] if s is not None)}",
         f"hangs (> {HANG_S:g} s): {len(report['hangs'])}   crashes: {len(report['crashes'])}   "
-        f"exceptions: {len(report['exceptions'])}   RSS growth after warm-up: {report['growth_mb']} MB",
+        f"exceptions: {len(report['exceptions'])}   RSS growth after warm-up: {report['growth_mb']} MB   "
+        f"heap released {report.get('heap_releases', 0)}×",
         "",
         table(report),
         "",
