@@ -1,5 +1,7 @@
 """Process-wide numeric settings chosen deliberately for tiny networks on small machines."""
 
+import functools
+
 from engine.core.lazy import torch
 
 _configured = False
@@ -45,15 +47,22 @@ def release_free_heap() -> bool:
     over 20 minutes while its free pages grew from 40 to 150 MB, and RSS with them. A fixed
     threshold kept them near 30 MB, but made numpy's megabyte temporaries 6× slower (each a
     fresh mmap); returning free pages once work has stopped costs the jobs nothing."""
+    trim = _malloc_trim()
+    if trim is None:  # not glibc (macOS, Windows, musl): nothing to do
+        return False
+    trim(0)
+    return True
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's malloc_trim, looked up once (find_library runs ldconfig in a subprocess), or None."""
     import ctypes
     import ctypes.util
 
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError, TypeError):  # not glibc (macOS, Windows, musl): nothing to do
-        return False
+        trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return None
     trim.argtypes = [ctypes.c_size_t]
-    trim(0)
-    return True
+    return trim

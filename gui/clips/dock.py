@@ -221,7 +221,7 @@ class ClipDock(QDockWidget):
         if isinstance(scene, MinimaScene):
             row = scene.row_of(self.controller.lam)
         else:
-            row = min(self.controller.frames.get(scene.workspace.key, len(scene.steps) - 1), len(scene.steps) - 1)
+            row = scene.user_row()
         at = (self.keys[-1].at + self.seconds.value()) if self.keys else 0.0
         self.keys.append(
             KeyFrame(

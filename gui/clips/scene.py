@@ -134,11 +134,15 @@ class TopologyScene:
         """Someone else (the scrubber, a run) changed the views; pose again next time."""
         self._shown = None
 
-    def close(self) -> None:
-        """The frame the replay scrubber is at on this tab (a run's end unless the user scrubbed),
-        as before the clip: it showed the run's end, whatever the scrubber said."""
+    def user_row(self) -> int:
+        """The row the replay scrubber is at on this tab (a run's end unless the user scrubbed)."""
         controller, end = self.workspace.controller, len(self.steps) - 1
-        self.workspace.show_frame(end if controller is None else controller.frames.get(self.workspace.key, end))
+        return end if controller is None else min(controller.frames.get(self.workspace.key, end), end)
+
+    def close(self) -> None:
+        """The user's row again, as before the clip: it showed the run's end, whatever the
+        scrubber said."""
+        self.workspace.show_frame(self.user_row())
         for view in self.views:
             view.update()
 
