@@ -397,7 +397,7 @@ class MainWindow(QMainWindow):
 
     @property
     def computing(self) -> bool:
-        """Any job on any lane (main, preview, probe, walk) still running or waiting."""
+        """Any job on any lane (main, preview, probe, walk, setup) still running or waiting."""
         return self.controller.busy
 
     def showEvent(self, event):

@@ -16,6 +16,7 @@ from PySide6.QtCore import QStandardPaths, Qt, QTimer
 from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.core.errors import EngineInputError
+from engine.core.progress import run_to_completion
 from engine.topology.obstruction import LoadedNetwork, continue_training_job, load_two_layer_job
 from engine.topology.probability import probability_maps_job
 from engine.topology.training import Trajectory
@@ -27,7 +28,15 @@ from ..panels.invariants_panel import InvariantsPanel
 from ..panels.topology_parameters import create_parameters, fig4_settings, fig5_settings, network_request, sweep_place
 from ..parameter_values import apply_all
 from ..present import Presented
-from ..present.topology import Context, layout_of, loaded_context, network_job, present, training_job
+from ..present.topology import (
+    Context,
+    layout_of,
+    loaded_context,
+    network_job,
+    present,
+    preview_job,
+    training_job,
+)
 from ..present.training_setup import check_request, train_config, training_setup, values_of
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
@@ -115,8 +124,10 @@ class TopologyWorkspace(Workspace):
         self.parameters.child("display").sigTreeStateChanged.connect(self._on_display)
         self._on_mode()
         self.reset()
-        self._preview()  # now, before the window is first shown: it lays itself out around these views
-        self._preview_timer.stop()
+        self._stop_preview()
+        # Here, before the window is first shown and before there is a controller to run jobs:
+        # the window lays itself out around these views.
+        self._lay_out(run_to_completion(preview_job(values_of(self.parameters))))
 
     @property
     def mode(self) -> str:
@@ -161,7 +172,7 @@ class TopologyWorkspace(Workspace):
 
     def _expect_job(self):
         self._starting = True
-        self._preview_timer.stop()
+        self._stop_preview()
 
     def load_network(self, path, data_path=None) -> bool:
         """File ▸ Load network: show the network in ``path`` (.npz, .pt/.pth, .pt2) with the data in
@@ -210,7 +221,7 @@ class TopologyWorkspace(Workspace):
     def reset(self):
         self._result = self._state = None
         self.pacer.clear()  # a live update still waiting would draw the old run again
-        self._preview_timer.stop()
+        self._stop_preview()
         if self.mode != "training":
             self.page_of[self.mode].reset()
             return
@@ -231,16 +242,23 @@ class TopologyWorkspace(Workspace):
             self._preview_timer.start()
 
     def _preview(self):
-        """Q(c) at the start of the panel's network, before any run. It loads the data set and
-        draws the weights here, on the GUI thread: a Reset or a preset that waits for Run."""
+        """Q(c) at the start of the panel's network, before any run (a Reset, or a preset that
+        waits for Run), laid out in a job on the setup lane; a run or a reset drops it."""
         if self.mode != "training" or self.from_file:
             return
-        try:
-            setup = training_setup(values_of(self.parameters))
-        except EngineInputError as error:
-            self.invariants.show_nothing(f"Cannot preview: {error}")
-            return
-        self._lay_out(Context(setup.net, setup.config, layout_of(setup)))
+        self.controller.submit(
+            "setup",
+            preview_job(values_of(self.parameters)),
+            self._lay_out,
+            on_failure=lambda text: self.invariants.show_nothing(f"Cannot preview: {text}"),
+        )
+
+    def _stop_preview(self):
+        """No preview lands now: neither the one due at the next turn of the event loop nor one
+        on the setup lane (it would lay a run's views out for the network before)."""
+        self._preview_timer.stop()
+        if self.controller is not None:
+            self.controller.discard("setup")
 
     def _panel_extra(self) -> str:
         return "" if self._presenting or self._context is None else self._context.layout["extra"]
@@ -495,7 +513,7 @@ class TopologyWorkspace(Workspace):
         except (KeyError, TypeError, ValueError) as error:
             raise EngineInputError(f"saved training state does not fit: {error}") from None
         self.reset()
-        self._preview_timer.stop()  # drawn here, from the session
+        self._stop_preview()  # drawn here, from the session
         if self.from_file and "loaded" in state:
             try:
                 self._restore_loaded(traj, state["loaded"])

@@ -195,6 +195,21 @@ def assert_not_blank(pixels: np.ndarray, min_std: float = 4.0):
     assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 50, "view has almost no distinct colours"
 
 
+def fail_on_any_job_but_a_preview(monkeypatch):
+    """Opening a session runs no job. The one allowed: paper A's tab, with nothing saved, lays
+    its panel's network out in a job (gui.present.topology.preview_job), as after a Reset."""
+    from gui.worker import JobRunner
+
+    submit = JobRunner.submit
+
+    def guarded(runner, job, *args, **kwargs):
+        if getattr(job, "__name__", "") != "preview_job":
+            pytest.fail(f"a job ran: {getattr(job, '__name__', job)}")
+        return submit(runner, job, *args, **kwargs)
+
+    monkeypatch.setattr(JobRunner, "submit", guarded)
+
+
 def wait_until_idle(qtbot, window, timeout_ms=60000):
     qtbot.waitUntil(lambda: not window.runner.busy, timeout=timeout_ms)
 

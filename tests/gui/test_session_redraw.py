@@ -14,7 +14,7 @@ from gui import session
 from gui.main_window import MainWindow
 from gui.worker import JobRunner
 
-from .conftest import wait_until_idle
+from .conftest import fail_on_any_job_but_a_preview, wait_until_idle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ def test_the_toolkit_tab_reopens_what_it_drew(qtbot, window, tmp_path, monkeypat
     assert window.last_outcome == "succeeded" and ws.shown, window.message_bar.text
     path = tmp_path / "toolkit.lens"
     session.write_session(path, session.capture_state(window))
-    monkeypatch.setattr(JobRunner, "submit", lambda self, job, *a, **k: pytest.fail("a job ran"))
+    fail_on_any_job_but_a_preview(monkeypatch)
     fresh = MainWindow()
     qtbot.addWidget(fresh)
     fresh.show()

@@ -14,7 +14,7 @@ a fresh window (every field and drawn state compared with the saved), and close 
 while its job runs.
 
 After every step (``Driver.check``): nothing reached the error relay; each lane (main,
-preview, probe, walk) runs at most one thread; the run controls match the main lane's state;
+preview, probe, walk, setup) runs at most one thread; the run controls match the main lane's state;
 the message bar shows only what the rules so far may show; the λ box shows the controller's λ;
 and, idle after a finished job, what is drawn is the latest result: the loss curve is the
 trajectory's loss, the Fig. 4 map and lines are the sweep's cells, the minima tab's stages are

@@ -16,7 +16,7 @@ from gui.session import read_session, write_session
 from gui.views.quadric_view import MAX_SHOWN_POINTS
 from gui.views.training_curves import event_callouts
 
-from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
+from .conftest import assert_not_blank, gl_pixels, record_gui_thread_calls, save_screenshot, wait_until_idle
 from .drawn import neuron_points, plotted, xy
 
 TRAINING_PRESETS = [
@@ -330,3 +330,22 @@ def test_a_preset_opens_the_same_whatever_was_open_before(window):
             kind = p["mode"] if preset.workspace == "topology" else preset.workspace
             chosen.add((kind, *(p[path] for path in SELECTORS[kind])))
         assert len(chosen) == 1, f"{name} opens as {sorted(chosen)}, depending on the preset before it"
+
+
+def test_a_preset_that_waits_for_run_is_laid_out_off_the_gui_thread(window, qtbot, monkeypatch):
+    """Loaded without a run, a preset's network (its data, initial weights and Q(c)) is laid out
+    in a job: the views show that network, and none of it was made on the GUI thread."""
+    import gui.present.topology as present_topology
+    import gui.workspaces.topology as workspace_topology
+
+    on_gui = []
+    for module in (present_topology, workspace_topology):  # each calls them by its own import
+        record_gui_thread_calls(monkeypatch, module, ["training_setup", "layout_of"], on_gui)
+    ws = topology(window)
+    for preset, d in (("fig3-free-d3", 3), ("fig3-free", 2)):
+        window.load_preset(preset, run=False)
+        qtbot.waitUntil(lambda d=d: ws._context is not None and ws._context.layout["d"] == d, timeout=20000)
+        assert ws._context.net.d == ws.parameters["network", "d"] == d
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=20000)
+    assert on_gui == []
+    assert ws.invariants.label.text().strip(), "the panel shows nothing before the run"

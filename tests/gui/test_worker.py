@@ -216,3 +216,15 @@ def test_a_job_that_has_said_how_it_ended_no_longer_counts_as_active(qtbot, runn
     assert asked[0][:2] == (False, "idle") and len(asked) == 1
     assert asked[0][2][-1] == "idle"  # and the controls heard it before the ending's slots ran
     qtbot.waitUntil(lambda: not runner.busy, timeout=20000)
+
+
+def test_wait_lets_an_ended_thread_go_before_its_end_is_delivered(qtbot, runner):
+    """Shutdown waits, then the window is deleted at once: a runner that kept the ended thread
+    until its queued ``finished`` left it to the cycle collector (the state machine found 5)."""
+    ended = []
+    runner.succeeded.connect(ended.append)
+    runner.submit(counting_job(3))
+    assert runner.wait(10000)
+    assert not runner.busy and runner.state == "idle"  # here, before any event is processed
+    qtbot.wait(50)  # its queued signals come from a thread let go: dropped, and nothing raises
+    assert ended == [] and not runner.busy
