@@ -248,6 +248,11 @@ def _preview_quadrics(layout: dict, c: np.ndarray, points: np.ndarray | None, lo
     return cells
 
 
+def setup_context(setup: TrainingSetup) -> Context:
+    """A panel's network, its training and its layout: what a run or a preview presents with."""
+    return Context(setup.net, setup.config, layout_of(setup))
+
+
 def loaded_context(loaded: LoadedNetwork, config: TrainConfig) -> Context:
     """A loaded network's views: laid out with each neuron's current point and the file's lines."""
     setup = loaded_setup(loaded, config)
@@ -491,8 +496,7 @@ def preview_job(values: Values) -> Job[Context]:
     or a preset that waits for Run. Loading a data set and drawing the weights took ~1 ms and
     the layout's meshes 2–9 ms on the GUI thread for each of paper A's presets."""
     yield Progress(math.nan, "laying out the network")
-    setup = training_setup(values)
-    return Context(setup.net, setup.config, layout_of(setup))
+    return setup_context(training_setup(values))
 
 
 def training_job(values: Values, steps: int | None = None) -> Job[Presented]:
@@ -500,7 +504,7 @@ def training_job(values: Values, steps: int | None = None) -> Job[Presented]:
     ``Presented(trajectory, state)``; the first partial lays the views out."""
     yield Progress(0.0, "loading the data and drawing the initial weights")
     setup = training_setup(values, steps)
-    context = Context(setup.net, setup.config, layout_of(setup))
+    context = setup_context(setup)
     yield Progress(0.0, "training", Presented(None, {"layout": context.layout, "context": context}))
     paced = _Paced(lambda traj: (traj, context))
     traj = yield from subjob(train(setup.net, setup.params, setup.X, setup.Y, setup.config), 0, 1, "", paced.partial)

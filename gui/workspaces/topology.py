@@ -28,15 +28,7 @@ from ..panels.invariants_panel import InvariantsPanel
 from ..panels.topology_parameters import create_parameters, fig4_settings, fig5_settings, network_request, sweep_place
 from ..parameter_values import apply_all
 from ..present import Presented
-from ..present.topology import (
-    Context,
-    layout_of,
-    loaded_context,
-    network_job,
-    present,
-    preview_job,
-    training_job,
-)
+from ..present.topology import Context, loaded_context, network_job, present, preview_job, setup_context, training_job
 from ..present.training_setup import check_request, train_config, training_setup, values_of
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
@@ -526,8 +518,7 @@ class TopologyWorkspace(Workspace):
             first = (
                 None if a is None else np.asarray(a[0], dtype=np.float64) for a in (traj.W1, traj.W2, traj.b1, traj.b2)
             )
-            setup = training_setup(values_of(p), params=TwoLayerParams(*first))
-            self._lay_out(Context(setup.net, setup.config, layout_of(setup)))
+            self._lay_out(setup_context(training_setup(values_of(p), params=TwoLayerParams(*first))))
         L = None if self._context is None else self._context.layout
         if L is None or traj.W1.shape[1:] != (L["l"], L["d"]) or traj.W2.shape[1] != L["e"]:
             raise EngineInputError("saved trajectory does not match its network parameters")

@@ -13,7 +13,7 @@ from engine.topology import invariants
 from gui.panels.topology_parameters import PARAMETERS
 from gui.present import Presented
 from gui.present.quadric_meshes import surface_mesh
-from gui.present.topology import Context, layout_of, present, training_job
+from gui.present.topology import present, setup_context, training_job
 from gui.present.training_setup import Values, training_setup
 
 from .conftest import record_gui_thread_calls, wait_until_idle
@@ -91,7 +91,7 @@ def test_surface_vertices_lie_on_the_quadric(c):
 def test_the_reduced_view_state_is_the_norms_of_the_weights():
     v = values(network={"bias": True, "l": 3}, data={"points": 300}, init={"c": "", "signs": ""})
     traj = run(v, 40).result
-    state = present(traj, Context(training_setup(v).net, training_setup(v).config, layout_of(training_setup(v))))
+    state = present(traj, setup_context(training_setup(v)))
     r = np.sqrt(np.sum(traj.W1**2, axis=2) + traj.b1**2)
     np.testing.assert_allclose(state["reduced"]["r"], r, rtol=1e-12)
     np.testing.assert_array_equal(state["reduced"]["v"], traj.W2[:, 0, :])
@@ -100,7 +100,7 @@ def test_the_reduced_view_state_is_the_norms_of_the_weights():
 def test_a_live_run_keeps_its_meshes_while_c_stays():
     v = values(data={"points": 300}, optimizer={"name": "flow", "lr": 0.01}, init={"c": "-0.2, 0.3"})
     setup = training_setup(v)
-    context = Context(setup.net, setup.config, layout_of(setup))
+    context = setup_context(setup)
     traj = run(v, 30).result
     first = present(traj, context)
     again = present(traj, context, first)

@@ -339,8 +339,11 @@ def test_a_preset_that_waits_for_run_is_laid_out_off_the_gui_thread(window, qtbo
     import gui.workspaces.topology as workspace_topology
 
     on_gui = []
-    for module in (present_topology, workspace_topology):  # each calls them by its own import
-        record_gui_thread_calls(monkeypatch, module, ["training_setup", "layout_of"], on_gui)
+    for module, names in (  # each calls them by its own import
+        (present_topology, ["training_setup", "layout_of"]),
+        (workspace_topology, ["training_setup", "setup_context"]),
+    ):
+        record_gui_thread_calls(monkeypatch, module, names, on_gui)
     ws = topology(window)
     for preset, d in (("fig3-free-d3", 3), ("fig3-free", 2)):
         window.load_preset(preset, run=False)
