@@ -29,7 +29,6 @@ from engine.io.session_arrays import check_workspace_results
 
 from .parameter_values import apply_all, values_of_state
 from .presets import one_line
-from .views.camera import camera_of, set_camera
 
 FORMAT, VERSION = "landscape-lens-session", 1
 SUFFIX = ".lens"
@@ -210,7 +209,7 @@ def capture_state(window) -> dict:
         "workspaces": {
             key: {
                 "parameters": ws.parameters.saveState(filter="user"),
-                "cameras": [camera_of(v) for v in ws.gl_views()],
+                "cameras": ws.session_cameras(),
                 "results": ws.session_state(),
             }
             for key, ws in window.workspaces.items()
@@ -232,8 +231,7 @@ def apply_state(window, state: dict) -> None:
         ws.reset()
         if saved.results:
             ws.restore_session_state(saved.results)
-        for view, camera in zip(ws.gl_views(), saved.cameras):  # last: views may reframe
-            set_camera(view, camera.model_dump())
+        ws.restore_cameras([camera.model_dump() for camera in saved.cameras])
     if checked.frame is not None:
         window.slide_title.show_slide(checked.frame.title, checked.frame.subtitle)
         window.status_label.setText(checked.frame.status)

@@ -14,6 +14,8 @@ from PySide6.QtWidgets import QWidget
 
 from engine.core.progress import Job
 
+from .views.camera import camera_of, set_camera
+
 
 class Workspace(QWidget):
     key = ""  # the name presets use in their "workspace" field
@@ -75,6 +77,15 @@ class Workspace(QWidget):
 
     def restore_session_state(self, state: dict) -> None:
         """Show saved results without recomputing; raise EngineInputError if they don't fit."""
+
+    def session_cameras(self) -> list[dict]:
+        """Its 3D views' cameras, as a session saves them."""
+        return [camera_of(view) for view in self.gl_views()]
+
+    def restore_cameras(self, cameras: list[dict]) -> None:
+        """Place a session's cameras, after its results (laying views out may reframe them)."""
+        for view, camera in zip(self.gl_views(), cameras):
+            set_camera(view, camera)
 
     def set_presentation(self, on: bool) -> None:
         """Thicker lines and larger fonts for a projector."""

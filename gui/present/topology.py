@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -497,6 +498,15 @@ def preview_job(values: Values) -> Job[Context]:
     the layout's meshes 2–9 ms on the GUI thread for each of paper A's presets."""
     yield Progress(math.nan, "laying out the network")
     return setup_context(training_setup(values))
+
+
+def restored_job(traj: Trajectory, context: Callable[[], Context]) -> Job[Presented]:
+    """Job: a session's run drawn again. A session saves the run, not its data set or meshes:
+    ``context()`` lays the views out again (the panel's network at the run's first row, or the
+    session's loaded network), then the whole run is presented. On the GUI thread this took
+    the data set's load, the layout's meshes and a pass over every row of the run."""
+    yield Progress(math.nan, "drawing the session's run")
+    return Presented(traj, present(traj, context()))
 
 
 def training_job(values: Values, steps: int | None = None) -> Job[Presented]:

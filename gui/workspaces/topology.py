@@ -9,6 +9,7 @@ the view state's fields to the views, and every number shown comes from the engi
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,16 @@ from ..panels.invariants_panel import InvariantsPanel
 from ..panels.topology_parameters import create_parameters, fig4_settings, fig5_settings, network_request, sweep_place
 from ..parameter_values import apply_all
 from ..present import Presented
-from ..present.topology import Context, loaded_context, network_job, present, preview_job, setup_context, training_job
+from ..present.topology import (
+    Context,
+    loaded_context,
+    network_job,
+    present,
+    preview_job,
+    restored_job,
+    setup_context,
+    training_job,
+)
 from ..present.training_setup import check_request, train_config, training_setup, values_of
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
@@ -43,6 +53,11 @@ from ..workspace import Workspace
 # loop allows; plots, whose repaint costs 4–18 ms each under llvmpipe, a few times a second.
 MAX_LOADED_NEURONS = 16  # a loaded network gets one 3D view per neuron: beyond this, use the command line
 LIVE_INTERVALS = {"loss": 0.2, "drift": 0.2, "invariants": 0.2, "reduced": 0.1, "heatmaps": 0.5}
+
+
+def _fits(traj: Trajectory, d: int, l: int, e: int) -> bool:
+    """Whether a saved run's weights are a d-l-e network's."""
+    return traj.W1.shape[1:] == (l, d) and traj.W2.shape[1] == e
 
 
 def sliced(traj: Trajectory, rows: int) -> Trajectory:
@@ -104,6 +119,7 @@ class TopologyWorkspace(Workspace):
         self._loaded: tuple[LoadedNetwork, Context] | None = None  # the network file last read by a job
         self._loaded_key: tuple | None = None  # ... and the request it answered
         self._starting = False  # a job was made: its first update lays the views out
+        self._pending_cameras: list[dict] | None = None  # a session's, while its run is drawn (a job)
         self._presenting = False  # presentation mode (set_presentation)
         self._has_heatmaps = False  # the run's data can be drawn (d ≤ 2)
         self.pacer = Pacer(LIVE_INTERVALS, self)
@@ -211,7 +227,7 @@ class TopologyWorkspace(Workspace):
         self.controller.error(text)
 
     def reset(self):
-        self._result = self._state = None
+        self._result = self._state = self._pending_cameras = None
         self.pacer.clear()  # a live update still waiting would draw the old run again
         self._stop_preview()
         if self.mode != "training":
@@ -454,8 +470,9 @@ class TopologyWorkspace(Workspace):
             state["loaded"] |= {k: v for k, v in (("X", n.X), ("Y", n.Y)) if v is not None}
         return state
 
-    def _restore_loaded(self, traj: Trajectory, saved: dict) -> None:
-        """A loaded network's views from a session: its weights are the trajectory's first row."""
+    def _saved_network(self, traj: Trajectory, saved: dict) -> LoadedNetwork:
+        """A session's loaded network, checked as a network file is: its weights are the
+        trajectory's first row, its data the session's."""
         from engine.io.two_layer_file import TwoLayer, check_activation, check_data_width
         from engine.topology.obstruction import training_net
 
@@ -481,12 +498,12 @@ class TopologyWorkspace(Workspace):
             report["format"],
         )
         net, params = training_net(n)
-        self._loaded_key = network_request(self.parameters).key if self.parameters["network", "file"] else None
-        loaded = LoadedNetwork(n, report, net, params)
-        self._loaded = (loaded, loaded_context(loaded, train_config(self.parameters)))
-        self._lay_out(self._loaded[1])
+        return LoadedNetwork(n, report, net, params)
 
     def restore_session_state(self, state: dict):
+        """Draw a session's result. Everything is checked here, before the tab changes; a run's
+        views are laid out and presented in a job on the setup lane (restored_job), and the
+        session's cameras are placed once it has drawn (restore_cameras)."""
         mode = state.get("mode")
         if mode not in self.page_of:
             raise EngineInputError(f"saved state has unknown view {mode!r}")
@@ -504,23 +521,52 @@ class TopologyWorkspace(Workspace):
             traj = Trajectory(**{k: t.get(k) for k in (f.name for f in dataclasses.fields(Trajectory))})
         except (KeyError, TypeError, ValueError) as error:
             raise EngineInputError(f"saved training state does not fit: {error}") from None
-        self.reset()
-        self._stop_preview()  # drawn here, from the session
+        loaded = None  # a network read from a file, and the panel's request it answers
         if self.from_file and "loaded" in state:
             try:
-                self._restore_loaded(traj, state["loaded"])
+                network = self._saved_network(traj, state["loaded"])
             except (KeyError, TypeError, ValueError, IndexError) as error:
                 raise EngineInputError(f"saved network does not fit: {error}") from None
-        elif not self.from_file:  # here and now: a session draws at once, and its data are not saved
-            p = self.parameters
-            if traj.W1.shape[1:] != (p["network", "l"], p["network", "d"]) or traj.W2.shape[1] != p["network", "e"]:
+            key = network_request(self.parameters).key if self.parameters["network", "file"] else None
+            loaded = (network, key)
+            context = partial(loaded_context, network, train_config(self.parameters))
+        elif self.from_file:  # the file the panel names, read before: the views it laid out
+            laid_out = self._context
+            if laid_out is None or not _fits(traj, *(laid_out.layout[k] for k in ("d", "l", "e"))):
                 raise EngineInputError("saved trajectory does not match its network parameters")
-            first = (
-                None if a is None else np.asarray(a[0], dtype=np.float64) for a in (traj.W1, traj.W2, traj.b1, traj.b2)
-            )
-            self._lay_out(setup_context(training_setup(values_of(p), params=TwoLayerParams(*first))))
-        L = None if self._context is None else self._context.layout
-        if L is None or traj.W1.shape[1:] != (L["l"], L["d"]) or traj.W2.shape[1] != L["e"]:
-            raise EngineInputError("saved trajectory does not match its network parameters")
-        self._result = traj
-        self._draw(present(traj, self._context), final=True)
+            context = lambda: laid_out  # noqa: E731
+        else:  # the panel's network: its data set is drawn again, not saved
+            p = self.parameters
+            if not _fits(traj, p["network", "d"], p["network", "l"], p["network", "e"]):
+                raise EngineInputError("saved trajectory does not match its network parameters")
+            first = [None if a is None else np.asarray(a[0], np.float64) for a in (traj.W1, traj.W2, traj.b1, traj.b2)]
+            values = values_of(p)
+            context = lambda: setup_context(training_setup(values, params=TwoLayerParams(*first)))  # noqa: E731
+        self.reset()
+        self._stop_preview()  # drawn here, from the session
+        # Until it is drawn the run is the tab's result (saved again as it was opened, the
+        # scrubber's timeline) and the session's cameras wait; no frame is posed without views.
+        self._result, self._context, self._pending_cameras = traj, None, []
+        self.controller.submit(
+            "setup", restored_job(traj, context), partial(self._restored, loaded), on_failure=self._not_restored
+        )
+
+    def _restored(self, loaded: tuple[LoadedNetwork, tuple | None] | None, presented: Presented):
+        cameras, self._pending_cameras = self._pending_cameras, None
+        if loaded is not None:
+            self._loaded, self._loaded_key = (loaded[0], presented.state["context"]), loaded[1]
+        self._show(presented, final=True)
+        super().restore_cameras(cameras or [])  # last: laying the views out framed them anew
+
+    def _not_restored(self, text: str):
+        self._pending_cameras = None
+        self.invariants.show_nothing(f"Cannot draw the session: {text}")
+
+    def session_cameras(self) -> list[dict]:
+        return super().session_cameras() if self._pending_cameras is None else list(self._pending_cameras)
+
+    def restore_cameras(self, cameras: list[dict]) -> None:
+        if self._pending_cameras is None:
+            super().restore_cameras(cameras)
+        else:
+            self._pending_cameras = list(cameras)

@@ -195,15 +195,16 @@ def assert_not_blank(pixels: np.ndarray, min_std: float = 4.0):
     assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 50, "view has almost no distinct colours"
 
 
-def fail_on_any_job_but_a_preview(monkeypatch):
-    """Opening a session runs no job. The one allowed: paper A's tab, with nothing saved, lays
-    its panel's network out in a job (gui.present.topology.preview_job), as after a Reset."""
+def fail_on_any_job_but_a_layout(monkeypatch):
+    """Opening a session computes no result again. The jobs allowed lay paper A's views out
+    (gui.present.topology): ``preview_job`` for its panel's network with nothing saved, as after
+    a Reset, and ``restored_job`` for a saved run, presented as saved."""
     from gui.worker import JobRunner
 
     submit = JobRunner.submit
 
     def guarded(runner, job, *args, **kwargs):
-        if getattr(job, "__name__", "") != "preview_job":
+        if getattr(job, "__name__", "") not in ("preview_job", "restored_job"):
             pytest.fail(f"a job ran: {getattr(job, '__name__', job)}")
         return submit(runner, job, *args, **kwargs)
 
@@ -211,7 +212,8 @@ def fail_on_any_job_but_a_preview(monkeypatch):
 
 
 def wait_until_idle(qtbot, window, timeout_ms=60000):
-    qtbot.waitUntil(lambda: not window.runner.busy, timeout=timeout_ms)
+    """Until every lane and worker is idle: a run, and what lays views out (a preview, a session)."""
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=timeout_ms)
 
 
 def record_gui_thread_calls(monkeypatch, module, names, on_gui: list) -> None:

@@ -57,7 +57,10 @@ def test_session_round_trips_into_a_fresh_window(qtbot, window, saved):
     fresh.show()
     fresh.open_session(str(saved))
     assert fresh.message_bar.text.startswith("Opened"), fresh.message_bar.text
+    drawing = session.capture_state(fresh)  # its run is laid out and drawn on the setup lane
+    wait_until_idle(qtbot, fresh)
     after = session.capture_state(fresh)
+    assert_same(drawing, after)  # saved again while it is drawn: as it was opened, cameras too
     assert after["frame"]["status"] == written["status"] != before["frame"]["status"]
     before["frame"]["status"] = after["frame"]["status"]
     assert_same(before, after)

@@ -14,7 +14,7 @@ from gui import session
 from gui.main_window import MainWindow
 from gui.worker import JobRunner
 
-from .conftest import fail_on_any_job_but_a_preview, wait_until_idle
+from .conftest import fail_on_any_job_but_a_layout, wait_until_idle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def screenshot(*argv) -> subprocess.CompletedProcess:
     )
 
 
-def test_opening_a_session_submits_no_job_and_shows_the_saved_frame(qtbot, window, tmp_path, monkeypatch):
+def test_opening_a_session_runs_nothing_again_and_shows_the_saved_frame(qtbot, window, tmp_path, monkeypatch):
     window.load_preset("fig3-free", steps=25)
     wait_until_idle(qtbot, window)
     path = tmp_path / "talk.lens"
@@ -48,7 +48,8 @@ def test_opening_a_session_submits_no_job_and_shows_the_saved_frame(qtbot, windo
     qtbot.addWidget(fresh)
     fresh.show()
     assert session.load_session(fresh, path), fresh.message_bar.text
-    assert submitted == []  # drawn from the saved results: nothing ran again
+    # drawn from the saved results, nothing trained again: the one job lays the saved run out
+    assert [job.__name__ for job in submitted] == ["restored_job"]
     assert fresh.slide_title.title.text() == window.slide_title.title.text() != ""
     assert fresh.status_label.text() == window.status_label.text()
     assert fresh.progress_bar.value() == window.progress_bar.value() == 1000
@@ -99,7 +100,7 @@ def test_the_toolkit_tab_reopens_what_it_drew(qtbot, window, tmp_path, monkeypat
     assert window.last_outcome == "succeeded" and ws.shown, window.message_bar.text
     path = tmp_path / "toolkit.lens"
     session.write_session(path, session.capture_state(window))
-    fail_on_any_job_but_a_preview(monkeypatch)
+    fail_on_any_job_but_a_layout(monkeypatch)
     fresh = MainWindow()
     qtbot.addWidget(fresh)
     fresh.show()

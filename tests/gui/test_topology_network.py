@@ -8,7 +8,7 @@ from torch import nn
 import resources
 from gui.session import capture_state, read_session, write_session
 
-from .conftest import assert_not_blank, gl_pixels, save_screenshot
+from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
 NETWORK = resources.path("networks", "your-network.pt")
 DATA = resources.path("data", "your-network.csv")
@@ -97,6 +97,7 @@ def test_the_shipped_example_trains_on_and_stays_on_its_sheet(window, qtbot, tmp
     saved = read_session(path)["workspaces"]["topology"]["results"]
     ws.reset()
     ws.restore_session_state(saved)
+    wait_until_idle(qtbot, window)  # laid out and drawn on the setup lane
     assert ws.trajectory() is not None and np.array_equal(ws.trajectory().W2, traj.W2)
     assert ws.gl_views()[1].locked_sign == 1 and ws.invariants.shown["locked"] == [2]
 

@@ -352,3 +352,37 @@ def test_a_preset_that_waits_for_run_is_laid_out_off_the_gui_thread(window, qtbo
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=20000)
     assert on_gui == []
     assert ws.invariants.label.text().strip(), "the panel shows nothing before the run"
+
+
+def test_a_reopened_run_is_laid_out_and_presented_off_the_gui_thread(window, qtbot, monkeypatch, tmp_path):
+    """A session's run is drawn again without the GUI thread loading its data set, building
+    its meshes or presenting its rows: the reopened views draw the saved run, as it was."""
+    import gui.present.topology as present_topology
+    import gui.workspaces.topology as workspace_topology
+    from gui import session
+
+    window.load_preset("fig3-free", steps=30)
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    drawn = lambda: [xy(item) for plot in (ws.curves.loss_plot, ws.curves.drift_plot) for item in plotted(plot)]  # noqa: E731
+    shown = drawn()
+    path = tmp_path / "run.lens"
+    session.write_session(path, session.capture_state(window))
+    window.load_preset("fig3-free-d3", run=False)  # another network laid out meanwhile
+    wait_until_idle(qtbot, window)
+    on_gui = []
+    for module, names in (
+        (present_topology, ["training_setup", "layout_of", "present"]),
+        (workspace_topology, ["training_setup", "setup_context", "present"]),
+    ):
+        record_gui_thread_calls(monkeypatch, module, names, on_gui)
+    assert session.load_session(window, path), window.message_bar.text
+    wait_until_idle(qtbot, window)
+    assert on_gui == []
+    assert ws._context is not None and ws._context.layout["d"] == 2
+    saved = read_session(path)["workspaces"]["topology"]["results"]["trajectory"]
+    np.testing.assert_array_equal(ws.trajectory().W1, saved["W1"])
+    again = drawn()
+    assert len(again) == len(shown) > 0
+    for a, b in zip(again, shown):
+        np.testing.assert_array_equal(a, b)
