@@ -8,6 +8,7 @@ size cannot change a clip's frames (capture.render_gl passes its own field of vi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from pyqtgraph.opengl import GLTextItem
@@ -61,6 +62,11 @@ class GLCells:
         that it spans the cell's shorter side).
 
         The image is bottom-up, as GL reads it: draw it mirrored."""
+        return self.draw(view, w, h, label_scale, fov).read()
+
+    def draw(self, view, w: int, h: int, label_scale: float, fov: float | None = None) -> Drawing:
+        """``render``'s first half: the scene drawn into the view's framebuffer, to be read back
+        (``Drawing.read``) once the rasteriser has finished it (``Drawing.ready``)."""
         from OpenGL import GL
 
         view.makeCurrent()
@@ -86,10 +92,8 @@ class GLCells:
             placed = [(_label_position(item, w, h), item) for item in labels]
             if multi is not None:
                 QOpenGLFramebufferObject.blitFramebuffer(plain, multi)
-            plain.bind()
-            # Straight into RGBA bytes: toImage converts and flips on the CPU; the compositor
-            # flips for free as it draws.
-            data = GL.glReadPixels(0, 0, w, h, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE)
+            fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
+            GL.glFlush()  # the rasteriser starts now, on its own threads
         finally:
             for item in labels:
                 item.setVisible(True)
@@ -101,10 +105,53 @@ class GLCells:
             font = QFont(item.font)
             font.setPointSizeF(font.pointSizeF() * label_scale)
             texts.append((QPointF(point), item.text, font, item.color))
-        pixels = np.frombuffer(data, np.uint8).reshape(h, w, 4)
-        image = QImage(pixels.data, w, h, 4 * w, QImage.Format.Format_RGBX8888)
-        image.keep = pixels  # the QImage borrows the array's memory
-        return image, texts
+        return Drawing(view, plain, w, h, texts, fence)
 
     def release(self):
         self._fbos.clear()
+
+
+@dataclass(eq=False)
+class Drawing:
+    """A view's picture drawn into its framebuffer and not read back yet. Mesa's llvmpipe
+    rasterises on threads of its own after the flush: read at once, the GUI thread waited for
+    them, about half of a render (at 800 × 600: the draw 4.5 ms, the rasteriser 5.5–7.3 ms, the
+    read 1.5 ms; benchmarks/bench_gl_readback.py)."""
+
+    view: object
+    framebuffer: QOpenGLFramebufferObject
+    w: int
+    h: int
+    texts: list
+    fence: object
+
+    def ready(self) -> bool:
+        """Whether the rasteriser has finished the picture (reading it then does not wait)."""
+        from OpenGL import GL
+
+        self.view.makeCurrent()
+        try:
+            status = GL.glClientWaitSync(self.fence, 0, 0)
+        finally:
+            self.view.doneCurrent()
+        return status in (GL.GL_ALREADY_SIGNALED, GL.GL_CONDITION_SATISFIED)
+
+    def read(self) -> tuple[QImage, list]:
+        """The picture and its labels (waiting for the rasteriser if it has not finished)."""
+        from OpenGL import GL
+
+        self.view.makeCurrent()
+        try:
+            self.framebuffer.bind()
+            # Straight into RGBA bytes: toImage converts and flips on the CPU; the compositor
+            # flips for free as it draws. Into an array of ours: PyOpenGL's own buffer took
+            # 3× as long (benchmarks/bench_gl_readback.py).
+            pixels = np.empty((self.h, self.w, 4), np.uint8)
+            GL.glReadPixels(0, 0, self.w, self.h, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, pixels)
+            GL.glDeleteSync(self.fence)
+            self.framebuffer.release()
+        finally:
+            self.view.doneCurrent()
+        image = QImage(pixels.data, self.w, self.h, 4 * self.w, QImage.Format.Format_RGBX8888)
+        image.keep = pixels  # the QImage borrows the array's memory
+        return image, self.texts

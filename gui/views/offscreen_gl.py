@@ -9,8 +9,10 @@ and the picture is drawn with QPainter: the window stays on Qt's raster backing 
 
 A view renders only when something changed (``update``) or its size did; between renders a
 repaint (another widget's, a scroll, a tooltip) costs one image blit. Changed views queue up and
-render one per turn of the event loop (``RenderQueue``): a live run that changes every neuron's
-view never stalls the loop for all of them at once.
+render one at a time (``RenderQueue``): a live run that changes every neuron's view never stalls
+the loop for all of them at once. A picture is drawn in one turn of the event loop and read back
+in a later one, once Mesa's rasteriser threads have finished it (``gl_cells.Drawing``): the GUI
+thread no longer waits for them.
 """
 
 from __future__ import annotations
@@ -43,34 +45,60 @@ def shared_context() -> tuple[QOpenGLContext, QOffscreenSurface]:
 
 
 class RenderQueue(QObject):
-    """Views waiting for a new picture, rendered one per turn of the event loop, oldest first."""
+    """Views waiting for a new picture, oldest first, one drawn at a time: drawn in one turn of
+    the event loop, it is read back in a later turn once the rasteriser has finished it (polled
+    every ``POLL_MS``), and the next view is drawn then."""
+
+    POLL_MS = 2
 
     def __init__(self):
         super().__init__()
         self._waiting: list = []
+        self._in_flight = None  # the view whose picture the rasteriser is drawing
         self._timer = QTimer(self, singleShot=True, interval=0)
-        self._timer.timeout.connect(self._render_next)
+        self._timer.timeout.connect(self._turn)
 
     def request(self, view) -> None:
         if view not in self._waiting:
             self._waiting.append(view)
-        self._timer.start()
+        if not self._timer.isActive():
+            self._timer.start(0 if self._in_flight is None else self.POLL_MS)
 
     def flush(self) -> None:
-        """Render every waiting view now (before a grab: it must show the views as they are)."""
+        """Every picture now, the one being drawn and the waiting ones (before a grab: it must
+        show the views as they are)."""
         self._timer.stop()
-        while self._waiting:
-            self._render_next()
+        self._finish(wait=True)
+        while (view := self._next()) is not None:
+            view.render_now()
+            QWidget.update(view)  # its paint is now a blit
 
-    def _render_next(self) -> None:
+    def _next(self):
+        """The oldest waiting view that needs a picture now (a hidden one: when shown)."""
         while self._waiting:
             view = self._waiting.pop(0)
-            if isValid(view) and view._stale and view.isVisible():  # a hidden one: when shown
-                view.render_now()
-                QWidget.update(view)  # its paint is now a blit
-                break
-        if self._waiting:
-            self._timer.start()
+            if isValid(view) and view._stale and view.isVisible():
+                return view
+        return None
+
+    def _finish(self, wait: bool) -> bool:
+        """Read the picture in flight back (``wait``: even if the rasteriser is still at it);
+        False if it is not finished yet."""
+        view = self._in_flight
+        if view is not None and isValid(view) and view._drawing is not None:
+            if not wait and not view._drawing.ready():
+                return False
+            view.end_render()
+            QWidget.update(view)  # its paint is now a blit
+        self._in_flight = None
+        return True
+
+    def _turn(self) -> None:
+        if self._finish(wait=False) and (view := self._next()) is not None:
+            view.begin_render()
+            self._in_flight = view
+        if self._in_flight is not None or self._waiting:
+            self._timer.start(self.POLL_MS if self._in_flight is not None else 0)
 
 
 _queue: RenderQueue | None = None
@@ -103,6 +131,7 @@ class OffscreenGLView(GLViewMixin, QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # the picture covers every pixel
         self._cells = GLCells()
         self._picture = None  # (bottom-up image, labels, size) of the last render
+        self._drawing = None  # a picture drawn and not read back yet (gl_cells.Drawing)
         self._stale = True
         self._initialized = False
         self.renders = 0  # how many pictures were rendered (benchmarks count them)
@@ -149,13 +178,26 @@ class OffscreenGLView(GLViewMixin, QWidget):
             render_queue().request(self)
 
     # ------------------------------------------------------------ painting
-    def render_now(self) -> None:
-        """Render the scene at the widget's device size (the next paint only blits it)."""
+    def begin_render(self) -> None:
+        """Draw the scene at the widget's device size; the rasteriser finishes it meanwhile."""
         w, h = max(self.deviceWidth(), 1), max(self.deviceHeight(), 1)
-        image, labels = self._cells.render(self, w, h, label_scale=1.0, fov=self.opts["fov"])
-        self._picture, self._stale = (image, labels, (w, h)), False
+        self._drawing = self._cells.draw(self, w, h, label_scale=1.0, fov=self.opts["fov"])
+        self._stale = False  # a change from now on asks for another picture
+
+    def end_render(self) -> None:
+        """Read the drawn picture back (the next paint only blits it)."""
+        drawing, self._drawing = self._drawing, None
+        image, labels = drawing.read()
+        self._picture = (image, labels, (drawing.w, drawing.h))
         self.renders += 1
         self.frameSwapped.emit()
+
+    def render_now(self) -> None:
+        """Render the scene at the widget's device size now, waiting for the rasteriser."""
+        if self._drawing is not None:  # the queue's picture in flight: its framebuffer is reused
+            self.end_render()
+        self.begin_render()
+        self.end_render()
 
     def paintEvent(self, event):
         # A stale picture waits for its turn in the queue (grabs flush it first); a new size
@@ -182,6 +224,6 @@ class OffscreenGLView(GLViewMixin, QWidget):
 
     def grabFramebuffer(self):
         """The view's current picture with its labels, as QOpenGLWidget offers it."""
-        if self._stale:
+        if self._stale or self._drawing is not None:
             self.render_now()
         return self.grab().toImage()

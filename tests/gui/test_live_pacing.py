@@ -1,6 +1,7 @@
 """Live updates stay out of the event loop's way (issue 13): the pacer draws one part per turn
-and each part at its own pace, the 3D views render one per turn off screen (and a grab is
-always fresh), live curves hold their axes, captions and tables refill without relayouts."""
+and each part at its own pace, the 3D views render one at a time off screen, read back once
+the rasteriser has finished (and a grab is always fresh), live curves hold their axes, captions
+and tables refill without relayouts."""
 
 import numpy as np
 from PySide6.QtCore import QTimer
@@ -102,6 +103,38 @@ def test_changed_views_render_one_per_turn_and_a_grab_is_fresh(qapp, qtbot):
         assert second._stale
         box.show()
         qtbot.waitUntil(lambda: second.renders > hidden, timeout=5000)
+    finally:
+        box.close()
+
+
+def test_a_picture_is_read_back_a_turn_after_it_is_drawn(qapp, qtbot, monkeypatch):
+    """The GUI thread draws a view's picture and goes on: other events run while Mesa's
+    rasteriser threads finish it, and only then is it read back. It is a synchronous render's."""
+    from gui.views import gl_cells
+
+    box, (first, _) = _two_views(qtbot)
+    try:
+        order = []
+        draw, read = gl_cells.GLCells.draw, gl_cells.Drawing.read
+
+        def drawing(cells, view, *args, **kwargs):
+            order.append("draw")
+            QTimer.singleShot(0, lambda: order.append("other event"))
+            return draw(cells, view, *args, **kwargs)
+
+        def reading(picture):
+            order.append("read")
+            return read(picture)
+
+        monkeypatch.setattr(gl_cells.GLCells, "draw", drawing)
+        monkeypatch.setattr(gl_cells.Drawing, "read", reading)
+        first.setCameraPosition(azimuth=30)
+        qtbot.waitUntil(lambda: "read" in order, timeout=5000)
+        assert order == ["draw", "other event", "read"]
+        queued = first.grabFramebuffer()
+        first.render_now()
+        assert order[3:] == ["draw", "read"]  # at once, waiting for the rasteriser
+        assert first.grabFramebuffer() == queued
     finally:
         box.close()
 
