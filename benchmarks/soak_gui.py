@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import collections
 import faulthandler
+import gc
 import json
 import os
 import random
@@ -170,6 +171,8 @@ def child(
         "check_failures": {},
         "actions": 0,
         "heap_releases": 0,  # the controller's idle release of the C heap's free pages
+        # each full (generation 2) run of the cycle collector: [ms, objects it freed, its thread]
+        "full_collections": [],
         "action_counts": {},
         "qt_warnings": {},
         "window_open_s": None,
@@ -177,6 +180,17 @@ def child(
         "memory": [],
     }
     exceptions = report["exceptions"]
+    began = {}
+
+    def time_full_collections(phase: str, info: dict) -> None:  # it holds the GIL while it runs
+        if info["generation"] == 2 and not began.get("profiling"):  # the profile's own gc.collect()
+            if phase == "start":
+                began["at"] = time.perf_counter()
+            elif "at" in began:
+                ms = round(1e3 * (time.perf_counter() - began.pop("at")), 1)
+                report["full_collections"].append([ms, info["collected"], threading.current_thread().name])
+
+    gc.callbacks.append(time_full_collections)
     counts = collections.Counter()
     warnings = collections.Counter()
     dog = Watchdog(hang_s, dump, t0)
@@ -214,7 +228,11 @@ def child(
             return
         at = time.monotonic() - t0
         warm = at >= min(WARMUP_S, 15 * minutes)
-        report["memory"].append(memory.sample(at, window, after_warmup=warm, by_traceback=last))
+        began["profiling"] = True
+        try:
+            report["memory"].append(memory.sample(at, window, after_warmup=warm, by_traceback=last))
+        finally:
+            began["profiling"] = False
         dog.pause(False)
         write()
 
@@ -340,6 +358,7 @@ def soak(
     t0 = time.monotonic()
     merged = {"hangs": [], "crashes": [], "exceptions": [], "check_failures": {}, "samples": [], "actions": 0}
     merged["heap_releases"] = 0
+    merged["full_collections"] = []
     merged["memory"] = []
     merged.update(action_counts=collections.Counter(), qt_warnings=collections.Counter(), window_open_s=[])
     run = 0
@@ -380,6 +399,7 @@ def soak(
             merged["memory"].append(dict(entry, t_s=round(entry["t_s"] + offset, 1), child=run))
         merged["actions"] += report.get("actions", 0)
         merged["heap_releases"] += report.get("heap_releases", 0)
+        merged["full_collections"] += report.get("full_collections", [])
         merged["action_counts"].update(report.get("action_counts", {}))
         merged["qt_warnings"].update(report.get("qt_warnings", {}))
         merged["window_open_s"].append(report.get("window_open_s"))
@@ -418,6 +438,16 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _full_collections(runs: list) -> str:
+    if not runs:
+        return "full collections of the cycle collector: none"
+    ms, freed, thread = max(runs)
+    return (
+        f"full collections of the cycle collector: {len(runs)}, {sum(r[0] for r in runs):.0f} ms in all, "
+        f"longest {ms:.0f} ms (freed {freed} objects, on {thread})"
+    )
+
+
 def summary(report: dict) -> str:
     out = [
         f"soak: {report['wall_s'] / 60:.1f} min, {report['actions']} actions, window opened in "
@@ -425,6 +455,7 @@ def summary(report: dict) -> str:
         f"hangs (> {HANG_S:g} s): {len(report['hangs'])}   crashes: {len(report['crashes'])}   "
         f"exceptions: {len(report['exceptions'])}   RSS growth after warm-up: {report['growth_mb']} MB   "
         f"heap released {report.get('heap_releases', 0)}×",
+        _full_collections(report.get("full_collections", [])),
         "",
         table(report),
         "",
