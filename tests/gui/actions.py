@@ -531,6 +531,9 @@ class Driver:
             before = self.loading["before"] if self.loading is not None else current
             after = {"source": "file", "path": path, "activation": activation, "data": data, "model": ""}
             self.loading = {"name": name, "before": before, "after": after}
+            # not the tab's last job's outcome: a Cancel while the lane still ran another tab's
+            # job drops the queued load before it starts (and its fields go back)
+            self.outcome["landscape"] = "waiting"
         self.settle()
 
     @action
@@ -960,7 +963,7 @@ class Driver:
         outcome = self.outcome.get("landscape")
         if outcome == "succeeded":
             assert fields == load["after"], f"loaded {load['name']}, but the network fields are {fields}"
-        elif outcome in ("failed", "cancelled") or load["name"] not in GOOD_NETWORK_FILES:
+        elif outcome in ("failed", "cancelled", "waiting") or load["name"] not in GOOD_NETWORK_FILES:
             assert fields == load["before"], f"{load['name']} did not load, yet the fields became {fields}"
         self.loading = None
 
