@@ -2,9 +2,9 @@
 
 Run under Xvfb: ``xvfb-run -a -s "-screen 0 1920x1200x24" python3 benchmarks/bench_gl_readback.py``.
 A QuadricView showing Q(c) and a path renders at ``--size``. Each repeat splits a render as the
-render queue does (``gui/views/gl_cells.py``): the draw on the calling thread (``draw``), the wait
-until Mesa's rasteriser threads have finished (``Drawing.ready``, polled) and the readback
-(``Drawing.read``); a render read back at once waited for the rasteriser on the GUI thread.
+render queue does (``gui/views/offscreen_gl.py``): the draw on the calling thread (``begin_render``),
+the wait until Mesa's rasteriser threads have finished (``Drawing.ready``, polled) and the readback
+(``end_render``); a render read back at once waited for the rasteriser on the GUI thread.
 Then the framebuffer is read again both ways, in alternating order: ``glReadPixels`` returning
 PyOpenGL's bytes (the app's readback before) and ``glReadPixels`` into a fresh numpy array (now).
 It checks that both read the same picture and reports medians and the ratio.
@@ -59,12 +59,12 @@ def main() -> int:
     pictures = {}
     for k in range(args.repeats):
         start = time.perf_counter()
-        drawing = view._cells.draw(view, w, h, label_scale=1.0, fov=view.opts["fov"])
+        drawing = view.begin_render()
         drawn = time.perf_counter()
         while not drawing.ready():
             time.sleep(0.0002)
         ready = time.perf_counter()
-        drawing.read()
+        view.end_render()
         done = time.perf_counter()
         for name, t in zip(phases, (drawn - start, ready - drawn, done - ready)):
             phases[name].append(t)

@@ -153,11 +153,11 @@ def main() -> None:
     parser.add_argument("--lambda-preview", action="store_true", help="also time λ-drag previews (builds nonattr-fig3)")
     parser.add_argument("--as-run", action="store_true", help="run each preset as it is, Run pressed; the timer only")
     args = parser.parse_args()
-    from gui.app import create_app, preload_numerics
+    from gui.app import create_app, preload_now
     from gui.main_window import MainWindow
 
     create_app()
-    preload_numerics().join()
+    preload_now()
     window = MainWindow()
     window.resize(1600, 960)
     window.show()

@@ -243,9 +243,9 @@ def child(
     # waited for as the tests' app fixture does: start-up, not interaction. Left to the first jobs,
     # a worker importing torch._dynamo held the GIL while the GUI thread painted (blocks of 2-15 s
     # on a loaded machine in the first minute).
-    from gui.app import preload_numerics
+    from gui.app import preload_now
 
-    preload_numerics().join()
+    preload_now()
     report["window_open_s"] = round(time.monotonic() - started, 2)
     driver = A.Driver(window, tmp, pause_watchdog=dog.pause)  # a second window's start is start-up too
     window.controller.heap_released.connect(lambda: report.update(heap_releases=report["heap_releases"] + 1))

@@ -7,7 +7,7 @@ import sys
 import threading
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 
 from .style import apply_theme
@@ -43,12 +43,11 @@ def preload_png_writer() -> None:
     Image.init()  # PIL's format plugins, which it imports on a first save
 
 
-def preload_numerics() -> threading.Thread:
+def preload_numerics(then=None) -> threading.Thread:
     """Import torch (with what it loads lazily on a first optimizer step), scipy and the PNG
     writer on a thread, while the window is already up: 2–4 s of imports that used to come
     before it. A job that starts sooner imports what it needs itself; Python's import locks make
-    the two wait, never load twice. Then what start-up made is put out of the cycle collector's
-    reach (``freeze_start_up``)."""
+    the two wait, never load twice. ``then``: called on that thread once they are in."""
 
     def load():
         from engine.core.runtime import configure_torch_threads, import_lazy_torch_modules
@@ -58,11 +57,41 @@ def preload_numerics() -> threading.Thread:
         import scipy.optimize  # noqa: F401
 
         preload_png_writer()
-        freeze_start_up()
+        if then is not None:
+            then()
 
     thread = threading.Thread(target=load, name="preload-numerics", daemon=True)
     thread.start()
     return thread
+
+
+def preload_now() -> None:
+    """The preload, waited for, then start-up frozen on this (the GUI) thread: what headless
+    commands, tests and benchmarks do before their first job."""
+    preload_numerics().join()
+    freeze_start_up()
+
+
+class _Preloaded(QObject):
+    """Lives on the GUI thread: the preload thread's signal that it is done arrives queued, and
+    start-up is frozen here. Collected on the preload thread, start-up's cyclic garbage (Qt
+    wrappers among it) was freed there."""
+
+    done = Signal()
+
+    def __init__(self, parent: QObject):
+        super().__init__(parent)
+        self.done.connect(self.freeze)
+
+    def freeze(self) -> None:
+        freeze_start_up()
+        self.deleteLater()
+
+
+def preload_in_background(app: QApplication) -> threading.Thread:
+    """The window's preload: imports on a thread, start-up frozen on the GUI thread after."""
+    notice = _Preloaded(app)
+    return preload_numerics(then=notice.done.emit)
 
 
 def freeze_start_up() -> None:
@@ -70,7 +99,8 @@ def freeze_start_up() -> None:
     for good) to the collector's permanent generation (``gc.freeze``). A full collection walked
     them all, 233 ms with the GIL held, on whichever thread had allocated: seen as 170–390 ms
     stalls of the GUI thread during runs (a worker's collection). It now walks only what was
-    made since (~56,000 objects after minutes of the soak). Collected first: no garbage kept."""
+    made since (~56,000 objects after minutes of the soak). Collected first, on the calling
+    thread (the GUI thread's, so Qt wrappers in the garbage go where they live): none kept."""
     gc.collect()
     gc.freeze()
 
@@ -83,7 +113,7 @@ def run_gui(preset: str | None = None, presentation: bool = False, theme: str | 
     window.resize(1600, 960)
     window.show()
     window.set_look(presentation, theme)
-    QTimer.singleShot(PRELOAD_AFTER_MS, preload_numerics)  # once the window has painted
+    QTimer.singleShot(PRELOAD_AFTER_MS, lambda: preload_in_background(app))  # once the window has painted
     if preset:
         window.load_preset(preset)
     return app.exec()

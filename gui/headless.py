@@ -15,12 +15,12 @@ def open_window(size: tuple[int, int], preload: bool = True, keys=None):
     """The window, shown at ``size``. ``preload``: torch and scipy first (nothing to look at
     meanwhile: load now, not during the run); a saved session is drawn without them. ``keys``:
     the only workspaces to build (all by default)."""
-    from .app import create_app, preload_numerics
+    from .app import create_app, preload_now
     from .main_window import MainWindow
 
     app = create_app()
     if preload:
-        preload_numerics().join()
+        preload_now()
     window = MainWindow(keys)
     window.resize(*size)
     window.show()
@@ -42,7 +42,7 @@ def compose(key: str, size: tuple[int, int] = (1600, 960)):
     renders of the window's own panels would keep their first layout."""
     from PySide6.QtCore import Qt
 
-    from .app import create_app, preload_numerics
+    from .app import create_app, preload_now
     from .controller import AppController
     from .ownership import own_parameters
     from .presentation import remembered_theme
@@ -52,7 +52,7 @@ def compose(key: str, size: tuple[int, int] = (1600, 960)):
     app = create_app()
     theme = remembered_theme()  # the window's theme at start-up
     apply_theme(app, theme)
-    preload_numerics().join()
+    preload_now()
     controller = AppController()
     workspace = workspace_named(key)
     own_parameters(workspace.parameters, workspace)  # as the window's parameter dock does (gui/ownership.py)

@@ -73,12 +73,12 @@ def test_pytest_rewrites_no_library_module():
 
 FULL_COLLECTION = """
 import gc
-from gui.app import create_app, preload_numerics
+from gui.app import create_app, preload_now
 from gui.main_window import MainWindow
 app = create_app()
 window = MainWindow()
 window.show()
-preload_numerics().join()
+preload_now()
 gc.collect()
 print(gc.get_freeze_count(), len(gc.get_objects()))
 """

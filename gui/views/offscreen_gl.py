@@ -23,7 +23,7 @@ from PySide6.QtGui import QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceF
 from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
-from .gl_cells import GLCells
+from .gl_cells import Drawing, GLCells
 
 _shared: tuple[QOpenGLContext, QOffscreenSurface] | None = None
 
@@ -178,11 +178,12 @@ class OffscreenGLView(GLViewMixin, QWidget):
             render_queue().request(self)
 
     # ------------------------------------------------------------ painting
-    def begin_render(self) -> None:
+    def begin_render(self) -> Drawing:
         """Draw the scene at the widget's device size; the rasteriser finishes it meanwhile."""
         w, h = max(self.deviceWidth(), 1), max(self.deviceHeight(), 1)
         self._drawing = self._cells.draw(self, w, h, label_scale=1.0, fov=self.opts["fov"])
         self._stale = False  # a change from now on asks for another picture
+        return self._drawing
 
     def end_render(self) -> None:
         """Read the drawn picture back (the next paint only blits it)."""

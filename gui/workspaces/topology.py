@@ -131,8 +131,7 @@ class TopologyWorkspace(Workspace):
         self.parameters.child("network", "source").sigValueChanged.connect(self._on_mode)
         self.parameters.child("display").sigTreeStateChanged.connect(self._on_display)
         self._on_mode()
-        self.reset()
-        self._stop_preview()
+        self._clear()
         # Here, before the window is first shown and before there is a controller to run jobs:
         # the window lays itself out around these views.
         self._lay_out(run_to_completion(preview_job(values_of(self.parameters))))
@@ -227,27 +226,32 @@ class TopologyWorkspace(Workspace):
         self.controller.error(text)
 
     def reset(self):
+        if self._clear() and not self._starting:  # else the job lays the views out with its first update
+            self._preview_timer.start()
+
+    def _clear(self) -> bool:
+        """Drop the run and any preview on its way; True if the panel's own network is now to
+        be previewed (a loaded network's views are laid out again here, from what was read)."""
         self._result = self._state = self._pending_cameras = None
         self.pacer.clear()  # a live update still waiting would draw the old run again
         self._stop_preview()
         if self.mode != "training":
             self.page_of[self.mode].reset()
-            return
+            return False
         if self.from_file:
             try:
                 key = network_request(self.parameters).key
             except EngineInputError as error:
                 self._context = None
                 self.invariants.show_nothing(f"Cannot load: {error}")
-                return
+                return False
             if self._loaded is not None and key == self._loaded_key:
                 self._lay_out(self._loaded[1])
             else:
                 self._context = None
                 self.invariants.show_nothing("Run to read the network file and train it on.")
-            return
-        if not self._starting:  # else the job lays the views out with its first update
-            self._preview_timer.start()
+            return False
+        return True
 
     def _preview(self):
         """Q(c) at the start of the panel's network, before any run (a Reset, or a preset that
@@ -542,8 +546,7 @@ class TopologyWorkspace(Workspace):
             first = [None if a is None else np.asarray(a[0], np.float64) for a in (traj.W1, traj.W2, traj.b1, traj.b2)]
             values = values_of(p)
             context = lambda: setup_context(training_setup(values, params=TwoLayerParams(*first)))  # noqa: E731
-        self.reset()
-        self._stop_preview()  # drawn here, from the session
+        self._clear()  # no preview: drawn here, from the session
         # Until it is drawn the run is the tab's result (saved again as it was opened, the
         # scrubber's timeline) and the session's cameras wait; no frame is posed without views.
         self._result, self._context, self._pending_cameras = traj, None, []

@@ -18,10 +18,10 @@ settings.register_profile("no-shrink", phases=[Phase.explicit, Phase.reuse, Phas
 @pytest.fixture(scope="session")
 def qapp():
     # Override pytest-qt's fixture: the app needs AA_ShareOpenGLContexts before it exists.
-    from gui.app import create_app, preload_numerics
+    from gui.app import create_app, preload_now
 
     app = create_app()
-    preload_numerics().join()  # as headless runs do: no test's first job pays torch's lazy imports
+    preload_now()  # as headless runs do: no test's first job pays torch's lazy imports
     yield app
     # Windows a test left (a headless command's) go now, while the application exists, not in
     # interpreter shutdown. Only main windows: pyqtgraph's parentless menus and the forms its

@@ -226,3 +226,18 @@ def test_the_status_bar_shows_the_newest_update_the_throttle_held_back(window, q
     window.runner.cancelled.emit(None)  # the job's last word stays
     qtbot.wait(300)
     assert window.status_label.text().startswith("Cancelled")
+
+
+def test_the_windows_preload_freezes_start_up_on_the_gui_thread(qapp, qtbot, monkeypatch):
+    # Collected on the preload thread, start-up's cyclic garbage (Qt wrappers among it) was freed
+    # there, not on the thread its objects live on.
+    import threading
+
+    import gui.app
+
+    frozen_on = []
+    monkeypatch.setattr(gui.app, "freeze_start_up", lambda: frozen_on.append(threading.current_thread()))
+    gui.app.preload_in_background(qapp).join()
+    assert frozen_on == [], "the preload thread froze start-up itself"
+    qtbot.waitUntil(lambda: bool(frozen_on))
+    assert frozen_on == [threading.main_thread()]
