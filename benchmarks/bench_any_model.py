@@ -8,7 +8,8 @@ for every row, ours included (``ModuleLoss(dtype="float32")``), one torch thread
 
 Rows: process CPU seconds (every thread of this process; the figure compared, since on a shared
 machine the wall clock also measures the other jobs) and wall seconds, one run each:
-  floor     121 eval-mode forward passes over the 256 inputs, no grad: what any 11 × 11 plane costs
+  floor     121 eval-mode forward passes over the 256 inputs, no grad: what any 11 × 11 plane costs;
+            again with the inputs channels-last, the layout ModuleLoss gives an image batch
   plane     an 11 × 11 filter-normalised plane, start-up included (ModuleLoss built, directions drawn):
             ours (engine.landscape.module_plane.module_plane_job), loss-landscapes 3.0.6's
             random_plane (normalization="filter"), loss-landscape-3d 0.1.3's random directions
@@ -125,7 +126,8 @@ def ours_loss(model, X, Y) -> ModuleLoss:
     return ModuleLoss(net, "cross-entropy", len(X), "float32")  # one chunk, as the peers take the batch
 
 
-def floor(model, X):
+def floor(model, X, layout=torch.contiguous_format):
+    X = X.contiguous(memory_format=layout)
     with torch.no_grad():
         for _ in range(GRID * GRID):
             model(X)
@@ -382,6 +384,8 @@ def main():
     if not args.hessian_only:
         *t_floor, _ = timed(lambda: floor(model, X))
         row("floor: 121 eval forwards", t_floor)
+        *t, _ = timed(lambda: floor(model, X, torch.channels_last))
+        row("floor: 121 eval forwards, channels-last", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU): ModuleLoss's layout")
         *t, ours_grid = timed(lambda: ours_plane(model, X, Y))
         row("plane 11×11: ours", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
         *t, _ = timed(lambda: loss_landscapes_plane(model, X, Y))

@@ -116,6 +116,29 @@ def test_module_loss_is_the_plain_forward_loss_chunked_or_not(kind):
         assert abs(chunked.loss(theta) - ref) <= tol
 
 
+class ViewsItsInput(nn.Module):
+    """Flattens its image input with ``view``, which a channels-last batch cannot take."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(int(np.prod(images(1).shape[1:])), CLASSES)
+
+    def forward(self, x):
+        return self.head(x.view(len(x), -1))
+
+
+def test_an_image_batch_is_channels_last_unless_the_model_cannot_take_it():
+    conv = ModuleLoss(cnn_net(6), "cross-entropy", batch_size=4)
+    assert conv.X.is_contiguous(memory_format=torch.channels_last) and not conv.X.is_contiguous()
+    net = Net(ViewsItsInput().double(), images(6).numpy(), np.arange(6) % CLASSES)
+    with pytest.raises(RuntimeError, match="view"):  # what the fallback is for
+        net.module(torch.as_tensor(net.X, dtype=torch.float64).contiguous(memory_format=torch.channels_last))
+    viewed = ModuleLoss(net, "cross-entropy", batch_size=4)
+    assert viewed.X.is_contiguous()
+    ref = float(reference_loss(net, viewed.theta.numpy(), "cross-entropy"))
+    assert abs(viewed.loss() - ref) <= 1e3 * EPS * abs(ref)
+
+
 def test_accuracy_is_the_share_of_argmax_hits():
     net = cnn_net(13)
     loss = ModuleLoss(net, "cross-entropy", batch_size=5)
