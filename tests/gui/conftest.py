@@ -171,10 +171,14 @@ def window(qtbot):
 
 
 def save_screenshot(widget_or_image, name: str) -> Path:
-    """Keep a PNG of what the test saw, for a person to look at."""
+    """Keep a PNG of what the test saw, for a person to look at. A widget is grabbed as the app's
+    own grabs are: its 3D views still waiting for their turn in the render queue render first (a
+    plain grab showed the toolkit's surface as it was before its plane landed)."""
+    from gui.capture import grab_widget
+
     SCREENSHOT_DIR.mkdir(exist_ok=True)
     path = SCREENSHOT_DIR / f"{name}.png"
-    image = widget_or_image.grab() if hasattr(widget_or_image, "grab") else widget_or_image
+    image = grab_widget(widget_or_image) if hasattr(widget_or_image, "grab") else widget_or_image
     image.save(str(path))
     return path
 
