@@ -9,6 +9,7 @@ import threading
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication
+from shiboken6 import isValid
 
 from .style import apply_theme
 
@@ -91,7 +92,12 @@ class _Preloaded(QObject):
 def preload_in_background(app: QApplication) -> threading.Thread:
     """The window's preload: imports on a thread, start-up frozen on the GUI thread after."""
     notice = _Preloaded(app)
-    return preload_numerics(then=notice.done.emit)
+
+    def announce():
+        if isValid(notice):  # not when the application has gone first (closed within seconds)
+            notice.done.emit()
+
+    return preload_numerics(then=announce)
 
 
 def freeze_start_up() -> None:

@@ -142,10 +142,10 @@ class ModuleLoss:
 
     def _first_outputs(self) -> tuple[object, int]:
         """(The model's outputs on the first chunk, its rows), which also settle the inputs' memory
-        layout. An image batch (N, C, H, W) is tried channels-last first, the layout oneDNN's convolutions
-        work in on the CPU: on benchmarks/bench_any_model.py's ResNet-20 a forward took 0.20 s
-        against 0.31 s, a Hessian-vector product 8 % less. The values are the same; a model that
-        cannot take that layout (a ``view`` of its input) gets the batch contiguous."""
+        layout. An image batch (N, C, H, W) is tried channels-last first, the layout in which
+        oneDNN's convolutions work on the CPU: on benchmarks/bench_any_model.py's ResNet-20 a
+        forward took 0.20 s against 0.31 s, a Hessian-vector product 8 % less. The values are the
+        same; a model that cannot take that layout (a ``view`` of its input) gets it contiguous."""
         layouts = (torch.channels_last, torch.contiguous_format) if self.X.ndim == 4 else (torch.contiguous_format,)
         for i, layout in enumerate(layouts):
             X = self.X.contiguous(memory_format=layout)
