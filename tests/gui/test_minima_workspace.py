@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QPoint, QRect, QTimer
 
 from engine.core import mlp
 from engine.core.progress import Progress
@@ -91,6 +91,11 @@ def test_fig3_preset_draws(window, qtbot, fig3):
     assert ws.slice_saddle.n_curves == 300
     assert "saddle" in ws.inspector.lam.verdict
     save_screenshot(window, "minima-fig3")
+    # At 1600×960 the inspector fits its pane: the steps' note was cut in half below a scroll bar.
+    note, area = ws.inspector.restarts_label, ws.inspector.parentWidget().parentWidget()
+    assert note.text() and not area.verticalScrollBar().isVisible()
+    assert area.viewport().rect().contains(QRect(note.mapTo(area.viewport(), QPoint(0, 0)), note.size()))
+    assert ws.inspector.steps.height() >= ws.inspector.steps.minimumHeight() > 0
     # issue 13: after a finished run (the plane drawn on a 15 × 15 grid), Reset and Run must not raise
     # "Z values must have shape".
     window.reset()
