@@ -220,8 +220,14 @@ class SplitBox(QWidget):
         self.undo.clicked.connect(self.undo_requested.emit)
         self.table = _table(["layer", "neuron", "B is", "‖D‖", "Theorem 9", ""])
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)  # the reasons wrap
+        # B and the reasons share what the pane leaves and wrap: sized to its content, B's column
+        # ("positive definite") left the reasons ~60 px at 1600×960, "covers it" and the header
+        # "Theorem 9" cut. Rows fit their wrapped text at whatever widths the columns have (fitted
+        # once when filled, a hidden tab's rows kept the heights of its old widths).
+        for column in (2, 4):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(5, QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         row = QHBoxLayout()
         row.addWidget(QLabel("γ-split with λ"))
         row.addWidget(self.lam)
@@ -250,7 +256,6 @@ class SplitBox(QWidget):
             button.clicked.connect(lambda _=False, l=layer, r=neuron: self.split_requested.emit(l, r, self.lam.value()))
             self.table.setCellWidget(i, 5, button)
             self.table.item(i, 4).setToolTip(button.toolTip())
-        self.table.resizeRowsToContents()
         self.undo.setEnabled(n_splits > 0)
 
     def button(self, layer: int, neuron: int) -> QPushButton:

@@ -96,6 +96,22 @@ def test_fig3_preset_draws(window, qtbot, fig3):
     assert note.text() and not area.verticalScrollBar().isVisible()
     assert area.viewport().rect().contains(QRect(note.mapTo(area.viewport(), QPoint(0, 0)), note.size()))
     assert ws.inspector.steps.height() >= ws.inspector.steps.minimumHeight() > 0
+    # ... and the split table's texts fit their cells, wrapped ("heorem", "cover…" were cut)
+    ws.inspector.tables.setCurrentWidget(ws.inspector.split)
+    qtbot.wait(50)
+    table = ws.inspector.split.table
+    assert table.rowCount() > 0
+    save_screenshot(ws.inspector, "minima-fig3-split")
+    header, metrics = table.horizontalHeader(), table.fontMetrics()
+    for column in range(table.columnCount()):
+        title, width = table.horizontalHeaderItem(column).text(), header.sectionSize(column)
+        assert width >= metrics.horizontalAdvance(title), title
+        for row in range(table.rowCount()):
+            item = table.item(row, column)
+            for word in item.text().split() if item is not None else []:
+                assert metrics.horizontalAdvance(word) < width, (row, column, item.text())
+    # every row as tall as its wrapped text at the widths shown (Qt's own measure)
+    assert all(table.rowHeight(row) >= table.sizeHintForRow(row) for row in range(table.rowCount()))
     # issue 13: after a finished run (the plane drawn on a 15 × 15 grid), Reset and Run must not raise
     # "Z values must have shape".
     window.reset()
