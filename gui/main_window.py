@@ -34,7 +34,7 @@ from .presentation import Presentation
 from .presets import available_presets
 from .recording import RecordControl
 from .replay import ReplayDock
-from .widgets import MessageBar, SlideTitle
+from .widgets import MessageBar, SlideTitle, connected
 from .worker import JobRunner
 from .workspace import Workspace
 from .workspaces import all_workspaces, workspace_classes
@@ -168,19 +168,14 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         icon = lambda name: self.style().standardIcon(getattr(QStyle.StandardPixmap, name))
-        self.run_action = QAction(
-            icon("SP_MediaPlay"), "Run", self, triggered=self.run, shortcut=QKeySequence("Ctrl+R")
+        control = lambda name, text, slot, keys="": connected(
+            QAction(icon(name), text, self, shortcut=QKeySequence(keys)), triggered=slot
         )
-        self.pause_action = QAction(
-            icon("SP_MediaPause"), "Pause", self, triggered=self.toggle_pause, shortcut=QKeySequence("Space")
-        )
-        self.step_action = QAction(
-            icon("SP_MediaSeekForward"), "Step", self, triggered=self.step, shortcut=QKeySequence("Ctrl+.")
-        )
-        self.cancel_action = QAction(
-            icon("SP_MediaStop"), "Cancel", self, triggered=self.cancel, shortcut=QKeySequence("Esc")
-        )
-        self.reset_action = QAction(icon("SP_BrowserReload"), "Reset", self, triggered=self.reset)
+        self.run_action = control("SP_MediaPlay", "Run", self.run, "Ctrl+R")
+        self.pause_action = control("SP_MediaPause", "Pause", self.toggle_pause, "Space")
+        self.step_action = control("SP_MediaSeekForward", "Step", self.step, "Ctrl+.")
+        self.cancel_action = control("SP_MediaStop", "Cancel", self.cancel, "Esc")
+        self.reset_action = control("SP_BrowserReload", "Reset", self.reset)
         for action in (self.run_action, self.pause_action, self.step_action, self.cancel_action, self.reset_action):
             bar.addAction(action)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
@@ -196,12 +191,18 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self):
         file_menu = self.menuBar().addMenu("&File")
-        file_menu.addAction(QAction("&Load network (.npz, .pt, .pth, .pt2)…", self, triggered=self._load_network))
+        file_menu.addAction(
+            connected(QAction("&Load network (.npz, .pt, .pth, .pt2)…", self), triggered=self._load_network)
+        )
         self._add_talk_menus(file_menu)
-        file_menu.addAction(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close))
+        file_menu.addAction(
+            connected(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit), triggered=self.close)
+        )
         preset_menu = self.menuBar().addMenu("&Presets")
         for name, preset in available_presets().items():
-            preset_menu.addAction(QAction(preset.title, self, triggered=lambda _=False, n=name: self.load_preset(n)))
+            preset_menu.addAction(
+                connected(QAction(preset.title, self), triggered=lambda _=False, n=name: self.load_preset(n))
+            )
 
     # ------------------------------------------- talks: sessions, export, record, replay
     def _build_talk_tools(self):
@@ -215,10 +216,14 @@ class MainWindow(QMainWindow):
 
     def _add_talk_menus(self, file_menu):
         file_menu.addAction(
-            QAction("&Open session…", self, shortcut=QKeySequence.StandardKey.Open, triggered=self.open_session)
+            connected(
+                QAction("&Open session…", self, shortcut=QKeySequence.StandardKey.Open), triggered=self.open_session
+            )
         )
         file_menu.addAction(
-            QAction("&Save session…", self, shortcut=QKeySequence.StandardKey.Save, triggered=self.save_session)
+            connected(
+                QAction("&Save session…", self, shortcut=QKeySequence.StandardKey.Save), triggered=self.save_session
+            )
         )
         recent = file_menu.addMenu("Recent sessions")
         recent.aboutToShow.connect(
@@ -247,7 +252,7 @@ class MainWindow(QMainWindow):
     def _fill_menu(self, menu, entries: dict):
         menu.clear()
         for text, slot in entries.items():
-            menu.addAction(QAction(text, menu, triggered=slot))
+            menu.addAction(connected(QAction(text, menu), triggered=slot))
         if not entries:
             menu.addAction(QAction("(none)", menu, enabled=False))
 

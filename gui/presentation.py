@@ -12,6 +12,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QApplication
 
 from .style import THEMES, apply_theme
+from .widgets import connected
 
 
 def remembered_theme() -> str:
@@ -27,8 +28,8 @@ class Presentation(QObject):
         self.on = False
         self.theme = remembered_theme()
         self._saved = None  # (geometry, window state, parameter dock visible)
-        self.toggle_action = QAction(
-            "&Presentation mode", window, checkable=True, shortcut=QKeySequence("F11"), toggled=self.set_on
+        self.toggle_action = connected(
+            QAction("&Presentation mode", window, checkable=True, shortcut=QKeySequence("F11")), toggled=self.set_on
         )
         self.theme_actions = QActionGroup(window)
         for name in THEMES:

@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from engine.core.errors import EngineInputError
 
 from .capture import STANDARD_SIZES, Encoder, LiveRecorder, sources_of
+from .widgets import connected
 
 WHEN = {
     "live": "Live, until stopped (runs, replays, camera moves)",
@@ -37,7 +38,7 @@ class RecordDialog(QtWidgets.QDialog):
         self.seconds = QtWidgets.QDoubleSpinBox(minimum=0.5, maximum=600, value=8.0, suffix=" s")
         self.out = QtWidgets.QLineEdit(str(Path.home() / "landscape-lens.mp4"))
         self.out.setToolTip(".mp4 (H.264), .gif, or a folder name without suffix for PNG frames")
-        browse = QtWidgets.QPushButton("…", clicked=self._browse)
+        browse = connected(QtWidgets.QPushButton("…"), clicked=self._browse)
         row = QtWidgets.QWidget()
         QtWidgets.QHBoxLayout(row).setContentsMargins(0, 0, 0, 0)
         row.layout().addWidget(self.out, 1)
@@ -93,7 +94,9 @@ class RecordControl(QObject):
         self.recorder = None
         self._summary = ""  # how many distinct frames the live recording got
         self.last: dict = {}
-        self.action = QAction("&Record…", window, shortcut=QKeySequence("Ctrl+Shift+R"), triggered=self.toggle)
+        self.action = connected(
+            QAction("&Record…", window, shortcut=QKeySequence("Ctrl+Shift+R")), triggered=self.toggle
+        )
         self.indicator = QtWidgets.QLabel("● REC")
         self.indicator.setObjectName("recIndicator")
         self.indicator.hide()

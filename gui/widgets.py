@@ -3,6 +3,17 @@
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 
+def connected(obj, **slots):
+    """``obj`` with each of its signals named in ``slots`` connected to its slot: use this, not
+    a constructor's keyword (``QAction(..., triggered=f)``). PySide6 (6.11.3) keeps a
+    ``QMetaObject.Connection`` for every signal a constructor connects, for the process's life,
+    after its object and slot are gone: 31 for each main window, so a closed window left them
+    (tests/gui/test_ownership.py; found counting the soak's objects by type)."""
+    for signal, slot in slots.items():
+        getattr(obj, signal).connect(slot)
+    return obj
+
+
 class SlideTitle(QWidget):
     """The preset's title and its one line on what to look at, so every screenshot is a slide."""
 

@@ -23,6 +23,8 @@ jvp and vmap.
 
 from __future__ import annotations
 
+import functools
+
 from engine.core.lazy import torch
 
 _FUNCTIONAL_ARGS = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
@@ -33,6 +35,7 @@ _NO_TRAINING_ARGS = ("input", "weight", "bias", "running_mean", "running_var", "
 def affine_batch_norm(x, weight, bias, mean, var, eps: float):
     """(x − μ) · γ / √(σ² + ε) + β, the statistics and affine parameters per channel (dim 1)."""
     shape = (1, -1) + (1,) * (x.ndim - 2)
+    # formed at every call, channel-sized: γ is a parameter that derivatives flow through
     scale = torch.rsqrt(var + eps)
     if weight is not None:
         scale = scale * weight
@@ -49,6 +52,7 @@ def has_batch_norm(module) -> bool:
     return graph is not None and any(node.target in calls for node in graph.nodes)
 
 
+@functools.cache  # once: ModuleLoss enters a new mode at every forward, per chunk and grid point
 def _batch_norm_calls() -> dict:
     """{function: (its arguments' names in order, whether it also returns the saved statistics)}."""
     aten = torch.ops.aten

@@ -5,7 +5,8 @@ Everything here is built on one operation, ``module_hvp`` (exact Hessian-vector 
 B12.5):
 
 - the k largest eigenpairs by Lanczos with full re-orthogonalisation (``top_eigenpairs_job``),
-  stopped at the first step where every Ritz pair's residual bound is within ``tol`` of its value;
+  stopped at the first step where every Ritz value's error estimate (its residual, or for the
+  eigenvalues alone the smaller Kato–Temple estimate) is within ``tol`` of its value;
 - the trace by Hutchinson's estimator with Rademacher probes (``hessian.hutchinson_samples_job``),
   with the top eigenpairs deflated so they add nothing to its variance, and its standard error;
 - the spectral density by stochastic Lanczos quadrature (``density.slq_job``);
@@ -174,7 +175,8 @@ def module_hessian_job(
 ) -> Job[ModuleHessian]:
     """Job: the ``top_k`` largest eigenpairs, the Hutchinson trace over ``probes`` probes, the full
     spectrum when P ≤ ``max_full`` (0: never), and with ``density_probes`` > 0 the SLQ density of
-    ``steps`` steps. ``tol``: the Ritz pairs' relative residual bound (0: machine precision). ``deflate``:
+    ``steps`` steps. ``tol``: the eigenvalues' relative error estimate (``ritz_errors``; 0: machine
+    precision). ``deflate``:
     estimate only tr(PHP) beyond the top eigenpairs (MATH.md C2); off, the probes are plain
     Rademacher vectors and a probe's variance is 2 Σ_{i≠j} H_ij². The measures run on a helper
     thread (``on_helper_thread``): one product of a large model can take seconds."""
@@ -187,7 +189,9 @@ def _measures_job(loss, top_k, probes, seed, tol, max_full, density_probes, step
     began = time.perf_counter()
     n, hvp, tol = loss.n_params, module_hvp(loss), attainable_tol(loss, tol)
     yield Progress(0.0, f"Hessian of {n} parameters: Lanczos for the top {top_k}")
-    vals, vecs, residuals = yield from top_eigenpairs_job(hvp, n, top_k, tol, seed)
+    # the eigenvalues are the measure asked for: Lanczos stops on their error (the Ritz vectors,
+    # which deflate the trace, are exported with their measured residuals)
+    vals, vecs, residuals = yield from top_eigenpairs_job(hvp, n, top_k, tol, seed, vectors=False)
     samples = yield from hessian.hutchinson_samples_job(hvp, n, probes, seed + 1, (vals, vecs) if deflate else None)
     trace, trace_se = hessian.mean_and_stderr(samples)
     H = (yield from formed_hessian_job(hvp, n)) if n <= max_full else None
@@ -225,21 +229,24 @@ def attainable_tol(loss, tol: float) -> float:
     return tol if loss.dtype == torch.float64 else max(tol, float(np.sqrt(torch.finfo(loss.dtype).eps)))
 
 
-def top_eigenpairs_job(hvp, n: int, k: int, tol: float = 0.0, seed: int = 0) -> Job[tuple]:
+def top_eigenpairs_job(hvp, n: int, k: int, tol: float = 0.0, seed: int = 0, vectors: bool = True) -> Job[tuple]:
     """Job: (the k largest eigenvalues, descending; their unit eigenvectors (n, k); each pair's
     residual ‖Hy − θy‖) by Lanczos on ``hvp``, from the unit start of ``start_vector``.
 
     Lanczos with full re-orthogonalisation: after m products H Q_m = Q_m T_m + β_m q_{m+1} e_mᵀ, so
-    a Ritz pair (θ, y = Q_m s) of the tridiagonal T_m has residual β_m |s_m|. It stops at the first
-    step where every one of the top k has β_m |s_m| ≤ max(tol, ε) |θ| (then an eigenvalue of H lies
-    within that of θ), or where the Krylov space is invariant (β_m ≈ 0). The residuals returned are
-    measured, ‖(H Q_m) s − θ Q_m s‖ from the products kept, not the bound. If ``LANCZOS_STEPS``
-    (or the basis memory) do not suffice, ARPACK's implicitly restarted Lanczos takes over
+    a Ritz pair (θ, y = Q_m s) of the tridiagonal T_m has residual r = β_m |s_m|. It stops at the
+    first step where every one of the top k has an error estimate ≤ max(tol, ε) |θ|, or where the
+    Krylov space is invariant (β_m ≈ 0). The estimate (``ritz_errors``) is r itself with
+    ``vectors`` (then an eigenvalue of H lies within r of θ, and y is the eigenvector to an angle
+    of about r / gap), and without it the eigenvalue's, min(r, r² / gap): the same accuracy in θ
+    from fewer products, the vectors' left coarser. The residuals returned are measured,
+    ‖(H Q_m) s − θ Q_m s‖ from the products kept, not the estimate. If ``LANCZOS_STEPS`` (or the
+    basis memory) do not suffice, ARPACK's implicitly restarted Lanczos takes over
     (``hessian.top_eigenpairs_job``): a restart from one vector would lose the other pairs."""
     steps = int(min(n, LANCZOS_STEPS, max(2 * k + 2, LANCZOS_BASIS_BYTES // (16 * n))))
     bound = max(tol, float(np.finfo(np.float64).eps))
     start = torch.from_numpy(start_vector(n, seed, getattr(hvp, "gradient", None)))
-    Q, HQ, T, converged = yield from _lanczos_run(hvp, start, k, steps, bound)
+    Q, HQ, T, converged = yield from _lanczos_run(hvp, start, k, steps, bound, vectors)
     if converged:
         theta, S = np.linalg.eigh(T)
         theta, S = theta[::-1][:k].copy(), torch.from_numpy(S[:, ::-1][:, :k].copy())
@@ -250,6 +257,23 @@ def top_eigenpairs_job(hvp, n: int, k: int, tol: float = 0.0, seed: int = 0) -> 
     vals, vecs = vals[::-1].copy(), vecs[:, ::-1].copy()
     HY = hvp(torch.from_numpy(np.ascontiguousarray(vecs.T))).numpy().T  # one more product each
     return vals, vecs, np.linalg.norm(HY - vecs * vals, axis=0)
+
+
+def ritz_errors(theta: np.ndarray, residuals: np.ndarray, vectors: bool = True) -> np.ndarray:
+    """Error estimates of Ritz values ``theta`` (ascending, all of T_m's) with residuals
+    ``residuals``, MATH.md C4. ``vectors``: the residuals themselves, each a bound
+    (Krylov–Bogoliubov). Otherwise each eigenvalue's: min(r, r² / gap) (Kato–Temple), where the
+    gap to the rest of the spectrum is estimated from the other Ritz values, each moved by its own
+    residual towards θ (an eigenvalue of H lies within it): min over j ≠ i of |θ_i − θ_j| − r_j.
+    That counts only the eigenvalues some Ritz value has found; Lanczos finds the extreme ones
+    first, and the tests and benchmarks/bench_any_model.py measure the error against H's own."""
+    if vectors or len(theta) < 2:
+        return residuals
+    apart = np.abs(theta[:, None] - theta[None, :]) - residuals[None, :]
+    np.fill_diagonal(apart, np.inf)
+    gap = apart.min(axis=1)
+    quadratic = np.divide(residuals**2, gap, out=np.full_like(residuals, np.inf), where=gap > 0)
+    return np.minimum(residuals, quadratic)
 
 
 def start_vector(n: int, seed: int, gradient=None) -> np.ndarray:
@@ -268,9 +292,9 @@ def start_vector(n: int, seed: int, gradient=None) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
-def _lanczos_run(hvp, q: torch.Tensor, k: int, steps: int, bound: float) -> Job[tuple]:
+def _lanczos_run(hvp, q: torch.Tensor, k: int, steps: int, bound: float, vectors: bool) -> Job[tuple]:
     """Job: up to ``steps`` Lanczos steps from unit float64 ``q``: (the basis Q (m, n), its products
-    HQ, both tensors, the tridiagonal T (m, m), whether the top k met ``bound``). The basis is in
+    HQ, both tensors, the tridiagonal T (m, m), whether the top k's ``ritz_errors`` met ``bound``). The basis is in
     torch, on torch's threads: numpy's BLAS threads, spinning on a busy machine, took 7× the CPU
     time of this arithmetic on the ResNet-20 of benchmarks/bench_any_model.py."""
     n = len(q)
@@ -287,12 +311,12 @@ def _lanczos_run(hvp, q: torch.Tensor, k: int, steps: int, bound: float) -> Job[
         T = np.diag(alphas) + np.diag(betas, 1) + np.diag(betas, -1)
         theta, S = np.linalg.eigh(T)
         top = slice(max(j + 1 - k, 0), j + 1)
-        estimate = beta * np.abs(S[-1, top])
+        estimate = ritz_errors(theta, beta * np.abs(S[-1]), vectors)[top]
         scale = np.abs(theta).max()
         invariant = beta <= n * np.finfo(np.float64).eps * scale
         converged = j + 1 >= k and bool(np.all(estimate <= bound * np.abs(theta[top])))
         relative = np.max(estimate / np.maximum(np.abs(theta[top]), np.finfo(np.float64).tiny))
-        yield Progress((j + 1) / steps, f"Lanczos step {j + 1}: top {k} relative residual bound {relative:.1e}")
+        yield Progress((j + 1) / steps, f"Lanczos step {j + 1}: top {k} relative error estimate {relative:.1e}")
         if converged or invariant:
             return Q[: j + 1], HQ[: j + 1], T, True
         betas.append(beta)

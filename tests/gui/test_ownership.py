@@ -6,11 +6,12 @@ up in Python (an allocation): a collection there that deleted a Python-owned QOb
 which waited for a mutex its own thread held, and the suite hung. So every Qt object of the app
 has a Qt owner or is deleted explicitly, on the GUI thread."""
 
+import gc
 import weakref
 
 import numpy as np
 import pyqtgraph.opengl as gl
-from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtCore import QCoreApplication, QEvent, QMetaObject
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 from shiboken6 import isValid
 
@@ -134,3 +135,23 @@ def test_a_closed_windows_parameter_trees_leave_no_wrapper_of_their_root_item(qa
     win.close()
     _delete(win)
     assert not any(isValid(root) for root in roots)  # without forget_root_item: all three
+
+
+def _connections() -> int:
+    gc.collect()
+    return sum(type(obj) is QMetaObject.Connection for obj in gc.get_objects())
+
+
+def test_a_closed_window_leaves_no_connection_behind(qapp):
+    """PySide6 keeps a QMetaObject.Connection for each signal a constructor's keyword connects
+    (``QAction(..., triggered=f)``), after its object is gone: a main window made 31 so, and each
+    window the soak opened and closed left them (``widgets.connected`` instead)."""
+    from gui.main_window import MainWindow
+
+    _delete(MainWindow())  # the first window's imports and caches
+    before = _connections()
+    win = MainWindow()
+    win.close()
+    _delete(win)
+    del win
+    assert _connections() == before

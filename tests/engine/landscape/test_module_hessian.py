@@ -241,6 +241,67 @@ def test_lanczos_at_a_loose_tolerance_stops_within_its_residual_bound(case):
     np.testing.assert_allclose(vecs.T @ vecs, np.eye(3), rtol=0, atol=1e3 * EPS)
 
 
+def test_lanczos_for_the_eigenvalues_alone_meets_tol_in_fewer_products(case):
+    _, H, loss, _ = case
+    lam = np.linalg.eigvalsh(H)[::-1][:3]
+    counts = {}
+    for vectors in (True, False):
+        hvp = module_hvp(loss)
+        vals, _, _ = run_to_completion(measures.top_eigenpairs_job(hvp, loss.n_params, 3, 1e-3, 1, vectors))
+        counts[vectors] = hvp.count
+        assert np.all(np.abs(vals - lam) <= 1e-3 * np.abs(lam))  # against H's own, not the estimate
+    assert counts[False] < counts[True]
+
+
+SPECTRA = {  # a Hessian's top: outliers above a bulk, a near-cluster, a smooth decay
+    "outliers": lambda rng: np.concatenate([[5.0, 3.0, 2.0, 1.5], rng.uniform(-0.5, 1.0, 196)]),
+    "cluster": lambda rng: np.concatenate([[3.0, 2.99, 2.9, 1.0], rng.uniform(-0.5, 0.9, 196)]),
+    "decay": lambda rng: 3.0 * np.exp(-np.arange(200) / 8.0) + rng.normal(0.0, 0.01, 200),
+}
+
+
+class MatrixProducts:
+    """H v for a dense symmetric H, counted."""
+
+    def __init__(self, H):
+        self.H, self.count = torch.from_numpy(H), 0
+
+    def __call__(self, v):
+        self.count += 1
+        return v @ self.H
+
+
+@pytest.mark.parametrize("spectrum", SPECTRA)
+def test_the_eigenvalue_estimate_stops_lanczos_within_tol_of_the_true_eigenvalues(spectrum):
+    """With ``vectors=False`` Lanczos stops on ritz_errors' Kato–Temple estimate: held to the true
+    top three from the spectrum the matrix was made with, at every tolerance, in a random basis,
+    and never later than the residual rule."""
+    products = {True: 0, False: 0}
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        lam = SPECTRA[spectrum](rng)
+        U = np.linalg.qr(rng.standard_normal((len(lam), len(lam))))[0]
+        H = (U * lam) @ U.T
+        top = np.sort(lam)[::-1][:3]
+        for tol in (1e-2, 1e-3, 1e-4, 1e-6):
+            for vectors in (True, False):
+                hvp = MatrixProducts(H)
+                vals, _, _ = run_to_completion(measures.top_eigenpairs_job(hvp, len(lam), 3, tol, seed, vectors))
+                assert np.all(np.abs(vals - top) <= tol * np.abs(top) + 1e3 * EPS), (seed, tol, vectors)
+                products[vectors] += hvp.count
+    assert products[False] < products[True]
+
+
+def test_ritz_errors_by_hand():
+    theta, r = np.array([1.0, 2.5, 3.0]), np.array([0.4, 0.1, 0.01])
+    # θ = 3: its gap is min(3 − 1 − 0.4, 3 − 2.5 − 0.1) = 0.4, so 0.01² / 0.4; θ = 2.5: gap 0.49,
+    # and 0.1² / 0.49 < 0.1; θ = 1: gap 1.4, 0.16 / 1.4 < 0.4
+    np.testing.assert_allclose(measures.ritz_errors(theta, r, vectors=False), [0.16 / 1.4, 0.01 / 0.49, 2.5e-4])
+    np.testing.assert_array_equal(measures.ritz_errors(theta, r), r)  # for the vectors: the residuals
+    # overlapping neighbours leave no gap: the residual stands
+    np.testing.assert_array_equal(measures.ritz_errors(np.array([1.0, 1.1]), np.array([0.2, 0.2]), False), [0.2, 0.2])
+
+
 def test_past_its_basis_lanczos_hands_over_to_arpack(case, monkeypatch):
     _, H, loss, _ = case
     monkeypatch.setattr(measures, "LANCZOS_STEPS", 8)  # too few steps for the top three at ε
