@@ -3,6 +3,8 @@ the engine's arrays say, computed here independently from the trajectory's weigh
 running a preset, computes none of it on the GUI thread: every engine function the presenter calls
 refuses to run there."""
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -85,7 +87,24 @@ def test_surface_vertices_lie_on_the_quadric(c):
         # float32 vertices: each coordinate off by ≤ eps₃₂ |x| / 2, so r² − v² by ≤ eps₃₂ (r² + v²)
         np.testing.assert_array_less(np.abs(w1**2 + w2**2 - v**2 - c), 2 * EPS32 * (w1**2 + w2**2 + v**2) + 1e-30)
         assert sheet["faces"].max() < len(w1)
-        np.testing.assert_allclose(np.linalg.norm(sheet["normals"], axis=1), 1, atol=1e-6)
+
+
+def test_the_mesh_cache_keeps_reused_meshes_and_at_most_its_budget():
+    """A live run re-meshes at a new c every few frames, all day: the cache must keep what a replay
+    comes back to, not every mesh made. What it keeps is read from outside, by weak references."""
+    extent = 7.3  # a frame no other test meshes at: every mesh below is made here
+    first = surface_mesh(0.011, extent, 56)
+    assert surface_mesh(0.011, extent, 56) is first  # reused, not re-meshed
+    arrays = []
+    for c in np.linspace(0.02, 0.9, 120):  # c > 0: one sheet, ~220 KB, 27 MB in all
+        mesh = surface_mesh(float(c), extent, 56)
+        arrays += [weakref.ref(a) for sheet in mesh["sheets"] for a in sheet.values()]
+    one, last = meshes_module.mesh_bytes(mesh), weakref.ref(mesh["sheets"][0]["vertices"])
+    del mesh, first
+    held = sum(ref().nbytes for ref in arrays if ref() is not None)
+    # the latest meshes, as many as the budget holds
+    assert meshes_module.MESH_CACHE_BYTES - one <= held <= meshes_module.MESH_CACHE_BYTES
+    assert surface_mesh(0.9, extent, 56)["sheets"][0]["vertices"] is last()
 
 
 def test_the_reduced_view_state_is_the_norms_of_the_weights():
