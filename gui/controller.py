@@ -2,14 +2,15 @@
 
 Everything that starts work asks this object for it; nothing reaches through the window into
 another part's widgets, and nothing outside this object connects to a lane's signals. It owns
-five job lanes, each a ``JobRunner`` (one job at a time, stale updates dropped, see
+six job lanes, each a ``JobRunner`` (one job at a time, stale updates dropped, see
 gui/worker.py):
 
 - ``main``: Run, Step, re-slices, splits, loads: what the run controls pause and cancel;
 - ``preview``: the λ drag's coarse slices (and the drag slices made ahead of the first move);
 - ``probe``: the Hessian at the previewed λ, started only once its preview has been drawn;
 - ``walk``: the clip dock's slices along λ before a paper B clip renders;
-- ``setup``: paper A's network laid out before a run (its data, initial weights and Q(c)).
+- ``setup``: paper A's network laid out before a run (its data, initial weights and Q(c));
+- ``raster``: the minima tab's slice curves counted per pixel for the box each view shows.
 
 Every other worker (a clip render, an encoder, the live recorder and their threads) is
 registered with ``adopt``, so ``busy``, ``cancel_all`` and ``shutdown`` cover them too.
@@ -31,7 +32,7 @@ from engine.core.progress import Job
 
 from .worker import JobRunner
 
-LANES = ("main", "preview", "probe", "walk", "setup")
+LANES = ("main", "preview", "probe", "walk", "setup", "raster")
 # The C heap's free pages go back to the system once every job has been idle this long (see
 # engine.core.runtime.release_free_heap): longer than between a drag's previews (50–100 ms),
 # short enough that a window kept busy still gets there (at 3 s, under the soak's 2.3 actions a

@@ -80,12 +80,20 @@ def wait_until_idle(host, timeout_s: float = 600.0) -> bool:
     controller = getattr(host, "controller", host)
     loop = QEventLoop()
     poll = QTimer(interval=50)
-    poll.timeout.connect(lambda: None if controller.busy else loop.quit())
+    idle = []  # the poll saw it idle: what is asked once the loop has quit (a view's density
+    # counted for its settled layout) is for the caller's next wait, not a timeout
+
+    def check():
+        if not controller.busy:
+            idle.append(True)
+            loop.quit()
+
+    poll.timeout.connect(check)
     QTimer.singleShot(int(timeout_s * 1000), loop.quit)
     poll.start()
     loop.exec()
     poll.stop()
-    return not controller.busy
+    return bool(idle)
 
 
 def run_preset(host, preset: str, steps: int | None, timeout_s: float = 600.0) -> None:
@@ -158,6 +166,7 @@ def screenshot(
             settle()
         else:
             run_preset(window, preset, steps)
+        wait_until_idle(window)  # what the settled layout asked for: the slices' densities
         if session_out is not None:
             session.write_session(session_out, session.capture_state(window))
         out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,11 +6,17 @@ curve is a polyline through (t_j, y_kj). Column i spans the x interval [e_i, e_{
 drawn range; the curve covers every row between its interpolated values at the column's two edges
 (both ends included), so a steep segment paints a vertical run and no curve leaves gaps.
 Numpy only: the view turns counts into colours, the tests compare them with a brute-force count.
+A view asks for its visible box as a ``DensityRequest``; ``density_job`` counts requests on a
+worker (the minima tab's raster lane), and the view shows the image of the latest it asked for.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from engine.core.progress import Job, Progress
 
 CHUNK = 4096  # curves rasterised at a time: K × columns floats stay within a few tens of MB
 
@@ -85,3 +91,38 @@ def equalized_levels(counts: np.ndarray) -> np.ndarray:
         values, inverse, freq = np.unique(counts[covered], return_inverse=True, return_counts=True)
         levels[covered] = (np.cumsum(freq) / covered.sum())[inverse]
     return levels
+
+
+def density_indices(counts: np.ndarray) -> np.ndarray:
+    """uint8 image for a view's lookup table: 0 where no curve passes, 1..255 by the count's rank."""
+    return np.where(counts > 0, 1 + np.round(254 * equalized_levels(counts)), 0).astype(np.uint8)
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: a view shows only the latest it asked for
+class DensityRequest:
+    """A view's curves ``curves`` (K, P) on the grid ``t`` (P,), to be counted in the box
+    ``x_range`` × ``y_range`` at ``width`` × ``height`` pixels. The arrays are never mutated."""
+
+    t: np.ndarray
+    curves: np.ndarray
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+    width: int
+    height: int
+
+
+def density_image(request: DensityRequest) -> tuple[np.ndarray, np.ndarray]:
+    """The request's (width, height) counts and their uint8 image."""
+    r = request
+    counts = curve_density(r.t, r.curves, r.x_range, r.y_range, r.width, r.height)
+    return counts, density_indices(counts)
+
+
+def density_job(requests: list[DensityRequest]) -> Job[list]:
+    """Each request's ``density_image``, in order (a yield between views: a newer request
+    cancels the job there)."""
+    images = []
+    for done, request in enumerate(requests, 1):
+        images.append(density_image(request))
+        yield Progress(done / len(requests), "counting the slices' curves")
+    return images

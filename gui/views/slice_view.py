@@ -5,9 +5,13 @@ The K curves are drawn as a count image (gui.views.curve_density): per pixel col
 curves pass each row, histogram-equalised (any monotone scaling of the counts, the logarithm
 included, gives the same ranks) on a perceptual blue map. 5,000 translucent paths took Qt's
 raster engine 0.1–0.6 s to paint and saturated where directions crowd; the image is re-counted
-for the visible box after each zoom, pan or resize."""
+for the visible box after each zoom, pan or resize: on a worker when the view's workspace gives
+it one (``count_elsewhere``), napari's way (the request made here, the count off the GUI thread,
+the image of the latest request shown here), and here otherwise (a clip's own views)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pyqtgraph as pg
@@ -15,7 +19,7 @@ from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor
 
 from ..present import dips_below
-from .curve_density import curve_density, equalized_levels
+from .curve_density import DensityRequest, density_image
 from .plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
 
 CURVE_RGB = (0, 114, 178)
@@ -36,11 +40,6 @@ def density_lut(theme: str) -> np.ndarray:
     return lut
 
 
-def density_indices(counts: np.ndarray) -> np.ndarray:
-    """uint8 image for ``density_lut``: 0 where no curve passes, 1..255 by the count's rank."""
-    return np.where(counts > 0, 1 + np.round(254 * equalized_levels(counts)), 0).astype(np.uint8)
-
-
 class SliceView(pg.PlotWidget):
     def __init__(self, title: str, parent=None):
         super().__init__(parent)
@@ -56,6 +55,9 @@ class SliceView(pg.PlotWidget):
         self.addItem(self.density)
         self._t = self._losses = None
         self.counts = np.zeros((0, 0), np.int32)  # what the image shows, for tests and export
+        # (request, deliver) -> None: counts the request elsewhere and calls deliver(image) here
+        self.count_elsewhere = None
+        self._wanted: DensityRequest | None = None  # the latest box asked for
         self._redraw = QTimer(self, singleShot=True, interval=REDRAW_MS)
         self._redraw.timeout.connect(self.draw_density)
         # The box's own size: a title gaining a line shrinks it while the widget keeps its size.
@@ -149,13 +151,14 @@ class SliceView(pg.PlotWidget):
         pad = 0.08 * max(top - low, 1e-12)
         self.setXRange(t[0], t[-1], padding=0.02)
         self.setYRange(low - pad, top + pad, padding=0)
-        self.draw_density()  # now, for the box just set: the first paint shows the curves
+        self.draw_density()  # asked now, for the box just set, not after the layout settles
 
     def _schedule_density(self, *_):
         self._redraw.start()
 
     def draw_density(self):
-        """Count the curves in the visible box at the plot's pixel size and show the image."""
+        """Ask for the curves counted in the visible box at the plot's pixel size; the image
+        follows (``show_density``), now or once a worker has counted them."""
         self._redraw.stop()
         if self._losses is None:
             return
@@ -163,12 +166,23 @@ class SliceView(pg.PlotWidget):
         (x0, x1), (y0, y1) = box.viewRange()
         ratio = self.devicePixelRatioF()
         width, height = max(1, round(box.width() * ratio)), max(1, round(box.height() * ratio))
-        self.counts = curve_density(self._t, self._losses, (x0, x1), (y0, y1), width, height)
-        self.density.setImage(density_indices(self.counts), levels=(0, 255), autoLevels=False)
+        request = self._wanted = DensityRequest(self._t, self._losses, (x0, x1), (y0, y1), width, height)
+        if self.count_elsewhere is None:
+            self.show_density(request, density_image(request))
+        else:
+            self.count_elsewhere(request, partial(self.show_density, request))
+
+    def show_density(self, request: DensityRequest, image) -> None:
+        """Show ``image`` (counts, uint8 indices) of ``request``, unless a newer box was asked for."""
+        if request is not self._wanted:
+            return
+        self.counts, indices = image
+        self.density.setImage(indices, levels=(0, 255), autoLevels=False)
+        (x0, x1), (y0, y1) = request.x_range, request.y_range
         self.density.setRect(QRectF(x0, y0, x1 - x0, y1 - y0))
 
     def clear_slices(self):
-        self._t = self._losses = None
+        self._t = self._losses = self._wanted = None
         self.counts = np.zeros((0, 0), np.int32)
         self.density.clear()
         self.envelope.setData([], [])

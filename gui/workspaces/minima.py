@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,7 @@ from ..present.minima import (
     presented_probe,
     presented_resume,
 )
+from ..views.curve_density import density_image, density_job
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.network_diagram import NetworkDiagram
@@ -268,6 +270,10 @@ class MinimaWorkspace(Workspace):
         # construction is ready: then a move's preview costs milliseconds, not a slice pass.
         self._drag: DragSlices | None = None
         self._warmed_for = None  # the construction the drag slices were last asked for
+        # The slice views' curves are counted per pixel on the raster lane, not on the GUI thread.
+        self._counting: dict = {}  # view -> (its latest DensityRequest, deliver) not yet counted
+        for view in (self.slice_min, self.slice_saddle):
+            view.count_elsewhere = partial(self._count_curves, view)
         self.inspector.lam.moved.connect(self._on_lambda_moved)
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
@@ -524,7 +530,8 @@ class MinimaWorkspace(Workspace):
 
     def reset(self):
         if self.controller is not None:  # nothing late may draw after a reset
-            self.controller.discard("preview", "probe")
+            self.controller.discard("preview", "probe", "raster")
+        self._counting.clear()
         self.shown, self._seen, self._presented, self.figure = {}, {}, {}, None
         self._drag = self._warmed_for = None
         self._fit_layout_to(self.parameters["experiment", "kind"])
@@ -539,6 +546,24 @@ class MinimaWorkspace(Workspace):
         self._show_curvature(self.spectrum, "Hessian spectrum")
         self.network.clear_network()
         self.inspector.clear()
+
+    # ------------------------------------------------------------- slice densities
+    def _count_curves(self, view, request, deliver) -> None:
+        """Count ``view``'s request on the raster lane with the other view's still waiting (a new
+        job replaces the running one); ``deliver`` gets the image back on this thread."""
+        if self.controller is None:
+            deliver(density_image(request))
+            return
+        self._counting[view] = (request, deliver)
+        wanted = list(self._counting.items())
+        job = density_job([request for _, (request, _) in wanted])
+        self.controller.submit("raster", job, partial(self._counted, wanted))
+
+    def _counted(self, wanted: list, images: list) -> None:
+        for (view, (request, deliver)), image in zip(wanted, images):
+            if self._counting.get(view, (None,))[0] is request:
+                del self._counting[view]
+            deliver(image)
 
     # ------------------------------------------------------------- λ slider
     def _movable(self) -> bool:

@@ -4,9 +4,13 @@ against the stages of the result itself, and the tab computing none of them on t
 import threading
 from dataclasses import replace
 
+import numpy as np
+
 from engine.core.progress import Progress, run_to_completion
 from gui.present import minima as present
 from gui.present.minima import presented_job, stages
+from gui.views import curve_density
+from gui.views.curve_density import curve_density as count_curves  # the real one: recounted here
 
 from .actions import same
 from .conftest import record_gui_thread_calls, wait_until_idle
@@ -51,11 +55,13 @@ def test_every_state_holds_every_stage_so_a_dropped_partial_loses_nothing(window
 
 
 def test_the_tab_computes_no_stage_on_the_gui_thread(window, qtbot, monkeypatch, tmp_path):
-    """Run, drag λ (preview and probe), release (re-slice), reopen a session (the network made
-    live again), with every presenter function recording a call on the GUI thread."""
+    """Run, drag λ (preview and probe), release (re-slice), zoom a slice view, reopen a session
+    (the network made live again), with every presenter function and the slice views' curve
+    counting recording a call on the GUI thread."""
     on_gui = []
     names = ("stages", "_field_stages", "preview_data", "probe_data", "probe_details", "slices_data")
     record_gui_thread_calls(monkeypatch, present, names, on_gui)
+    record_gui_thread_calls(monkeypatch, curve_density, ("curve_density",), on_gui)
     ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"}})
     assert ws.figure is not None and "slices_saddle" in ws.shown
     ws.inspector.lam.set_value(3.0)
@@ -65,6 +71,16 @@ def test_the_tab_computes_no_stage_on_the_gui_thread(window, qtbot, monkeypatch,
     wait_until_idle(qtbot, window, 120000)
     assert "λ = 3" in ws.shown["slices_saddle"]["title"] and "preview" not in ws.shown["slices_saddle"]["title"]
     assert abs(ws.shown["probe"]["lam"] - 3.0) < 1e-9
+    # a zoom is counted for the new box on the raster lane, and the image shown is its counts
+    view = ws.slice_saddle
+    before = view.counts
+    view.getViewBox().scaleBy((0.5, 0.5))
+    qtbot.waitUntil(lambda: view.counts is not before and not ws.controller.lane_busy("raster"), timeout=10000)
+    (x0, x1), (y0, y1) = view.getViewBox().viewRange()
+    box = view.getViewBox()
+    want = count_curves(view._t, view._losses, (x0, x1), (y0, y1), round(box.width()), round(box.height()))
+    np.testing.assert_array_equal(view.counts, want)
+    np.testing.assert_array_equal(view.density.image, curve_density.density_indices(want))
     # drawn equals the result's own stages, computed here from the result (on a thread of the
     # test's, which the guards do not count)
     want = off_gui(stages, ws.figure, {})
