@@ -87,6 +87,7 @@ def test_surface_vertices_lie_on_the_quadric(c):
         # float32 vertices: each coordinate off by ≤ eps₃₂ |x| / 2, so r² − v² by ≤ eps₃₂ (r² + v²)
         np.testing.assert_array_less(np.abs(w1**2 + w2**2 - v**2 - c), 2 * EPS32 * (w1**2 + w2**2 + v**2) + 1e-30)
         assert sheet["faces"].max() < len(w1)
+        np.testing.assert_allclose(np.linalg.norm(sheet["normals"], axis=1), 1, atol=1e-6)
 
 
 def test_the_mesh_cache_keeps_reused_meshes_and_at_most_its_budget():
