@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QTimer
@@ -128,6 +129,17 @@ def settle(ms: int = 300) -> None:
     loop.exec()
 
 
+def wait_until_settled(window, timeout_s: float = 600.0) -> None:
+    """Wait until the window asks for nothing more: idle, and still idle once its layout has
+    settled (a finished job's drawing, or the settled layout, can ask for more: a slice view's
+    density for its final size, a session's network made live again)."""
+    deadline = time.monotonic() + timeout_s
+    while wait_until_idle(window, max(deadline - time.monotonic(), 0.05)):
+        settle()
+        if not window.controller.busy or time.monotonic() >= deadline:
+            return
+
+
 def screenshot(
     preset: str | None,
     out: str,
@@ -162,11 +174,9 @@ def screenshot(
         settle()
         if session_in is not None:
             draw_session(window, saved, Path(session_in).name, shown)
-            wait_until_idle(window)  # the session's network made live again: no thread left at exit
-            settle()
         else:
             run_preset(window, preset, steps)
-        wait_until_idle(window)  # what the settled layout asked for: the slices' densities
+        wait_until_settled(window)  # the shot shows what the settled layout asked for
         if session_out is not None:
             session.write_session(session_out, session.capture_state(window))
         out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ from .clips.dock import ClipDock
 from .controller import AppController
 from .error_reporting import error_relay
 from .ownership import own_parameter_tree, own_parameters
+from .parameter_values import changed_fields, field_values
 from .presentation import Presentation
 from .presets import available_presets
 from .recording import RecordControl
@@ -78,6 +79,9 @@ class MainWindow(QMainWindow):
         self.controller.cancelled.connect(self._on_cancelled)
         self.controller.state_changed.connect(self._on_state_changed)
         self._on_state_changed("idle")
+        self._as_loaded = None  # (the preset's panel, its values as loaded): what the slide describes
+        for workspace in self.workspaces.values():
+            workspace.parameters.sigTreeStateChanged.connect(self._on_parameters_changed)
         error_relay().raised.connect(self.message_bar.show_error)
         self._relay_connected = True
 
@@ -305,11 +309,21 @@ class MainWindow(QMainWindow):
             self.message_bar.show_error(str(error))
             return
         self._end_status(f"Preset: {preset.title}")
-        self.slide_title.show_slide(preset.title, preset.description)
+        self.show_slide(preset.title, preset.description, self.workspaces[preset.workspace].parameters)
         if preset.autorun if run is None else run:
             self.run(steps=steps)
 
     # ------------------------------------------------------------ run control
+    def show_slide(self, title: str, line: str, parameters=None) -> None:
+        """Show a slide; ``parameters``: the panel whose values it describes as they are now, so
+        that a later edit is named under its line."""
+        self.slide_title.show_slide(title, line)
+        self._as_loaded = None if parameters is None else (parameters, field_values(parameters))
+
+    def _on_parameters_changed(self, parameters, _changes):
+        if self._as_loaded is not None and parameters is self._as_loaded[0]:
+            self.slide_title.show_changes(changed_fields(parameters, self._as_loaded[1]))
+
     def stop_jobs(self) -> None:
         """Cancel whatever runs or waits on every lane, and drop everything it would still draw."""
         self.controller.discard()

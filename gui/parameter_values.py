@@ -112,3 +112,36 @@ def values_of_state(state, path: str = "parameters") -> dict:
             raise EngineInputError(f"{path}/{name} is not a saved parameter")
         out[name] = values_of_state(child, f"{path}/{name}") if "children" in child else child.get("value")
     return out
+
+
+def leaves(group: Parameter) -> dict[str, Parameter]:
+    """Every field under ``group`` by its path ("slices/normalize"), groups left out."""
+    out = {}
+    for child in group.children():
+        if child.type() == "group":
+            out.update({f"{child.name()}/{k}": v for k, v in leaves(child).items()})
+        elif child.type() != "action":
+            out[child.name()] = child
+    return out
+
+
+def field_values(group: Parameter) -> dict:
+    """Every field's value by its path: what ``changed_fields`` compares with."""
+    return {path: param.value() for path, param in leaves(group).items()}
+
+
+def shown_value(param: Parameter) -> str:
+    """A field's value as the panel shows it: a list's label, not its key."""
+    value, limits = param.value(), param.opts.get("limits")
+    if isinstance(limits, dict):
+        value = next((label for label, v in limits.items() if v == value), value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def changed_fields(group: Parameter, before: dict, most: int = 3) -> str:
+    """What differs in ``group`` from ``before`` (its ``field_values`` then), in the panel's
+    words: "directions → filter-normalised (Li et al.), K directions → 500 (+2 more)"; "" if
+    nothing does."""
+    changed = [p for path, p in leaves(group).items() if path in before and p.value() != before[path]]
+    words = ", ".join(f"{p.title()} → {shown_value(p)}" for p in changed[:most])
+    return words + (f" (+{len(changed) - most} more)" if len(changed) > most else "")

@@ -225,6 +225,8 @@ def apply_state(window, state: dict) -> None:
         check_workspace_results(key, saved.results)
     if checked.current in window.workspaces:  # first: views drawn while hidden lay out at another size
         window.show_workspace(checked.current)
+    # the slide as saved (its line already says what differed from its preset), or none
+    window.show_slide(*((checked.frame.title, checked.frame.subtitle) if checked.frame else ("", "")))
     for key, saved in checked.workspaces.items():
         ws = window.workspaces[key]
         apply_all(ws.parameters, values_of_state(saved.parameters, f"{key}/parameters"))
@@ -233,7 +235,6 @@ def apply_state(window, state: dict) -> None:
             ws.restore_session_state(saved.results)
         ws.restore_cameras([camera.model_dump() for camera in saved.cameras])
     if checked.frame is not None:
-        window.slide_title.show_slide(checked.frame.title, checked.frame.subtitle)
         window.status_label.setText(checked.frame.status)
         window.progress_bar.setValue(checked.frame.progress)
 

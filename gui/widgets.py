@@ -20,6 +20,7 @@ class SlideTitle(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("slideTitle")
+        self.description = ""  # the preset's one line
         self.title = QLabel(objectName="slideTitleText")
         self.subtitle = QLabel(objectName="slideSubtitle")
         for label in (self.title, self.subtitle):
@@ -32,10 +33,17 @@ class SlideTitle(QWidget):
         self.hide()
 
     def show_slide(self, title: str, subtitle: str = "") -> None:
+        self.description = subtitle
         self.title.setText(title)
-        self.subtitle.setText(subtitle)
-        self.subtitle.setVisible(bool(subtitle))
+        self.show_changes("")
         self.setVisible(bool(title))
+
+    def show_changes(self, changes: str) -> None:
+        """Say under the preset's line what the panel changed since, so a slide never claims
+        numbers its run no longer has."""
+        text = self.description + (f"\nChanged since the preset: {changes}." if changes else "")
+        self.subtitle.setText(text)
+        self.subtitle.setVisible(bool(text))
 
 
 class MessageBar(QWidget):

@@ -245,9 +245,28 @@ def slices_data(s, **extra) -> dict:
             "family": s.family,
             "predicted": s.predicted,
             "directions": SCALING_LABELS.get(s.normalization, ""),
+            "frame": slice_frame(s.t, s.curves, s.envelope, s.L_star, extra.get("descent")),
         },
         **extra,
     )
+
+
+def slice_frame(t, losses, envelope, lstar: float, descent=None) -> list:
+    """The box a slice view shows, [x0, x1, y0, y1]: the envelope and L*, not the tallest of K
+    curves; with a descent line (t, loss) that dips, that line too, or its dip (~1e−4 of L* at
+    the Fig. 3 saddle) is invisible."""
+    t = np.asarray(t, float)
+    low = min(float(np.nanmin(envelope)), lstar)
+    top = float(np.nanpercentile(losses, 40))
+    if descent is not None:
+        line = np.asarray(descent[1], float)
+        lowest = float(np.min(line))
+        low = min(low, lowest)
+        if dips_below(lowest, lstar):  # a flat line (inside I): nothing to magnify
+            top = min(top, float(np.max(line)))
+    pad = 0.08 * max(top - low, 1e-12)
+    margin = 0.02 * (t[-1] - t[0])  # pyqtgraph's padding=0.02, as the x range had
+    return [float(t[0] - margin), float(t[-1] + margin), low - pad, top + pad]
 
 
 def _path(path, fig) -> dict:

@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor
 
-from ..present import dips_below
+from ..present import minima as presented
 from .curve_density import DensityRequest, density_image
 from .plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
 
@@ -111,11 +111,13 @@ class SliceView(pg.PlotWidget):
         family: str = "",
         predicted=None,
         directions: str = "",
+        frame=None,
     ):
         """``losses`` (K, P) on the grid ``t`` (P,); ``descent`` an optional (t, loss) line along the
         analytic descent direction, drawn over the random ones. ``directions``: how they were
-        scaled, named when the dip fraction has no closed form for it (``predicted`` None). The
-        numbers come from the engine."""
+        scaled, named when the dip fraction has no closed form for it (``predicted`` None).
+        ``frame``: the box shown, [x0, x1, y0, y1] (gui.present.minima.slice_frame; made here only
+        for data saved before it was presented). The numbers come from the engine."""
         t, losses = np.asarray(t, float), np.asarray(losses, float)
         k, p = losses.shape
         self._t, self._losses = t, losses
@@ -133,24 +135,18 @@ class SliceView(pg.PlotWidget):
             lines.insert(1, f"{directions}: no closed form")
         if descent is None:
             self.descent.setData([], [])
-            low = min(np.nanmin(envelope), lstar)
         else:
             self.descent.setData(np.asarray(descent[0], float), np.asarray(descent[1], float))
-            lowest = float(np.min(descent[1]))
-            dip = lowest - lstar
+            dip = float(np.min(descent[1])) - lstar
             lines.append(f"B6 descent line: {dip:.2g} below L*" if dip < 0 else f"B6 descent line: +{dip:.2g}")
-            low = min(np.nanmin(envelope), lstar, lstar + dip)
         # The summary sits under the title, where it can never cover a curve.
         # Short lines: a title wider than the plot widens the plot item past its widget.
         self._show_title(lines, descent is not None)
-        # Frame the interesting part: the envelope and L*, not the tallest of K curves; with a
-        # descent line, frame that too, or its dip (~1e−4 of L* at the Fig. 3 saddle) is invisible.
-        top = np.nanpercentile(losses, 40)
-        if descent is not None and dips_below(lowest, lstar):  # a flat line (inside I): nothing to magnify
-            top = min(top, float(np.max(descent[1])))
-        pad = 0.08 * max(top - low, 1e-12)
-        self.setXRange(t[0], t[-1], padding=0.02)
-        self.setYRange(low - pad, top + pad, padding=0)
+        if frame is None:
+            frame = presented.slice_frame(t, losses, envelope, lstar, descent)
+        x0, x1, y0, y1 = frame
+        self.setXRange(x0, x1, padding=0)
+        self.setYRange(y0, y1, padding=0)
         self.draw_density()  # asked now, for the box just set, not after the layout settles
 
     def _schedule_density(self, *_):

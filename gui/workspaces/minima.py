@@ -64,7 +64,7 @@ from ..present.minima import (
     presented_probe,
     presented_resume,
 )
-from ..views.curve_density import density_image, density_job
+from ..views.curve_density import density_job
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.network_diagram import NetworkDiagram
@@ -270,10 +270,7 @@ class MinimaWorkspace(Workspace):
         # construction is ready: then a move's preview costs milliseconds, not a slice pass.
         self._drag: DragSlices | None = None
         self._warmed_for = None  # the construction the drag slices were last asked for
-        # The slice views' curves are counted per pixel on the raster lane, not on the GUI thread.
         self._counting: dict = {}  # view -> (its latest DensityRequest, deliver) not yet counted
-        for view in (self.slice_min, self.slice_saddle):
-            view.count_elsewhere = partial(self._count_curves, view)
         self.inspector.lam.moved.connect(self._on_lambda_moved)
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
@@ -293,6 +290,10 @@ class MinimaWorkspace(Workspace):
         # the message bar.
         super().attach(controller)
         self.inspector.lam.changed.connect(controller.set_lambda)
+        # The slice views' curves are counted per pixel on the raster lane, not on the GUI thread
+        # (until attached, a view counts its own).
+        for view in (self.slice_min, self.slice_saddle):
+            view.count_elsewhere = partial(self._count_curves, view)
 
     def _build_layout(self):
         fig3 = QWidget()
@@ -551,9 +552,6 @@ class MinimaWorkspace(Workspace):
     def _count_curves(self, view, request, deliver) -> None:
         """Count ``view``'s request on the raster lane with the other view's still waiting (a new
         job replaces the running one); ``deliver`` gets the image back on this thread."""
-        if self.controller is None:
-            deliver(density_image(request))
-            return
         self._counting[view] = (request, deliver)
         wanted = list(self._counting.items())
         job = density_job([request for _, (request, _) in wanted])

@@ -59,7 +59,7 @@ def test_the_tab_computes_no_stage_on_the_gui_thread(window, qtbot, monkeypatch,
     (the network made live again), with every presenter function and the slice views' curve
     counting recording a call on the GUI thread."""
     on_gui = []
-    names = ("stages", "_field_stages", "preview_data", "probe_data", "probe_details", "slices_data")
+    names = ("stages", "_field_stages", "preview_data", "probe_data", "probe_details", "slices_data", "slice_frame")
     record_gui_thread_calls(monkeypatch, present, names, on_gui)
     record_gui_thread_calls(monkeypatch, curve_density, ("curve_density",), on_gui)
     ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"}})
@@ -71,6 +71,9 @@ def test_the_tab_computes_no_stage_on_the_gui_thread(window, qtbot, monkeypatch,
     wait_until_idle(qtbot, window, 120000)
     assert "λ = 3" in ws.shown["slices_saddle"]["title"] and "preview" not in ws.shown["slices_saddle"]["title"]
     assert abs(ws.shown["probe"]["lam"] - 3.0) < 1e-9
+    # each slice view shows the box its data framed
+    for view, stage in ((ws.slice_min, "slices_min"), (ws.slice_saddle, "slices_saddle")):
+        np.testing.assert_allclose(np.ravel(view.getViewBox().viewRange()), ws.shown[stage]["frame"], rtol=1e-9)
     # a zoom is counted for the new box on the raster lane, and the image shown is its counts
     view = ws.slice_saddle
     before = view.counts

@@ -241,3 +241,24 @@ def test_the_windows_preload_freezes_start_up_on_the_gui_thread(qapp, qtbot, mon
     assert frozen_on == [], "the preload thread froze start-up itself"
     qtbot.waitUntil(lambda: bool(frozen_on))
     assert frozen_on == [threading.main_thread()]
+
+
+def test_the_slide_says_what_the_panel_changed_since_the_preset(window, qtbot):
+    """A slide whose line quotes the preset's numbers says so once a field differs from it."""
+    from gui.presets import preset_named
+
+    window.load_preset("nonattr-fig3", run=False)
+    line = preset_named("nonattr-fig3").description
+    shown = window.slide_title.subtitle.text
+    assert shown() == line
+    window.workspace.parameters["slices", "normalize"] = "filter"
+    assert shown() == line + "\nChanged since the preset: directions → filter-normalised (Li et al.)."
+    window.workspace.parameters["slices", "K"] = 200
+    assert shown().endswith(": K directions → 200, directions → filter-normalised (Li et al.).")  # panel order
+    window.workspace.parameters["slices", "normalize"] = "unit"
+    window.workspace.parameters["slices", "K"] = 5000
+    assert shown() == line
+    # a run of a preset changes none of its fields
+    window.load_preset("fig3-free", steps=30)
+    wait_until_idle(qtbot, window)
+    assert window.last_outcome == "succeeded" and shown() == preset_named("fig3-free").description
