@@ -21,7 +21,9 @@ plane show the preview (issue 14: ≤ 150 ms).
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -105,23 +107,66 @@ def measure(window, preset: str, seconds: float, steps: int | None = None) -> di
     return dict(probe.summary(elapsed), seconds=elapsed)
 
 
-def timer_while_preset_runs(window, preset: str, timeout_s: float = 600.0) -> dict:
-    """A 10 ms timer's intervals (ms) from Run until 0.5 s after the preset's own run ended."""
+class StackSampler:
+    """Where the GUI thread is, every ``period_s``, seen from a thread of its own: the innermost
+    frames of its Python stack. A late tick is then attributed to what the GUI thread was doing
+    meanwhile; the event loop's own frame on top means Qt's C++ (painting, GL, layout) or
+    waiting for the GIL, which its CPU time tells apart."""
+
+    def __init__(self, period_s: float = 0.005):
+        self.ident, self.period_s, self.samples = threading.get_ident(), period_s, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stack-sampler", daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        while not self._stop.wait(self.period_s):
+            frame = sys._current_frames().get(self.ident)
+            where = []
+            while frame is not None and len(where) < 3:
+                code = frame.f_code
+                where.append(f"{Path(code.co_filename).name}:{code.co_name}")
+                frame = frame.f_back
+            self.samples.append((time.perf_counter(), " < ".join(where)))
+
+    def during(self, start: float, end: float) -> collections.Counter:
+        return collections.Counter(where for t, where in self.samples if start < t <= end)
+
+
+def timer_while_preset_runs(window, preset: str, timeout_s: float = 600.0, late_ms: float = 30.0) -> dict:
+    """A 10 ms timer's intervals (ms) from Run until 0.5 s after the preset's own run ended; and
+    for the intervals over ``late_ms``: their total, the GUI thread's CPU time in them (on CPU:
+    it was working; off it: waiting, for the GIL or a GL finish), and where it was (StackSampler)."""
     window.load_preset(preset, run=False)
     spin(500)
-    ticks: list[float] = []
+    ticks: list[tuple[float, float]] = []  # (wall, the GUI thread's CPU time)
     timer = QTimer(interval=10)
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
-    timer.start()
-    started = time.perf_counter()
-    window.run()
-    while window.controller.busy and time.perf_counter() - started < timeout_s:
-        spin(20)
-    spin(500)
-    timer.stop()
-    gaps = np.diff(ticks) * 1000
+    timer.timeout.connect(lambda: ticks.append((time.perf_counter(), time.thread_time())))
+    with StackSampler() as sampler:
+        timer.start()
+        started = time.perf_counter()
+        window.run()
+        while window.controller.busy and time.perf_counter() - started < timeout_s:
+            spin(20)
+        spin(500)
+        timer.stop()
+    wall, cpu = np.array(ticks).T
+    gaps, on_cpu = np.diff(wall) * 1000, np.diff(cpu) * 1000
+    late = np.flatnonzero(gaps > late_ms)
+    where = collections.Counter()
+    for i in late:
+        where += sampler.during(wall[i], wall[i + 1])
     return {"p50": np.percentile(gaps, 50), "p95": np.percentile(gaps, 95), "max": gaps.max(),
-            "seconds": time.perf_counter() - started, "outcome": window.last_outcome}  # fmt: skip
+            "seconds": time.perf_counter() - started, "outcome": window.last_outcome,
+            "late": len(late), "late_ms": gaps[late].sum(), "late_on_cpu_ms": on_cpu[late].sum(),
+            "late_where": where.most_common(6), "samples_in_late": sum(where.values())}  # fmt: skip
 
 
 def lambda_preview_latency(window, moves=(2.5, 3.0, 3.5, 4.0, 1.5, 5.0)) -> list[float]:
@@ -164,11 +209,17 @@ def main() -> None:
     spin(1000)
     if args.as_run:
         presets = "fig3-free,fig3-obstructed,nonattr-fig3" if args.presets == DEFAULT_PRESETS else args.presets
-        print("| preset | run (s) | 10 ms timer p50 | p95 | max | outcome |\n|---|---|---|---|---|---|")
+        print("| preset | run (s) | 10 ms timer p50 | p95 | max | ticks over 30 ms: n, total, on CPU | outcome |")
+        print("|---|---|---|---|---|---|---|")
+        found = {}
         for preset in presets.split(","):
-            r = timer_while_preset_runs(window, preset)
+            r = found[preset] = timer_while_preset_runs(window, preset)
             print(f"| {preset} | {r['seconds']:.1f} | {r['p50']:.1f} ms | {r['p95']:.1f} ms | {r['max']:.0f} ms | "
-                  f"{r['outcome']} |")  # fmt: skip
+                  f"{r['late']}, {r['late_ms']:.0f} ms, {r['late_on_cpu_ms']:.0f} ms | {r['outcome']} |")  # fmt: skip
+        for preset, r in found.items():
+            print(f"\n{preset}: where the GUI thread was in late ticks ({r['samples_in_late']} samples every 5 ms):")
+            for where, n in r["late_where"]:
+                print(f"  {n:5d}  {where}")
         window.close()
         return
     print(

@@ -25,7 +25,8 @@ Reported at the end:
   tensors, objects by type, and tracemalloc's growth by line (by traceback at the end).
 
 Targets: 0 hangs, 0 crashes, 0 exceptions, 0 check failures, RSS growth ≤ 100 MB after the first
-2 minutes. Exit status 0 when they are met, 1 otherwise.
+2 minutes: what the idle window keeps, with --profile-memory --malloc-trim (``kept_growth``), else
+the peak of the 10 s samples (``rss_growth``). Exit status 0 when they are met, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -408,6 +409,7 @@ def soak(
             break
     merged["wall_s"] = round(time.monotonic() - t0, 1)
     merged["growth_mb"] = rss_growth(merged["samples"], minutes)
+    merged["kept_growth_mb"] = kept_growth(merged["memory"], minutes)
     return merged
 
 
@@ -420,6 +422,24 @@ def rss_growth(samples: list, minutes: float) -> float:
     if not after or not before:
         return 0.0
     return round(max(after) - before[-1], 1)
+
+
+def kept_growth(memory: list, minutes: float) -> float | None:
+    """What the idle window keeps: RSS at each memory sample's quiet point (no job, the collector
+    run, glibc's free pages given back: the window gives them back itself once its jobs have been
+    idle 0.5 s), most above that at the first quiet point after the warm-up. Unlike
+    ``rss_growth`` it leaves out what a job in flight holds (heap in use swings by ±30 MB with
+    the preset on show) and free pages not yet given back. None without such samples
+    (--profile-memory with --malloc-trim)."""
+    warmup = min(WARMUP_S, 60 * minutes / 4)
+    after = [s["rss_after_malloc_trim_mb"] for s in memory if s["t_s"] >= warmup and "rss_after_malloc_trim_mb" in s]
+    return round(max(after[1:]) - after[0], 1) if len(after) >= 2 else None
+
+
+def target_growth(report: dict) -> float:
+    """The growth the target bounds: what the idle window keeps where it was measured."""
+    kept = report.get("kept_growth_mb")
+    return report["growth_mb"] if kept is None else kept
 
 
 def table(report: dict) -> str:
@@ -453,8 +473,9 @@ def summary(report: dict) -> str:
         f"soak: {report['wall_s'] / 60:.1f} min, {report['actions']} actions, window opened in "
         f"{', '.join(f'{s} s' for s in report['window_open_s'] if s is not None)}",
         f"hangs (> {HANG_S:g} s): {len(report['hangs'])}   crashes: {len(report['crashes'])}   "
-        f"exceptions: {len(report['exceptions'])}   RSS growth after warm-up: {report['growth_mb']} MB   "
-        f"heap released {report.get('heap_releases', 0)}×",
+        f"exceptions: {len(report['exceptions'])}   RSS growth after warm-up: {report['growth_mb']} MB at its "
+        f"peak, {report.get('kept_growth_mb')} MB kept by the idle window   heap released "
+        f"{report.get('heap_releases', 0)}×",
         _full_collections(report.get("full_collections", [])),
         "",
         table(report),
@@ -520,7 +541,7 @@ def main(argv=None) -> int:
         Path(args.profile_memory).write_text(json.dumps(report["memory"], indent=1, default=str))
         print("\nmemory, minute by minute:\n" + memory_table(report["memory"]), flush=True)
     ok = not report["hangs"] and not report["crashes"] and not report["exceptions"] and not report["check_failures"]
-    return 0 if ok and report["growth_mb"] <= GROWTH_LIMIT_MB else 1
+    return 0 if ok and target_growth(report) <= GROWTH_LIMIT_MB else 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
+from . import parameter_items
 from .style import apply_theme
 
 
@@ -26,6 +27,7 @@ def create_app(argv=None) -> QApplication:
     # of a few dozen items could wait ~100 ms. 1 ms keeps those waits short.
     sys.setswitchinterval(0.001)
     pg.setConfigOptions(antialias=True)
+    parameter_items.install()  # before any parameter tree: setting a field leaks nothing
     app.setApplicationName("Landscape Lens")
     app.setOrganizationName("Landscape Lens")  # where QSettings keeps recent files and theme
     apply_theme(app, "light")

@@ -155,3 +155,30 @@ def test_a_closed_window_leaves_no_connection_behind(qapp):
     _delete(win)
     del win
     assert _connections() == before
+
+
+def test_setting_a_field_leaves_no_weak_reference_behind(qapp):
+    """pyqtgraph's items reconnected two signals at every value set, and PySide6 keeps a weak
+    reference to a non-QObject receiver for each connection made (gui/parameter_items.py): the
+    soak's weak references grew ~400 a minute. The widget still shows the value set in code, and
+    the parameter takes what is typed into the widget."""
+    from pyqtgraph.parametertree import Parameter, ParameterTree
+
+    params = Parameter.create(name="p", type="group", children=[
+        {"name": "x", "type": "float", "value": 1.0},
+        {"name": "kind", "type": "list", "value": "a", "limits": ["a", "b"]},
+    ])  # fmt: skip
+    tree = ParameterTree(showHeader=False)
+    tree.setParameters(params, showTop=False)
+    x, kind = params.child("x"), params.child("kind")
+    items = [next(iter(x.items)), next(iter(kind.items))]
+    before = [weakref.getweakrefcount(item) for item in items]
+    for k in range(50):
+        x.setValue(2.0 + k)
+        kind.setValue("ab"[k % 2])
+    assert [weakref.getweakrefcount(item) for item in items] == before  # +50 each before the fix
+    assert items[0].widget.value() == 51.0 and items[1].widget.currentText() == "b"
+    items[0].widget.setValue(7.5)  # as typed: the parameter follows
+    assert x.value() == 7.5
+    tree.clear()
+    tree.deleteLater()

@@ -66,3 +66,19 @@ def test_the_soak_and_the_state_machine_open_every_preset():
     rng = random.Random(0)  # the soak's draws
     drawn = {ACTIONS["load_preset"][1](rng)[0] for _ in range(1000)}
     assert drawn == set(PRESETS)
+
+
+def test_kept_growth_counts_from_the_first_quiet_point_after_the_warm_up():
+    soak = load_soak()
+    trimmed = "rss_after_malloc_trim_mb"
+    memory = [
+        {"t_s": 60.0, trimmed: 500.0},  # warm-up: first uses
+        {"t_s": 130.0, trimmed: 900.0},
+        {"t_s": 200.0, trimmed: 950.0},
+        {"t_s": 260.0, "skipped": "jobs still ran after 120 s"},
+        {"t_s": 320.0, trimmed: 930.0},
+    ]
+    assert soak.kept_growth(memory, 20.0) == 50.0
+    assert soak.kept_growth(memory[:2], 20.0) is None  # nothing after the first quiet point
+    assert soak.target_growth({"growth_mb": 120.0, "kept_growth_mb": None}) == 120.0
+    assert soak.target_growth({"growth_mb": 120.0, "kept_growth_mb": 50.0}) == 50.0
