@@ -315,6 +315,7 @@ def child(
             )
             entry["count"] += 1
             if entry["count"] == 1:
+                entry["message"] = str(error)[:2000]  # the key's first line, and what follows it
                 print(f"[{at:7.1f} s] check failed: {key}", file=sys.stderr, flush=True)
             window.message_bar.clear()  # one unexpected message is counted once
         if due["profile"]:
@@ -495,7 +496,7 @@ def summary(report: dict) -> str:
     for e in report["exceptions"]:
         out += [f"\nEXCEPTION at {e['at_s']} s after {e['action']}:", e["error"]]
     for key, entry in report["check_failures"].items():
-        out += [f"\nCHECK FAILED {entry['count']}× (first at {entry['first_at_s']} s): {key}"]
+        out += [f"\nCHECK FAILED {entry['count']}× (first at {entry['first_at_s']} s): {entry.get('message', key)}"]
         out += ["  after: " + " · ".join(entry["actions"])]
     if report["qt_warnings"]:
         out += ["\nQt warnings:"] + [f"  {n}× {text}" for text, n in report["qt_warnings"].most_common(10)]

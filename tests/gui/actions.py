@@ -228,6 +228,25 @@ def same(a, b) -> bool:
     return a == b
 
 
+def differences(a, b, path: str = "", most: int = 4) -> list[str]:
+    """Where ``a`` and ``b`` differ (``same``'s deep equality), as "network/lam: 0.93 ≠ 2.0", down
+    to the first level that is not a dict; at most ``most``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(a.keys() | b.keys(), key=str):
+            if key not in a or key not in b:
+                out.append(f"{path}{key}: only in the {'saved' if key in b else 'reopened'}")
+            elif not same(a[key], b[key]):
+                out += differences(a[key], b[key], f"{path}{key}/", most)
+        return out[:most]
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        return [f"{path.rstrip('/')}: shape {a.shape} {a.dtype} ≠ {b.shape} {b.dtype}" if a.shape != b.shape
+                else f"{path.rstrip('/')}: {int(np.sum(a != b))} of {a.size} elements differ"]  # fmt: skip
+    text = lambda v: repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."  # noqa: E731
+    return [f"{path.rstrip('/')}: {text(a)} ≠ {text(b)}"]
+
+
 def live_threads(runner) -> list:
     """The lane's QThreads still running: its current one and the superseded (stale) ones."""
     threads = {runner._thread, *runner._stale} - {None}
@@ -701,7 +720,10 @@ class Driver:
                 state, want = readable(ws.session_state()), readable(drawn[key])
                 if not same(state, want):
                     differ = sorted(k for k in state.keys() | want.keys() if not same(state.get(k), want.get(k)))
-                    self.problems.append(f"reopened in a fresh window, the {key} tab's {differ} differ from the saved")
+                    where = "; ".join(differences(state, want))  # reopened ≠ saved, down to the field
+                    self.problems.append(
+                        f"reopened in a fresh window, the {key} tab's {differ} differ from the saved\n  ({where})"
+                    )
         finally:
             self._close_second_window(fresh, "the fresh window's jobs did not stop")
         self.settle()
