@@ -412,7 +412,7 @@ class MinimaWorkspace(Workspace):
             if self._movable():
                 lam = result.construction.splits[self._split].lam
                 job = drag_job(result, lam, self._split, self.slice_settings(), drag=self._drag)
-                self.controller.preview(job, self._on_preview, self._on_probe)
+                self.controller.preview(job, partial(self._on_preview, result), self._on_probe)
 
     def _draw_all(self, data: dict):
         for stage in STAGES:  # a fixed order: the construction before the slider reads its splits
@@ -577,12 +577,16 @@ class MinimaWorkspace(Workspace):
         # The newest λ replaces any preview still waiting; a running one finishes or is dropped.
         # The controller starts the probe's Hessian once the preview is drawn.
         job = preview_job(self.figure, lam, self._split, self.slice_settings(), self._plane_settings(), drag=self._drag)
-        self.controller.preview(presented_preview(job), self._on_preview, self._on_probe)
+        self.controller.preview(presented_preview(job), partial(self._on_preview, self.figure), self._on_probe)
 
-    def _on_preview(self, result):
-        """A drag's preview (presented), or the drag slices made ahead of the first move (or
-        None: the split's slices are not affine in λ, so each move slices afresh). Returns the
-        probe job to run next, for a preview."""
+    def _on_preview(self, figure, result):
+        """A drag's preview (presented) of ``figure``, or the drag slices made ahead of the first
+        move (or None: the split's slices are not affine in λ, so each move slices afresh).
+        Returns the probe job to run next, for a preview. Dropped, with no probe, once another
+        figure is on screen: a split, an undo or a load finished while it was sliced (the probe
+        would move a split of the new figure, or of one that has none)."""
+        if figure is not self.figure:
+            return None
         if result is None or isinstance(result, DragSlices):
             self._drag = result
             return None

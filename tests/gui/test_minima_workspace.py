@@ -453,3 +453,33 @@ def test_key_frame_dock_on_paper_b_slices_once_then_captures_lambda_panels_and_p
     H, W = frames.shape[1:3]
     cell = (slice(round(y * H), round((y + h) * H)), slice(round(x * W), round((x + w) * W)))
     assert frames[0][cell].std() < 4 and frames[-1][cell].std() > 5 * frames[0][cell].std()
+
+
+def test_a_drag_preview_of_a_figure_replaced_meanwhile_is_dropped(window, qtbot, monkeypatch):
+    """λ moved while an undo runs: the preview, sliced from the figure before the undo, arrives
+    after it (held here until the undo's result is drawn). It is not drawn over the new figure,
+    and no probe follows it (in the soak it probed a construction left with no split: "this
+    construction has no split whose λ could be moved")."""
+    import threading
+
+    from gui.workspaces import minima as module
+
+    ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1"}})  # undone: no split
+    undone = threading.Event()
+    real = module.presented_preview
+
+    def held(job):
+        undone.wait(120)
+        return (yield from real(job))
+
+    monkeypatch.setattr(module, "presented_preview", held)
+    window.controller.run_finished.connect(undone.set)
+    before, probes = ws.figure, []
+    monkeypatch.setattr(ws, "_probe", lambda lam: probes.append(lam))
+    ws.undo_split()
+    ws._on_lambda_moved(3.0)
+    wait_until_idle(qtbot, window, 120000)
+    assert undone.is_set() and ws.figure is not before
+    assert len(ws.figure.construction.splits) == len(before.construction.splits) - 1
+    assert not window.message_bar.text, window.message_bar.text
+    assert "preview" not in ws.shown.get("slices_saddle", {}).get("title", "") and probes == []
