@@ -9,7 +9,7 @@ references and ~220 bytes per value set, for the process's life (found counting 
 objects by type: weak references grew ~400 a minute; 200,000 pairs in a bare PySide script
 grew RSS by 21 MB). Here a flag stands in for the disconnection: while the widget takes the
 value, and the parameter the widget's coerced value back, neither slot hands it on again,
-exactly as the disconnected slots did not.
+as the disconnected slots could not.
 """
 
 from __future__ import annotations
