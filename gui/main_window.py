@@ -303,9 +303,12 @@ class MainWindow(QMainWindow):
     def load_preset(self, name: str, run: bool | None = None, steps: int | None = None):
         """Open a preset in its workspace and (by default) start it: the controller's
         ``load_preset``, which the headless commands take too, with the window's words."""
+        # Untracked while the preset's fields are set: each set would compare every field.
+        as_loaded, self._as_loaded = self._as_loaded, None
         try:
             preset = self.controller.load_preset(name, run=False)  # shows its tab
-        except EngineInputError as error:
+        except EngineInputError as error:  # raised before any field is set: the slide stands
+            self._as_loaded = as_loaded
             self.message_bar.show_error(str(error))
             return
         self._end_status(f"Preset: {preset.title}")

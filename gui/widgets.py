@@ -39,9 +39,10 @@ class SlideTitle(QWidget):
         self.setVisible(bool(title))
 
     def show_changes(self, changes: str) -> None:
-        """Say under the preset's line what the panel changed since, so a slide never claims
-        numbers its run no longer has."""
-        text = self.description + (f"\nChanged since the preset: {changes}." if changes else "")
+        """Say after the preset's line what the panel changed since, so a slide never claims
+        numbers its run no longer has: in the same paragraph, not a line of its own, which in
+        presentation mode took the height of a third line from the plots."""
+        text = " ".join(filter(None, (self.description, changes and f"Changed since the preset: {changes}.")))
         self.subtitle.setText(text)
         self.subtitle.setVisible(bool(text))
 

@@ -252,7 +252,7 @@ def test_the_slide_says_what_the_panel_changed_since_the_preset(window, qtbot):
     shown = window.slide_title.subtitle.text
     assert shown() == line
     window.workspace.parameters["slices", "normalize"] = "filter"
-    assert shown() == line + "\nChanged since the preset: directions → filter-normalised (Li et al.)."
+    assert shown() == line + " Changed since the preset: directions → filter-normalised (Li et al.)."
     window.workspace.parameters["slices", "K"] = 200
     assert shown().endswith(": K directions → 200, directions → filter-normalised (Li et al.).")  # panel order
     window.workspace.parameters["slices", "normalize"] = "unit"
