@@ -294,6 +294,7 @@ class MinimaWorkspace(Workspace):
         # (until attached, a view counts its own).
         for view in (self.slice_min, self.slice_saddle):
             view.count_elsewhere = partial(self._count_curves, view)
+        controller.main_discarded.connect(self._drop_previews)
 
     def _build_layout(self):
         fig3 = QWidget()
@@ -598,6 +599,26 @@ class MinimaWorkspace(Workspace):
     def _on_probe(self, presented: Presented):
         self._draw_all(presented.state)
 
+    def _drop_previews(self):
+        """The main lane's jobs were dropped unended (Reset, a preset, a session), a λ release's
+        re-slice among them: the drag's previews would stay over a figure that never moved (the
+        soak: "drawn stages [..., 'plane'] but the figure has [...]"). The figure comes back as
+        last presented, the slider at its split's λ, the λ box probed there."""
+        previewed = [s for s in self.shown if s not in self._PROBED and self.shown[s] is not self._presented.get(s)]
+        if not previewed or not self._movable():
+            return
+        for stage in previewed:
+            if stage in self._presented:
+                self._draw(stage, self._presented[stage])
+            else:  # a stage the figure has not (the 2-D slice of a figure made without it)
+                del self.shown[stage]
+                self._CLEAR[stage](self)
+        lam = self._construction().splits[self._split].lam
+        self.inspector.lam.set_value(lam)
+        self._submit_probe(lam)
+
+    _PROBED = {"probe", "spectrum", "density"}  # the probe lane's: what the slider's λ shows
+
     def _on_lambda_released(self, lam: float):
         if not self._movable():
             return
@@ -773,6 +794,7 @@ class MinimaWorkspace(Workspace):
         net = None if network is None else self._session_network(network)  # checked before anything changes
         self.reset()
         self._draw_all(state)
+        self._presented = dict(state)  # what the figure shows, should a preview be dropped
         if net is not None:  # on the preview lane: the restored status line and message stay as they are
             self._resume_at = (network.get("split", -1), network.get("lam"))
             job = presented_resume(inspected_figure_job(net, str(network.get("label", ""))))

@@ -483,3 +483,38 @@ def test_a_drag_preview_of_a_figure_replaced_meanwhile_is_dropped(window, qtbot,
     assert len(ws.figure.construction.splits) == len(before.construction.splits) - 1
     assert not window.message_bar.text, window.message_bar.text
     assert "preview" not in ws.shown.get("slices_saddle", {}).get("title", "") and probes == []
+
+
+def test_a_reset_that_drops_a_releases_reslice_takes_the_drags_previews_back(window, qtbot, monkeypatch):
+    """λ released, and Reset pressed on another tab before the re-slice has finished (held here):
+    the main lane's jobs are dropped, and the drag's preview of (c), drawn at a λ the figure never
+    reached, must not stay over it (the soak: "drawn stages [..., 'plane'] but the figure has
+    [...]"). The figure is drawn as presented, the slider and the λ box at its split's λ."""
+    import threading
+
+    from gui.workspaces import minima as module
+
+    probed = {"probe", "spectrum", "density"}  # the probe lane's, at the slider's λ
+    ws = open_quick(window, qtbot, "nonattr-fig3")
+    figure, drawn = ws.figure, {k: v for k, v in ws.shown.items() if k not in probed}
+    lam = figure.construction.splits[ws._split].lam
+    ws._on_lambda_moved(lam + 0.5)
+    wait_until_idle(qtbot, window, 120000)
+    assert "preview" in ws.shown["slices_saddle"]["title"] and ws.shown["slices_saddle"] is not drawn["slices_saddle"]
+    held, real = threading.Event(), module.reslice_job
+
+    def reslice(*args, **kwargs):
+        held.wait(120)
+        return (yield from real(*args, **kwargs))
+
+    monkeypatch.setattr(module, "reslice_job", reslice)
+    ws._on_lambda_released(lam + 0.5)
+    assert window.controller.run_active
+    window.show_workspace("topology")
+    window.reset()
+    held.set()
+    wait_until_idle(qtbot, window, 120000)
+    assert ws.figure is figure and not window.message_bar.text, window.message_bar.text
+    left = {k: v for k, v in ws.shown.items() if k not in probed}
+    assert set(left) == set(drawn) and all(left[k] is drawn[k] for k in drawn)
+    assert ws.inspector.lam.exact == lam and ws.shown["probe"]["lam"] == lam
