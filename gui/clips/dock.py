@@ -54,7 +54,7 @@ class ClipDock(QDockWidget):
         self._scene = None
         # Paper B's clip slices the landscape at every λ of its walk before the first frame,
         # on the controller's walk lane (_slice_walk).
-        self._walk: tuple | None = None  # (workspace, λ values, what to do next) while slicing
+        self._walk: tuple | None = None  # (workspace, its figure, what to do next) while slicing
         self._previewer: ClipRenderer | None = None  # paper B's thumbnail renderer
         controller.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
         controller.run_started.connect(lambda _owner, keep: keep or self.forget_scene(cancel_walk=True))
@@ -433,8 +433,8 @@ class ClipDock(QDockWidget):
         """Paper B's scene: the walk's slices on a worker (progress here, Cancel stops it), then
         ``then()``."""
         workspace = self.controller.workspaces["minima"]
-        lams, job = walk_of(workspace)  # EngineInputError before any work
-        self._walk = (workspace, workspace.figure, lams, then)
+        job = walk_of(workspace)  # EngineInputError before any work
+        self._walk = (workspace, workspace.figure, then)
         self._show_running(True)
         self.progress.setRange(0, 100)
         self.progress.setFormat("slicing along λ: %p%")
@@ -447,15 +447,15 @@ class ClipDock(QDockWidget):
             on_failure=lambda message: self._done(message, error=True),
         )
 
-    def _on_walked(self, cuts):
-        workspace, figure, lams, then = self._walk
+    def _on_walked(self, walk):
+        workspace, figure, then = self._walk
         self._walk = None
         if workspace.figure is not figure:  # a run or a reset replaced what was sliced
             self._show_running(False)
             return
         self._close_previewer()
         self._drop_scene()
-        self._scene = MinimaScene(workspace, lams, cuts)
+        self._scene = MinimaScene(workspace, walk)
         self._show_running(False)
         self._refresh(self.list.currentRow())  # the key frames' λ values are known now
         then()

@@ -9,7 +9,7 @@ depend on the run only), and the scene poses its own three plots, never the wind
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,11 +17,13 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import Job
 from engine.minima.pipeline import Figure3, walk_endpoints, walk_job
 
-from ..present.minima import slices_data, split_label, stages
+from ..present.minima import slices_data, split_label
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
+from ..views.spectral_density_view import SpectralDensityView
+from ..views.spectrum_view import SpectrumView
 from .model import TITLE_CELL, Cell, Clip, KeyFrame, Timing, even_size
 from .scene import adopt_off_screen, dispose_widgets
 
@@ -30,30 +32,56 @@ CLIP_POINTS = 41  # t values per slice curve: smooth at 1080p, 2.5× cheaper tha
 STORY_CAPTION = "{where}\nλ = {lam}   ·   loss {loss} (= L* all along the path)   ·   λ_min(H) ≈ {hmin}   ·   {dips}"
 
 
-def walk_of(workspace, rows: int = ROWS) -> tuple[np.ndarray, Job]:
-    """The λ values of the walk, and the job that slices the landscape at each: seconds of work,
-    run in place headless and on a worker in the window, between the engine's walk end points
-    (engine.minima.pipeline.walk_endpoints)."""
+@dataclass(frozen=True)
+class Walk:
+    """The walk, presented in its job (off the GUI thread): λ at each row, the slices there as
+    the slice view draws them, one y range for every row (so the curves move and the axes do
+    not) and λ_min(H) along the path, interpolated at each row."""
+
+    lams: np.ndarray
+    rows: tuple  # slices_data of each row
+    frame: tuple[float, float]
+    hmin: np.ndarray
+
+
+def walk_of(workspace, rows: int = ROWS) -> Job[Walk]:
+    """The job that slices the landscape at each λ of the walk and presents the slices: seconds
+    of work, run in place headless and on a worker in the window, between the engine's walk end
+    points (engine.minima.pipeline.walk_endpoints). EngineInputError before any work."""
     fig = workspace.figure
     if not isinstance(fig, Figure3):
         raise EngineInputError("the minima clip films a finished Fig. 3 construction; run a minima preset first")
     lams = np.linspace(*walk_endpoints(fig), rows)
     slices = replace(workspace.slice_settings(), P=CLIP_POINTS)
-    return lams, walk_job(fig, lams, fig.path.split, slices, CLIP_POINTS)
+    return _presented_walk(fig, lams, walk_job(fig, lams, fig.path.split, slices, CLIP_POINTS))
+
+
+def _presented_walk(fig: Figure3, lams: np.ndarray, job: Job[tuple]) -> Job[Walk]:
+    cuts = yield from job
+    low = min(min(float(np.min(c.envelope)), c.L_star) for c in cuts)
+    top = max(float(np.nanpercentile(c.curves, 40)) for c in cuts)
+    pad = 0.08 * max(top - low, 1e-12)
+    path = fig.path
+    order = np.argsort(path.lam)
+    hmin = np.interp(lams, path.lam[order], path.hessian_min[order])
+    frame = (low - pad, top + pad)
+    # Each row framed in the common range: the view counts its curves for the box it is given
+    # (set after, the range cut the density off at each row's own top until a recount came).
+    rows = tuple({**data, "frame": [*data["frame"][:2], *frame]} for data in map(slices_data, cuts))
+    return Walk(lams, rows, frame, hmin)
 
 
 class MinimaScene:
-    """Rows are the walk's λ values (``walk_of``); ``cuts`` the slices at each."""
+    """Rows are the walk's λ values (``walk_of``). It draws only view data: the walk's, and the
+    tab's drawn path, descent and curvature panels, each in a plot of its own."""
 
-    def __init__(self, workspace, lams: np.ndarray, cuts):
+    def __init__(self, workspace, walk: Walk):
         fig = workspace.figure
         self.workspace = workspace
         self.views = []  # no 3D view in this story
-        path, split = fig.path, fig.path.split
+        path = fig.path
         self.interval = path.interval
-        self.lams, self.cuts = np.asarray(lams, float), list(cuts)
-        order = np.argsort(path.lam)
-        self.hmin = np.interp(self.lams, path.lam[order], path.hessian_min[order])
+        self.walk, self.lams, self.hmin = walk, walk.lams, walk.hmin
         self.loss = float(path.loss[0])
         # The clip's own plots, sized by the compositor: the window's stay as they are.
         self.path_view = DegeneratePathView()
@@ -62,30 +90,30 @@ class MinimaScene:
             path.loss,
             path.hessian_min,
             list(path.interval.parts),
-            split_label(fig.construction.splits[split]),
+            split_label(fig.construction.splits[path.split]),
         )
         self.slice_view = SliceView("slices at the moving point")
         self.descent_view = CurvesView("(d) descent direction at the saddle", "t", "loss L")
-        descent = stages(fig, {}).get("descent")
-        if descent is not None:  # (d): where the saddle leads
+        descent = workspace.shown.get("descent")
+        if descent is not None:  # (d): where the saddle leads, as the tab draws it
             self.descent_view.show_curves(descent["curves"], note=descent["note"], frame=descent["frame"])
-        own = {"path": self.path_view, "slices": self.slice_view, "descent": self.descent_view}
+        # The inspector's curvature panel as the tab shows it: the spectrum at the slider's λ or,
+        # past the full-Hessian limit, the spectral density.
+        kind, data = workspace.curvature() or ("spectrum", None)
+        self.curvature = SpectrumView() if kind == "spectrum" else SpectralDensityView()
+        if data is not None:
+            self.curvature.show_stage(data)
+        own = {
+            "path": self.path_view,
+            "slices": self.slice_view,
+            "descent": self.descent_view,
+            "spectrum": self.curvature,
+        }
         for plot in own.values():
             set_plot_fonts(plot)
             adopt_off_screen(plot, workspace)
-        # The inspector's spectrum is the window's own view: the compositor resizes it for the
-        # render and puts it back, as it does the topology tab's invariants panel.
-        self.widgets = own | {"spectrum": workspace.spectrum}
-        self._own = own
-        self._frame = self._common_frame()
+        self.widgets = self._own = own
         self._shown = None
-
-    def _common_frame(self) -> tuple[float, float]:
-        """One y range for every row, so the curves move and the axes do not."""
-        low = min(min(float(np.min(c.envelope)), c.L_star) for c in self.cuts)
-        top = max(float(np.nanpercentile(c.curves, 40)) for c in self.cuts)
-        pad = 0.08 * max(top - low, 1e-12)
-        return low - pad, top + pad
 
     # ------------------------------------------------------------------ the Timeline's view
     @property
@@ -116,10 +144,9 @@ class MinimaScene:
             plot.show()  # off screen; again after a close, for the next render of this scene
         if row == self._shown:
             return
-        cut, lam = self.cuts[row], float(self.lams[row])
+        lam = float(self.lams[row])
         self.slice_view.set_title(f"slices at λ = {lam:.3f}")
-        self.slice_view.show_slices(**slices_data(cut))
-        self.slice_view.setYRange(*self._frame, padding=0)
+        self.slice_view.show_slices(**self.walk.rows[row])
         self.path_view.set_current(lam)
         self._shown = row
 
@@ -140,7 +167,7 @@ class MinimaScene:
 
     # ------------------------------------------------------------------ words
     def facts(self, row: int) -> dict:
-        lam, cut = float(self.lams[row]), self.cuts[row]
+        lam, cut = float(self.lams[row]), self.walk.rows[row]
         inside = self.interval.contains(lam)
         where = (
             f"inside I = {self.interval}: one of a line of minima at the same loss"
@@ -152,7 +179,7 @@ class MinimaScene:
             "where": where,
             "loss": f"{self.loss:.6g}",
             "hmin": f"{self.hmin[row]:.2e}",
-            "dips": f"{cut.n_below} of {cut.curves.shape[0]} random directions dip below L*",
+            "dips": f"{cut['n_below']} of {cut['losses'].shape[0]} random directions dip below L*",
         }
 
     def headers(self, row: int) -> list:

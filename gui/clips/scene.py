@@ -224,6 +224,5 @@ def scene_for(workspaces: dict, preset: str, on_progress=None):
 
     key = preset_named(preset).workspace
     if key == "minima":
-        lams, job = walk_of(workspaces[key])
-        return MinimaScene(workspaces[key], lams, run_to_completion(job, on_progress))
+        return MinimaScene(workspaces[key], run_to_completion(walk_of(workspaces[key]), on_progress))
     return TopologyScene(workspaces[key])

@@ -40,6 +40,11 @@ class SpectralDensityView(pg.PlotWidget):
     def set_presentation(self, on: bool):
         self.getPlotItem().layout.setContentsMargins(1, 1, RIGHT_MARGIN[on], 1)  # pyqtgraph: 1 px each side
 
+    def show_stage(self, data: dict):
+        """The minima tab's "density" stage (gui.present.minima), as the tab and a clip draw it."""
+        keys = ("grid", "density", "extremes", "trace", "sum_squares", "probes", "steps", "note")
+        self.show_density(*(data[k] for k in keys))
+
     def show_density(
         self, grid, density, extremes, trace: float, sum_squares: float, probes: int, steps: int, note: str = ""
     ):

@@ -51,6 +51,10 @@ class SpectrumView(pg.PlotWidget):
         self.getViewBox().setDefaultPadding(0.06)  # the end points' dots stay whole
         own_menus(self)
 
+    def show_stage(self, data: dict):
+        """The minima tab's "spectrum" stage (gui.present.minima), as the tab and a clip draw it."""
+        self.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
+
     def show_spectrum(self, eigs, tol: float, caption: str = ""):
         eigs = np.sort(np.asarray(eigs, float))
         log_tol = np.log10(tol)

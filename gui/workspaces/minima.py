@@ -271,6 +271,7 @@ class MinimaWorkspace(Workspace):
         self._drag: DragSlices | None = None
         self._warmed_for = None  # the construction the drag slices were last asked for
         self._counting: dict = {}  # view -> (its latest DensityRequest, deliver) not yet counted
+        self._curvature_stage = None  # "spectrum" or "density": the one the details panel shows
         self.inspector.lam.moved.connect(self._on_lambda_moved)
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
@@ -444,13 +445,11 @@ class MinimaWorkspace(Workspace):
             self.inspector.show_steps(data["rows"], data.get("note", ""))
         elif stage == "construction":
             self._show_construction(data)
-        elif stage == "spectrum":
-            self.spectrum.show_spectrum(data["eigs"], data["tol"], data.get("caption", ""))
-            self._show_curvature(self.spectrum, "Hessian spectrum")
-        elif stage == "density":
-            keys = ("grid", "density", "extremes", "trace", "sum_squares", "probes", "steps", "note")
-            self.density.show_density(*(data[k] for k in keys))
-            self._show_curvature(self.density, "Spectral density")
+        elif stage in ("spectrum", "density"):
+            view = self.spectrum if stage == "spectrum" else self.density
+            view.show_stage(data)
+            self._show_curvature(view, "Hessian spectrum" if stage == "spectrum" else "Spectral density")
+            self._curvature_stage = stage
         elif stage == "slices_min":
             self.slice_min.set_title(data.get("title", "(a) at the embedded minimum"))
             self.slice_min.show_slices(**{k: v for k, v in data.items() if k != "title"})
@@ -497,6 +496,11 @@ class MinimaWorkspace(Workspace):
         moved = self.figure.moved if live else None
         self.inspector.show_search(None if moved is None else moved.reached)
         self.inspector.split.show_neurons(data.get("split_rows", []) if live else [], len(labels))
+
+    def curvature(self) -> tuple[str, dict] | None:
+        """What the curvature panel shows: ("spectrum" or "density", its stage's data), or None."""
+        stage = self._curvature_stage
+        return (stage, self.shown[stage]) if stage in self.shown else None
 
     def _show_curvature(self, view, title: str):
         """The spectrum, or past the full-Hessian limit the density, in the details' first tab."""

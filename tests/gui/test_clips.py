@@ -323,17 +323,58 @@ def test_paper_b_clip_walks_lambda_out_of_I_and_the_slices_start_to_dip(qapp, tm
     app, window = headless.open_window((1280, 800))
     try:
         headless.run_preset(window, "nonattr-shallow", None)
-        lams, job = walk_of(window.workspaces["minima"], rows=7)
-        scene = MinimaScene(window.workspaces["minima"], lams, run_to_completion(job))
+        scene = MinimaScene(
+            window.workspaces["minima"], run_to_completion(walk_of(window.workspaces["minima"], rows=7))
+        )
         first, last = scene.facts(0), scene.facts(6)
         assert first["where"].startswith("inside I") and last["where"].startswith("outside I")
-        assert scene.cuts[0].n_below == 0 < scene.cuts[-1].n_below
+        rows = scene.walk.rows
+        assert rows[0]["n_below"] == 0 < rows[-1]["n_below"]
         assert scene.lams[0] == 1.5 and scene.lams[-1] == 0.5  # the split's λ → the saddle's
         assert scene.event_steps(), "λ never leaves I"
     finally:
         window.close()
         window.deleteLater()
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def test_the_paper_b_scene_draws_view_data_in_plots_of_its_own(qtbot, window, monkeypatch):
+    """The walk's slices are presented in its job; the scene draws them, and the tab's path,
+    descent and curvature panels as the tab drew them, in plots of its own (the window's own
+    spectrum was resized for each render and put back): posing a row computes no slice frame."""
+    from engine.core.progress import run_to_completion
+    from gui.clips import minima_scene
+    from gui.present import minima as present
+
+    from .conftest import wait_until_idle
+
+    window.load_preset("nonattr-shallow")
+    wait_until_idle(qtbot, window)
+    ws = window.workspaces["minima"]
+    walk = run_to_completion(minima_scene.walk_of(ws, rows=5))
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a slice view's data made while the scene is built or posed")
+
+    monkeypatch.setattr(present, "slice_frame", refused)
+    monkeypatch.setattr(minima_scene, "slices_data", refused)
+    scene = minima_scene.MinimaScene(ws, walk)
+    try:
+        for row in range(5):
+            scene.show(row)
+            assert scene.slice_view.n_curves == walk.rows[row]["losses"].shape[0]
+            view = scene.slice_view
+            assert view.getViewBox().viewRange()[1] == pytest.approx(walk.frame)  # one range for every row
+            assert view._wanted.y_range == pytest.approx(walk.frame)  # and its curves counted for it
+        windows = list(ws.plot_widgets().values()) + [ws.spectrum, ws.density]
+        assert not any(mine is theirs for mine in scene.widgets.values() for theirs in windows)
+        kind, data = ws.curvature()
+        x, _y = scene.widgets["spectrum"].points.getData()
+        assert kind == "spectrum" and len(x) == len(data["eigs"]) > 0
+        assert scene.descent_view._shown[0] is ws.shown["descent"]["curves"]
+    finally:
+        scene.close()
+        scene.dispose()
 
 
 def test_a_minima_preset_without_a_path_is_refused_before_its_run(qapp, tmp_path, capsys, monkeypatch):
