@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from PySide6.QtCore import QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
@@ -190,6 +190,9 @@ def render_widget(widget, size: QSize, zoom: float, background: QColor) -> QImag
     logical = QSize(max(1, round(size.width() / zoom)), max(1, round(size.height() / zoom)))
     old = widget.size()
     widget.resize(logical)
+    # Layouts the last change asked for (a plot's axis widened for longer tick labels posts
+    # one): a clip renders frame after frame with no turn of the event loop between them.
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
     painter = QPainter(image)
     painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
     painter.scale(zoom, zoom)

@@ -37,10 +37,9 @@ from .minima_scene import MinimaScene, walk_of
 from .model import CAPTION_FIELDS, TEXT_SOURCES, Clip, KeyFrame, load_clip, save_clip
 from .render import ClipJob, ClipRenderer
 from .scene import scene_for, story_for
-from .timeline import Timeline
 
 NEW_LINE = " ↵ "  # how the one-line caption field shows a caption's line break
-PREVIEW_WIDTH = 400  # paper B's preview frame, in pixels: a thumbnail of the composed frame
+PREVIEW_WIDTH = 400  # the preview frame, in pixels: a thumbnail of the composed frame
 
 
 class ClipDock(QDockWidget):
@@ -55,7 +54,7 @@ class ClipDock(QDockWidget):
         # Paper B's clip slices the landscape at every λ of its walk before the first frame,
         # on the controller's walk lane (_slice_walk).
         self._walk: tuple | None = None  # (workspace, its figure, what to do next) while slicing
-        self._previewer: ClipRenderer | None = None  # paper B's thumbnail renderer
+        self._previewer: ClipRenderer | None = None  # the thumbnail's renderer
         controller.run_finished.connect(self.forget_scene)  # a new run: the old scene is stale
         controller.run_started.connect(lambda _owner, keep: keep or self.forget_scene(cancel_walk=True))
         controller.serve_clips(self._on_clip_requested)
@@ -227,7 +226,7 @@ class ClipDock(QDockWidget):
             KeyFrame(
                 at,
                 int(scene.steps[row]),
-                [scene.camera_of(v) for v in scene.views] or None,
+                scene.user_cameras() or None,
                 self._ticked_panels(),
                 self._caption(),
             )
@@ -331,22 +330,15 @@ class ClipDock(QDockWidget):
 
     # ------------------------------------------------------------------ preview
     def show_preview(self, i: int):
-        """Frame ``i`` of the clip: the window's own views posed as it (paper A, scrubbing), or the
-        composed frame drawn small in the dock (paper B, whose plots live off screen)."""
+        """Frame ``i`` of the clip, composed and drawn small in the dock: a scene's views are
+        its own, off screen (the window's stay as the user left them)."""
         if self._walk is not None or not self._with_scene(lambda: self.show_preview(self.preview.value())):
             return
         try:
             clip, scene = self.current_clip(), self.scene()
         except EngineInputError:
             return
-        if isinstance(scene, MinimaScene):
-            self._show_thumbnail(clip, scene, i)
-            return
-        state = Timeline(clip, scene.steps, scene.event_steps(), scene.default_cameras()).state(i)
-        scene.show(state.row)
-        scene.apply_cameras(state.cameras)
-        for view in scene.views:
-            view.update()
+        self._show_thumbnail(clip, scene, i)
 
     def _show_thumbnail(self, clip: Clip, scene, i: int):
         w, h = clip.size

@@ -135,6 +135,9 @@ class MinimaScene:
     def camera_of(self, view) -> dict:
         return {}
 
+    def user_cameras(self) -> list[dict]:
+        return []
+
     def apply_cameras(self, cameras) -> None:
         pass
 

@@ -1,9 +1,10 @@
 """What a workspace offers a clip: its 3D views, 2-D widgets, and the facts of each run row.
 
-Only the topology workspace's training view has a story today (paper A). The scene reads the
-finished trajectory and poses the workspace through ``pose_frame``, what the replay scrubber's
-``show_frame`` draws, so a clip shows exactly what a person scrubbing would see; the frame the
-user scrubbed to stays theirs, and the clip's end shows it again.
+Only the topology workspace's training view has a story today (paper A). The scene films the
+finished trajectory in views of its own, laid out as the tab's (its context) and drawn from the
+view state of each row (gui.present.topology.present_row), never the window's: the frame the
+user scrubbed to, and the window's views, stay as they are while a clip renders. The cameras a
+key frame captures are the tab's views' (``user_cameras``): the user turns those.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from shiboken6 import isValid
 from engine.core.errors import EngineInputError
 from engine.topology.invariants import sign_flip_events
 
+from ..panels.invariants_panel import InvariantsPanel
+from ..present.topology import present_row
 from ..style import neuron_color
-from ..views.neuron_quadrics import shape_name, sub
+from ..views.neuron_quadrics import NeuronQuadrics, shape_name, sub
 from ..views.training_curves import TrainingCurves
 
 
@@ -34,12 +37,25 @@ def adopt_off_screen(widget, owner) -> None:
     widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
 
 
+def camera_of(view) -> dict:
+    """A 3D view's camera as a key frame holds it."""
+    return {
+        "azimuth": float(view.opts["azimuth"]) % 360.0,
+        "elevation": float(view.opts["elevation"]),
+        "distance": float(view.opts["distance"]),
+        "center": [float(x) for x in view.opts["center"]],
+    }
+
+
 def dispose_widgets(widgets) -> None:
     """Delete a dropped scene's own widgets on the GUI thread, at the event loop's next turn."""
     for widget in widgets:
         if isValid(widget):
             widget.hide()
             widget.deleteLater()
+
+
+CLIP_MESH_QUANTUM = 2e-4  # × extent² in c: surfaces quantised, so a frame is a function of its row
 
 
 class TopologyScene:
@@ -51,19 +67,30 @@ class TopologyScene:
             )
         self.workspace = workspace
         self.traj = traj
-        self.views = list(workspace.gl_views())
-        if not self.views:  # the compositor lays out one cell per view (it divided by zero)
+        theirs = workspace.gl_views()  # every neuron's, or the one enlarged
+        if not theirs:  # the compositor lays out one cell per view (it divided by zero)
             raise EngineInputError(
                 "story clips film each neuron's 3D view; a d = 1 run draws its (w, v) plane instead: "
                 "export that plot, or record the window live (Record…, Live)"
             )
+        self.context = workspace.context
+        layout = self.context.layout
+        # The clip's own views, never shown, laid out as the tab's: its 3D views and panel stay
+        # as the user left them, whatever the clip poses.
+        self.quadrics = NeuronQuadrics()
+        self.quadrics.configure(layout["l"], layout["exact"], layout["labels"], layout["extent"])
+        self.views = [self.quadrics.cells[view.neuron].view for view in theirs]
+        for mine, view in zip(self.views, theirs):  # a view's default camera fits its shape
+            mine.resize(view.size())
+        self.invariants = InvariantsPanel()
+        self._extra = layout["extra"]
         self.events = [(e.step, e.neuron, e.jumped) for e in sign_flip_events(traj.step, traj.c, traj.sign_flips)]
         # The clip's own curves, never shown: they keep the cell's size from frame to frame
         # (resizing the window's plots back and forth cost more than drawing them), their x axis
         # spans the whole run so the curves grow across it, and the window's plots stay as they are.
         self.curves = TrainingCurves()
-        for plot in (self.curves.loss_plot, self.curves.drift_plot):
-            adopt_off_screen(plot, workspace)  # never shown, only rendered
+        for widget in (self.quadrics, self.invariants, self.curves.loss_plot, self.curves.drift_plot):
+            adopt_off_screen(widget, workspace)  # never shown, only rendered
         self.curves.configure(traj.c.shape[1], bool(workspace.parameters["display", "log_drift"]))
         self.curves.set_line_width(3.0)
         # The loss axis too is the whole run's, decided once: TrainingCurves would switch to a
@@ -75,9 +102,10 @@ class TopologyScene:
         self.widgets = {
             "loss": self.curves.loss_plot,
             "drift": self.curves.drift_plot,
-            "invariants": workspace.invariants,
+            "invariants": self.invariants,
         }
         self._shown = None
+        self._state = None  # the view state drawn last: its meshes are kept while c has not moved
         # Neurons whose parameters never change (e.g. a ReLU unit no data point activates):
         # the header says so, or a still view would read as a broken clip.
         still = (np.ptp(traj.W1, axis=0).max(axis=-1) == 0) & (np.ptp(traj.W2, axis=0).max(axis=0) == 0)
@@ -96,27 +124,22 @@ class TopologyScene:
             for view in self.views
         ]
 
+    def user_cameras(self) -> list[dict]:
+        """The cameras of the tab's own 3D views, as the user turned them (a key frame's)."""
+        return [camera_of(view) for view in self.workspace.gl_views()]
+
     def camera_of(self, view) -> dict:
-        return {
-            "azimuth": float(view.opts["azimuth"]) % 360.0,
-            "elevation": float(view.opts["elevation"]),
-            "distance": float(view.opts["distance"]),
-            "center": [float(x) for x in view.opts["center"]],
-        }
+        return camera_of(view)
 
     # ------------------------------------------------------------------ posing
     def show(self, row: int) -> None:
         if row != self._shown:  # re-slicing the run costs more than any other part of a frame
             # Surfaces quantized, not tolerance-skipped: a frame must not depend on which frames
-            # were shown before it. 2e-4 × extent² in c is a tenth of the live tolerance.
-            for view in self.views:
-                view.mesh_quantum = 2e-4
-            try:
-                self.workspace.pose_frame(row)  # the user's frame stays the scrubber's
-            finally:
-                for view in self.views:
-                    view.mesh_quantum = None
-            self._shown = row
+            # were shown before it.
+            state = present_row(self.traj, row, self.context, self._state, CLIP_MESH_QUANTUM)
+            self.quadrics.show_state(state["quadrics"], state["c_now"])
+            self.invariants.show_values(state["summary"], state["c_start"], state["step"], state["note"], self._extra)
+            self._state, self._shown = state, row
             self._show_curves(row)
 
     def _show_curves(self, row: int) -> None:
@@ -131,7 +154,7 @@ class TopologyScene:
             plot.setXRange(float(t.step[0]), float(t.step[-1]), padding=0.02)
 
     def forget(self) -> None:
-        """Someone else (the scrubber, a run) changed the views; pose again next time."""
+        """Pose again next time."""
         self._shown = None
 
     def user_row(self) -> int:
@@ -140,16 +163,12 @@ class TopologyScene:
         return end if controller is None else min(controller.frames.get(self.workspace.key, end), end)
 
     def close(self) -> None:
-        """The user's row again, as before the clip: it showed the run's end, whatever the
-        scrubber said."""
-        self.workspace.show_frame(self.user_row())
-        for view in self.views:
-            view.update()
+        """Nothing of the window's was changed: the scene's views are its own."""
 
     def dispose(self) -> None:
-        """Delete the clip's own curves now, when the scene is dropped; otherwise they go with
+        """Delete the clip's own views now, when the scene is dropped; otherwise they go with
         the workspace, their Qt parent."""
-        dispose_widgets((self.curves.loss_plot, self.curves.drift_plot))
+        dispose_widgets((self.quadrics, self.invariants, self.curves.loss_plot, self.curves.drift_plot))
 
     def apply_cameras(self, cameras) -> None:
         for view, cam in zip(self.views, cameras):
@@ -194,7 +213,7 @@ class TopologyScene:
         for view in self.views:
             k = view.neuron
             drift = "" if c[k] == c0[k] else f" (start {c0[k]:+.4f})"
-            shape = shape_name(c[k]) if self.workspace.quadrics.exact else "projection"
+            shape = shape_name(c[k]) if self.quadrics.exact else "projection"
             note = "   ·   does not move in this run" if self.still[k] else ""
             out.append((f"neuron {k + 1}   c{sub(k + 1)} = {c[k]:+.4f}{drift}   ·   {shape}{note}", neuron_color(k)))
         return out

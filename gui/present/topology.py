@@ -22,6 +22,7 @@ views' frames are made in gui.present.quadric_meshes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -314,6 +315,31 @@ def present(traj: Trajectory, context: Context, previous: dict | None = None, me
     """Everything the training views draw for ``traj``; ``previous``: the state drawn before,
     whose meshes are kept while c has not moved; ``mesh_quantum``: a clip's, see ``neuron_surface``."""
     return _present(traj, context, previous, mesh_quantum)
+
+
+def sliced(traj: Trajectory, rows: int) -> Trajectory:
+    """The first ``rows`` recorded rows: the run as it was at that moment (for replay)."""
+    cut = lambda a: None if a is None else a[:rows]
+    last = traj.step[rows - 1]
+    return dataclasses.replace(
+        traj,
+        step=traj.step[:rows],
+        W1=traj.W1[:rows],
+        W2=traj.W2[:rows],
+        b1=cut(traj.b1),
+        b2=cut(traj.b2),
+        loss=traj.loss[:rows],
+        c=traj.c[:rows],
+        time=cut(traj.time),
+        sign_flips=[f for f in traj.sign_flips if f[0] <= last],
+    )
+
+
+def present_row(
+    traj: Trajectory, row: int, context: Context, previous: dict | None = None, mesh_quantum: float | None = None
+) -> dict:
+    """The training views' state for the run as it was at ``row`` (the replay's frame, a clip's)."""
+    return present(sliced(traj, row + 1), context, previous, mesh_quantum)
 
 
 def _present(traj: Trajectory, context: Context, previous: dict | None, quantum: float | None) -> dict:

@@ -121,9 +121,7 @@ class QuadricView(OffscreenGLView):
         self.extent = 2.0
         self.setBackgroundColor(pg.mkColor(theme_colors()["gl"]))
         self.opts["fov"] = 40
-        # Meshes come made with the view state (gui.present.topology, meshed by gui.present.quadric_meshes);
-        # a clip asks for them quantised in c by setting this (× extent²), which the workspace passes on.
-        self.mesh_quantum: float | None = None
+        # Meshes come made with the view state (gui.present.topology, meshed by gui.present.quadric_meshes).
         self._surface_state: dict | None = None  # the state's surface drawn now (compared by identity)
         self._ghost_state: dict | None = None
         self.locked_sign = 0  # ±1 when the neuron is locked on the sheet of that output sign

@@ -33,7 +33,7 @@ from ..present.topology import (
     Context,
     loaded_context,
     network_job,
-    present,
+    present_row,
     preview_job,
     restored_job,
     setup_context,
@@ -58,24 +58,6 @@ LIVE_INTERVALS = {"loss": 0.2, "drift": 0.2, "invariants": 0.2, "reduced": 0.1, 
 def _fits(traj: Trajectory, d: int, l: int, e: int) -> bool:
     """Whether a saved run's weights are a d-l-e network's."""
     return traj.W1.shape[1:] == (l, d) and traj.W2.shape[1] == e
-
-
-def sliced(traj: Trajectory, rows: int) -> Trajectory:
-    """The first ``rows`` recorded rows: the run as it was at that moment (for replay)."""
-    cut = lambda a: None if a is None else a[:rows]
-    last = traj.step[rows - 1]
-    return dataclasses.replace(
-        traj,
-        step=traj.step[:rows],
-        W1=traj.W1[:rows],
-        W2=traj.W2[:rows],
-        b1=cut(traj.b1),
-        b2=cut(traj.b2),
-        loss=traj.loss[:rows],
-        c=traj.c[:rows],
-        time=cut(traj.time),
-        sign_flips=[f for f in traj.sign_flips if f[0] <= last],
-    )
 
 
 class TopologyWorkspace(Workspace):
@@ -435,23 +417,16 @@ class TopologyWorkspace(Workspace):
 
     def show_frame(self, index: int):
         """The run as it was at row ``index``, the frame the user scrubbed to (shown_frame)."""
-        row = self.pose_frame(index)
-        if row is not None:
-            self._frame_shown = (self._result, row)
-
-    def pose_frame(self, index: int) -> int | None:
-        """Draw the run as it was at row ``index`` without making it the user's frame: a clip
-        poses the views row by row, and a scrubber re-read meanwhile took the clip's row for
-        the user's (the clip's end then left the window at it). A clip's views ask for meshes
-        quantised in c (QuadricView.mesh_quantum), so a frame depends on its row alone.
-        Returns the row drawn, or None when there is no finished run to draw."""
         if not (self.timeline_length() and self._context is not None):
-            return None
-        full = self._result
-        rows = int(np.clip(index, 0, len(full.step) - 1)) + 1
-        quantum = next((v.mesh_quantum for v in self.quadrics.views() if v.mesh_quantum), None)
-        self._draw(present(sliced(full, rows), self._context, self._state, quantum), final=True)
-        return rows - 1
+            return
+        row = int(np.clip(index, 0, len(self._result.step) - 1))
+        self._draw(present_row(self._result, row, self._context, self._state), final=True)
+        self._frame_shown = (self._result, row)
+
+    @property
+    def context(self) -> Context | None:
+        """What the training views are laid out for (gui.present.topology.Context), or None."""
+        return self._context
 
     def shown_frame(self) -> int | None:
         full, index = self._frame_shown

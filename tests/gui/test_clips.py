@@ -265,8 +265,10 @@ def test_key_frame_dock_capture_reorder_preview_save_load_render(story_window, q
     dock.move(-1)  # the states swap, the timing stays
     assert [k.at for k in dock.keys] == [0.0, 1.0] and dock.keys[0].step == 60
     dock.move(1)
-    dock.preview.setValue(15)  # halfway: the live view turned halfway (eased: exactly half)
-    assert view.opts["azimuth"] % 360 == pytest.approx(55, abs=0.5)
+    dock.preview.setValue(15)  # halfway: the clip's view turned halfway (eased: exactly half)
+    assert dock.scene().views[0].opts["azimuth"] % 360 == pytest.approx(55, abs=0.5)
+    assert not dock.thumbnail.isHidden() and not dock.thumbnail.pixmap().isNull()
+    assert view.opts["azimuth"] % 360 == pytest.approx(100)  # the window's view is as the user left it
     dock.save(str(tmp_path / "clip.json"))
     dock.keys.clear()
     dock.load(str(tmp_path / "clip.json"))
@@ -459,6 +461,26 @@ def test_a_clip_leaves_the_window_at_the_frame_the_scrubber_shows(story_window, 
         assert dock.slider.value() == 10
     finally:
         dock.seek(dock.slider.maximum())
+
+
+def test_a_clip_films_views_of_its_own_and_draws_nothing_in_the_window(story_window, tmp_path, monkeypatch):
+    """The scene's 3D views, invariants panel and curves are its own, drawn from each row's view
+    state: a render draws nothing in the window (it posed the tab's own views row by row, and
+    a run that started meanwhile was cut at the clip's row), and turns none of its cameras."""
+    from gui.clips.scene import camera_of
+
+    workspace = story_window.workspaces["topology"]
+    drawn = []
+    monkeypatch.setattr(workspace, "_draw", lambda *args, **kwargs: drawn.append(args))
+    cameras = [camera_of(view) for view in workspace.gl_views()]
+    renderer = _renderer(story_window)
+    mine = renderer.scene.views + list(renderer.scene.widgets.values())
+    theirs = workspace.gl_views() + [workspace.invariants, workspace.curves.loss_plot, workspace.curves.drift_plot]
+    assert not any(a is b for a in mine for b in theirs)
+    render_to_file(renderer, tmp_path / "clip.gif")
+    renderer.close()
+    assert drawn == [] and [camera_of(view) for view in workspace.gl_views()] == cameras
+    assert renderer.scene.invariants.shown["c"] == pytest.approx(renderer.scene.traj.c[-1])
 
 
 def test_a_d1_run_has_no_story_clip_and_says_why(qtbot, window):

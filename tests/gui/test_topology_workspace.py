@@ -373,7 +373,7 @@ def test_a_reopened_run_is_laid_out_and_presented_off_the_gui_thread(window, qtb
     on_gui = []
     for module, names in (
         (present_topology, ["training_setup", "layout_of", "present"]),
-        (workspace_topology, ["training_setup", "setup_context", "present"]),
+        (workspace_topology, ["training_setup", "setup_context", "present_row"]),
     ):
         record_gui_thread_calls(monkeypatch, module, names, on_gui)
     assert session.load_session(window, path), window.message_bar.text
