@@ -24,6 +24,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtTest import QTest
 
+from gui.parameter_values import field_values
+
 # Every preset of the Presets menu; fig4-breast-cancer is opened by ``load_sweep`` (with its
 # executor and folder). nonattr-path, shrunk (N = 5 samples), takes about 20 s here.
 TOPOLOGY_PRESETS = (
@@ -170,18 +172,6 @@ def readable(state: dict) -> dict:
     with np.load(io.BytesIO(network["npz"].tobytes()), allow_pickle=False) as z:
         arrays = {name: z[name] for name in z.files}
     return {**state, "network": {**network, "npz": arrays}}
-
-
-def fields_of(group, prefix: tuple = ()) -> dict:
-    """Every field of a parameter group by its path: ("optimizer", "lr") -> 0.01."""
-    out = {}
-    for child in group.children():
-        path = prefix + (child.name(),)
-        if child.type() == "group":
-            out.update(fields_of(child, path))
-        else:
-            out[path] = child.value()
-    return out
 
 
 def close_window(win, timeout_ms: int = 120000) -> bool:
@@ -698,7 +688,7 @@ class Driver:
         w.save_session(path)
         assert "could not save" not in w.message_bar.text, w.message_bar.text
         self._allow(*SESSION_MESSAGES)
-        saved = {key: fields_of(ws.parameters) for key, ws in w.workspaces.items()}
+        saved = {key: field_values(ws.parameters) for key, ws in w.workspaces.items()}
         drawn = {key: ws.session_state() for key, ws in w.workspaces.items()}
         fresh = self._second_window(shortened=False)
         try:
@@ -710,7 +700,7 @@ class Driver:
             if "cannot open" in fresh.message_bar.text:
                 self.problems.append(f"a fresh window could not open the session: {fresh.message_bar.text}")
             for key, ws in fresh.workspaces.items():
-                for name, value in fields_of(ws.parameters).items():
+                for name, value in field_values(ws.parameters).items():
                     if not same(value, saved[key][name]):
                         self.problems.append(
                             f"reopened in a fresh window, {key} {name} is {value!r}, saved {saved[key][name]!r}"
