@@ -21,6 +21,7 @@ from engine.topology.invariants import sign_flip_events
 from ..panels.invariants_panel import InvariantsPanel
 from ..present.topology import present_row
 from ..style import neuron_color
+from ..views.camera import camera_of
 from ..views.neuron_quadrics import NeuronQuadrics, shape_name, sub
 from ..views.training_curves import TrainingCurves
 
@@ -37,14 +38,13 @@ def adopt_off_screen(widget, owner) -> None:
     widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
 
 
-def camera_of(view) -> dict:
-    """A 3D view's camera as a key frame holds it."""
-    return {
-        "azimuth": float(view.opts["azimuth"]) % 360.0,
-        "elevation": float(view.opts["elevation"]),
-        "distance": float(view.opts["distance"]),
-        "center": [float(x) for x in view.opts["center"]],
-    }
+def key_frame_camera(view) -> dict:
+    """A 3D view's camera as a key frame holds it: gui.views.camera's, without the fov (a clip
+    keeps each view's own), the azimuth in [0, 360)."""
+    camera = camera_of(view)
+    del camera["fov"]
+    camera["azimuth"] %= 360.0
+    return camera
 
 
 def dispose_widgets(widgets) -> None:
@@ -126,10 +126,10 @@ class TopologyScene:
 
     def user_cameras(self) -> list[dict]:
         """The cameras of the tab's own 3D views, as the user turned them (a key frame's)."""
-        return [camera_of(view) for view in self.workspace.gl_views()]
+        return [key_frame_camera(view) for view in self.workspace.gl_views()]
 
     def camera_of(self, view) -> dict:
-        return camera_of(view)
+        return key_frame_camera(view)
 
     # ------------------------------------------------------------------ posing
     def show(self, row: int) -> None:

@@ -467,7 +467,7 @@ def test_a_clip_films_views_of_its_own_and_draws_nothing_in_the_window(story_win
     """The scene's 3D views, invariants panel and curves are its own, drawn from each row's view
     state: a render draws nothing in the window (it posed the tab's own views row by row, and
     a run that started meanwhile was cut at the clip's row), and turns none of its cameras."""
-    from gui.clips.scene import camera_of
+    from gui.views.camera import camera_of
 
     workspace = story_window.workspaces["topology"]
     drawn = []
