@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -272,6 +272,7 @@ class MinimaWorkspace(Workspace):
         self._warmed_for = None  # the construction the drag slices were last asked for
         self._counting: dict = {}  # view -> (its latest DensityRequest, deliver) not yet counted
         self._curvature_stage = None  # "spectrum" or "density": the one the details panel shows
+        self._before_drag: dict | None = None  # what was drawn before a drag's first preview
         self.inspector.lam.moved.connect(self._on_lambda_moved)
         self.inspector.lam.released.connect(self._on_lambda_released)
         self.inspector.load_requested.connect(self.load_network)
@@ -295,7 +296,9 @@ class MinimaWorkspace(Workspace):
         # (until attached, a view counts its own).
         for view in (self.slice_min, self.slice_saddle):
             view.count_elsewhere = partial(self._count_curves, view)
-        controller.main_discarded.connect(self._drop_previews)
+        # At the next turn: nothing is drawn (nor counted on a lane) while every lane is told to
+        # stop, the window perhaps closing; a Reset of this tab has cleared it by then.
+        controller.main_discarded.connect(lambda: QTimer.singleShot(0, self, self._drop_previews))
 
     def _build_layout(self):
         fig3 = QWidget()
@@ -401,6 +404,7 @@ class MinimaWorkspace(Workspace):
         if isinstance(result, (Figure3, DescendingPath)):
             self.figure = result
         self._seen = state["seen"]
+        self._before_drag = None  # a result replaces the drag's previews
         # A stage is drawn once per presented data object (each state holds them all); the λ box's
         # probe, drawn over by the slider's, stays the slider's.
         data = {k: v for k, v in state["stages"].items() if self._presented.get(k) is not v}
@@ -539,7 +543,7 @@ class MinimaWorkspace(Workspace):
             self.controller.discard("preview", "probe", "raster")
         self._counting.clear()
         self.shown, self._seen, self._presented, self.figure = {}, {}, {}, None
-        self._drag = self._warmed_for = None
+        self._drag = self._warmed_for = self._before_drag = None
         self._fit_layout_to(self.parameters["experiment", "kind"])
         for view in (self.slice_min, self.slice_saddle):
             view.clear_slices()
@@ -597,6 +601,8 @@ class MinimaWorkspace(Workspace):
             return None
         preview = result.result
         self._drag = preview.drag
+        if self._before_drag is None:  # what a dropped re-slice puts back (_drop_previews)
+            self._before_drag = dict(self.shown)
         self._draw_all(result.state)
         return self._probe(preview.lam)
 
@@ -604,24 +610,21 @@ class MinimaWorkspace(Workspace):
         self._draw_all(presented.state)
 
     def _drop_previews(self):
-        """The main lane's jobs were dropped unended (Reset, a preset, a session), a λ release's
-        re-slice among them: the drag's previews would stay over a figure that never moved (the
-        soak: "drawn stages [..., 'plane'] but the figure has [...]"). The figure comes back as
-        last presented, the slider at its split's λ, the λ box probed there."""
-        previewed = [s for s in self.shown if s not in self._PROBED and self.shown[s] is not self._presented.get(s)]
-        if not previewed or not self._movable():
+        """The main lane's jobs were dropped unended (Reset, a preset, a session, the window
+        closing), a λ release's re-slice among them: the drag's previews would stay over a figure
+        that never moved (the soak: "drawn stages [..., 'plane'] but the figure has [...]"). Each
+        stage is drawn again as it was before the drag, the λ box and the slider with it."""
+        before, self._before_drag = self._before_drag, None
+        if before is None:
             return
-        for stage in previewed:
-            if stage in self._presented:
-                self._draw(stage, self._presented[stage])
-            else:  # a stage the figure has not (the 2-D slice of a figure made without it)
+        for stage in STAGES:  # in order: the construction before what reads its splits
+            if stage in before and self.shown.get(stage) is not before[stage]:
+                self._draw(stage, before[stage])
+            elif stage not in before and stage in self.shown and stage in self._CLEAR:
                 del self.shown[stage]
                 self._CLEAR[stage](self)
-        lam = self._construction().splits[self._split].lam
-        self.inspector.lam.set_value(lam)
-        self._submit_probe(lam)
-
-    _PROBED = {"probe", "spectrum", "density"}  # the probe lane's: what the slider's λ shows
+        if "probe" not in before:  # drawn, a probe sets the slider too
+            self.inspector.lam.set_value(self._construction().splits[self._split].lam)
 
     def _on_lambda_released(self, lam: float):
         if not self._movable():
@@ -798,7 +801,6 @@ class MinimaWorkspace(Workspace):
         net = None if network is None else self._session_network(network)  # checked before anything changes
         self.reset()
         self._draw_all(state)
-        self._presented = dict(state)  # what the figure shows, should a preview be dropped
         if net is not None:  # on the preview lane: the restored status line and message stay as they are
             self._resume_at = (network.get("split", -1), network.get("lam"))
             job = presented_resume(inspected_figure_job(net, str(network.get("label", ""))))
