@@ -788,7 +788,9 @@ class MinimaWorkspace(Workspace):
                 "npz": npz,
                 "label": self.figure.loaded_from or "the built network",
                 "split": self._split,
-                "lam": self.inspector.lam.exact,
+                # the slider's λ moves a split: with none left (all undone) it is a stale value,
+                # which a reopened window, having nothing to set it from, did not show (the soak)
+                "lam": self.inspector.lam.exact if c.splits else None,
             }
         return state
 

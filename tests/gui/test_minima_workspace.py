@@ -521,3 +521,27 @@ def test_a_reset_that_drops_a_releases_reslice_takes_the_drags_previews_back(win
     assert ws.figure is figure and not window.message_bar.text, window.message_bar.text
     assert set(ws.shown) == set(drawn) and all(ws.shown[k] is drawn[k] for k in drawn)
     assert ws.inspector.lam.exact == shown_lam == drawn["probe"]["lam"]  # the slider as before the drag
+
+
+def test_a_session_of_a_construction_with_every_split_undone_keeps_no_slider_lambda(window, qtbot, tmp_path):
+    """With every split undone the slider moves nothing; the λ it last held was saved, and a
+    reopened window, having nothing to set it from, showed none (the soak: "network/lam: None ≠
+    0.909"). No λ is saved then, and the reopened tab's state is the saved one."""
+    from .actions import close_window, open_window, readable, same
+
+    ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1"}})
+    ws.inspector.lam.set_value(0.9)  # as a drag leaves it
+    ws.undo_split()
+    wait_until_idle(qtbot, window, 120000)
+    assert not ws.figure.construction.splits and ws.inspector.lam.exact is not None
+    saved = ws.session_state()
+    assert saved["network"]["lam"] is None
+    path = str(tmp_path / "undone.lens")
+    window.save_session(path)
+    fresh = open_window(shortened=False)
+    try:
+        fresh.open_session(path)
+        wait_until_idle(qtbot, fresh, 120000)
+        assert same(readable(fresh.workspaces["minima"].session_state()), readable(saved))
+    finally:
+        close_window(fresh)
