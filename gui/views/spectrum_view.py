@@ -44,8 +44,14 @@ class SpectrumView(pg.PlotWidget):
         self.setLabel("bottom", "eigenvalue index")
         self.setLabel("left", "eigenvalue e")
         self.showGrid(x=False, y=True, alpha=0.25)
-        self.points = pg.ScatterPlotItem(size=6, pen=None)
-        self.addItem(self.points)
+        # One item per kind, each of one brush and size: with a brush per spot, pyqtgraph made
+        # each spot's symbol on its own (23 ms for 504 eigenvalues, on the GUI thread).
+        self.groups = {
+            kind: pg.ScatterPlotItem(size=size, pen=None, brush=pg.mkBrush(color))
+            for kind, size, color in (("zero", 6, ZERO), ("positive", 6, POSITIVE), ("negative", 10, NEGATIVE))
+        }
+        for item in self.groups.values():  # the negative ones last: on top
+            self.addItem(item)
         self.zero_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(ZERO, width=1))
         self.addItem(self.zero_line)
         self.getViewBox().setDefaultPadding(0.06)  # the end points' dots stay whole
@@ -61,10 +67,9 @@ class SpectrumView(pg.PlotWidget):
         self.axis.log_tol = log_tol
         magnitude = np.log10(np.maximum(np.abs(eigs), tol)) - log_tol
         y = np.sign(eigs) * magnitude
-        colors = np.where(eigs < -tol, NEGATIVE, np.where(eigs > tol, POSITIVE, ZERO))
-        self.points.setData(
-            np.arange(len(eigs)), y, brush=[pg.mkBrush(c) for c in colors], size=np.where(eigs < -tol, 10, 6)
-        )
+        x = np.arange(len(eigs))
+        for kind, where in (("negative", eigs < -tol), ("zero", np.abs(eigs) <= tol), ("positive", eigs > tol)):
+            self.groups[kind].setData(x[where], y[where])
         n_neg, n_zero = int((eigs < -tol).sum()), int((np.abs(eigs) <= tol).sum())
         # The caption goes under the title: in the x label it was clipped in a narrow panel.
         counts = (
@@ -78,5 +83,6 @@ class SpectrumView(pg.PlotWidget):
         self.enableAutoRange()
 
     def clear_spectrum(self):
-        self.points.setData([], [])
+        for item in self.groups.values():
+            item.setData([], [])
         set_title(self, "Hessian spectrum (signed log scale)")

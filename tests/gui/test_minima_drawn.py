@@ -104,3 +104,26 @@ def test_infinity_preset_draws_the_loss_against_bias_and_gd(window, qtbot, monke
     level = loss(r.lower.W, r.lower.b, r.lower.v, r.lower.b_out) - L_inf
     assert [item.value() for item in lower] == [pytest.approx(level, abs=excess_tolerance(level + L_inf, L_inf))]
     assert level < 0  # L-BFGS goes below the limit at infinity
+
+
+def test_the_spectrum_draws_each_eigenvalue_once_in_its_kind(qapp):
+    """Sorted, on the signed log scale y = sign(e)·log10(max(|e|, τ)/τ): the negative ones red
+    and large, those within τ of zero grey on y = 0, the positive ones blue (one item each)."""
+    from gui.views.spectrum_view import NEGATIVE, POSITIVE, ZERO, SpectrumView
+
+    tol = 1e-7
+    eigs = np.array([5.0, -1e-9, -3.0, 2e-8, 1e-3, 0.0, -4e-5])
+    view = SpectrumView()
+    view.show_spectrum(eigs, tol)
+    order = np.sort(eigs)
+    want = {
+        "negative": [(i, -np.log10(-e / tol)) for i, e in enumerate(order) if e < -tol],
+        "zero": [(i, 0.0) for i, e in enumerate(order) if abs(e) <= tol],
+        "positive": [(i, np.log10(e / tol)) for i, e in enumerate(order) if e > tol],
+    }
+    for kind, color in (("negative", NEGATIVE), ("zero", ZERO), ("positive", POSITIVE)):
+        item = view.groups[kind]
+        np.testing.assert_allclose(np.column_stack(item.getData()), np.array(want[kind]).reshape(-1, 2), atol=1e-12)
+        assert item.opts["brush"].color().name() == color.lower()
+    assert [len(want[k]) for k in ("negative", "zero", "positive")] == [2, 3, 2]
+    view.deleteLater()
