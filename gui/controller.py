@@ -87,6 +87,8 @@ class AppController(QObject):
         self._clip_service: Callable | None = None  # the clip dock's render(clip, out)
         self._release_timer = QTimer(self, singleShot=True, interval=RELEASE_HEAP_AFTER_MS)
         self._release_timer.timeout.connect(self._release_heap)
+        self._finished_timer = QTimer(self, singleShot=True, interval=0)  # run_finished, once drawn
+        self._finished_timer.timeout.connect(self._announce_finished)
         for lane in self.lanes.values():
             lane.state_changed.connect(self._on_lane_state)
         main = self.lanes["main"]
@@ -241,8 +243,10 @@ class AppController(QObject):
 
     @property
     def busy(self) -> bool:
-        """Any lane still running or waiting, up to its last queued signal, or any adopted worker."""
-        return any(runner.busy for runner in self.lanes.values()) or bool(self.workers)
+        """Any lane still running or waiting, up to its last queued signal, any adopted worker,
+        or a workspace still drawing a finished result."""
+        lanes = any(runner.busy for runner in self.lanes.values()) or bool(self.workers)
+        return lanes or any(workspace.drawing for workspace in self.workspaces.values())
 
     def cancel_all(self) -> None:
         """Stop every lane's job and every adopted worker, keeping no result and writing no file."""
@@ -298,8 +302,15 @@ class AppController(QObject):
 
     def _on_ended(self, outcome: str):
         self.last_outcome = outcome
-        # After the owner has drawn the result (its slots are connected after this one's).
-        QTimer.singleShot(0, self, self.run_finished.emit)  # not if the controller is gone by then
+        self._finished_timer.start()
+
+    def _announce_finished(self):
+        """run_finished, once the owner has drawn the result: a turn after the job's end, and
+        then at each turn until no workspace draws (a run's result is drawn a view per turn)."""
+        if any(workspace.drawing for workspace in self.workspaces.values()):
+            self._finished_timer.start()
+        else:
+            self.run_finished.emit()
 
     # ---------------------------------------------------------------- shared state
     def register(self, workspace) -> None:

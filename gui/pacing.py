@@ -5,7 +5,9 @@ one turn of the event loop: ~75 ms for the topology tab under Mesa's llvmpipe, d
 nothing else (a click, a timer, the next update) is handled. ``Pacer`` keeps the latest pending
 draw of each named part and runs one per turn, so a turn costs one part's repaint (≤ ~20 ms).
 Parts that are costly and change slowly (plots) run at most every ``intervals[name]`` seconds;
-the rest as often as turns allow. A final result is drawn at once: ``flush``.
+the rest as often as turns allow. A final result is drawn one part per turn with no part held
+to its interval (``drain``: the tab's last repaint of ~60 ms became turns of ≤ ~15 ms), or at
+once (``flush``: a replayed frame, a session, whose next step needs it drawn).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class Pacer(QObject):
         self._clock = clock  # seconds; a test passes its own, to count intervals without timing them
         self._pending: dict[str, Callable[[], None]] = {}  # insertion order: oldest first
         self._last: dict[str, float] = {}
+        self._draining = False  # every pending part is due now (drain)
         self._timer = QTimer(self, singleShot=True)
         self._timer.timeout.connect(self._run_next)
 
@@ -35,26 +38,35 @@ class Pacer(QObject):
         self._schedule()
 
     def flush(self) -> None:
-        """Draw every pending part now (a final result must not wait)."""
+        """Draw every pending part now."""
         self._timer.stop()
+        self._draining = False
         while self._pending:
             name, draw = next(iter(self._pending.items()))
             del self._pending[name]
             self._last[name] = self._clock()
             draw()
 
+    def drain(self) -> None:
+        """Draw every pending part, oldest first, one per turn and none held to its interval;
+        ``pending`` is empty once all are drawn."""
+        self._draining = True
+        self._timer.stop()
+        self._schedule()
+
     def clear(self) -> None:
         """Forget pending draws (a reset: they would draw the old run over the empty views)."""
         self._timer.stop()
         self._pending.clear()
         self._last.clear()
+        self._draining = False
 
     @property
     def pending(self) -> tuple[str, ...]:
         return tuple(self._pending)
 
     def _due(self, name: str) -> float:
-        return self._last.get(name, -1e9) + self.intervals.get(name, 0.0)
+        return -1e9 if self._draining else self._last.get(name, -1e9) + self.intervals.get(name, 0.0)
 
     def _schedule(self) -> None:
         if self._pending and not self._timer.isActive():
@@ -69,4 +81,5 @@ class Pacer(QObject):
             draw = self._pending.pop(name)
             self._last[name] = now
             draw()
+        self._draining = self._draining and bool(self._pending)
         self._schedule()

@@ -48,6 +48,12 @@ class Workspace(QWidget):
         """Draw the finished result."""
         self.show_partial(result)
 
+    @property
+    def drawing(self) -> bool:
+        """Still drawing a finished result, a view per turn of the event loop (gui.pacing): the
+        controller counts it as busy, so what waits for the end sees the result drawn."""
+        return False
+
     def reset(self) -> None:
         """Clear computed results and return the views to their initial state."""
 

@@ -217,6 +217,20 @@ def layout_of(setup: TrainingSetup, points: bool = False, extra: str = "") -> di
     return layout
 
 
+def plain_equal(a, b) -> bool:
+    """Whether two pieces of plain view data (dicts, lists, tuples, arrays, numbers, strings)
+    hold the same values; a NaN anywhere but in an array makes them differ."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype):
+            return False
+        return np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(plain_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(plain_equal, a, b))
+    return type(a) is type(b) and a == b
+
+
 def _start_trajectory(setup: TrainingSetup) -> Trajectory:
     p = setup.params
     b1 = None if p.b1 is None else p.b1[None]
@@ -535,12 +549,18 @@ def restored_job(traj: Trajectory, context: Callable[[], Context]) -> Job[Presen
     return Presented(traj, present(traj, context()))
 
 
-def training_job(values: Values, steps: int | None = None) -> Job[Presented]:
+def training_job(values: Values, steps: int | None = None, laid_out: Context | None = None) -> Job[Presented]:
     """Job: the setup (data, initial weights), then training; every partial and the result a
-    ``Presented(trajectory, state)``; the first partial lays the views out."""
+    ``Presented(trajectory, state)``; the first partial lays the views out. ``laid_out``: the
+    context the views show now (most often the preview of this very network): its layout is
+    kept when the run's is the same, and the window then lays nothing out again when it shows
+    that preview (laying out took ~20 ms on the GUI thread, and a repaint of every view, as the
+    run began)."""
     yield Progress(0.0, "loading the data and drawing the initial weights")
     setup = training_setup(values, steps)
     context = setup_context(setup)
+    if laid_out is not None and plain_equal(laid_out.layout, context.layout):
+        context = Context(context.net, context.config, laid_out.layout)
     yield Progress(0.0, "training", Presented(None, {"layout": context.layout, "context": context}))
     paced = _Paced(lambda traj: (traj, context))
     traj = yield from subjob(train(setup.net, setup.params, setup.X, setup.Y, setup.config), 0, 1, "", paced.partial)

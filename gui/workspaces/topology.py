@@ -103,6 +103,7 @@ class TopologyWorkspace(Workspace):
         self._starting = False  # a job was made: its first update lays the views out
         self._pending_cameras: list[dict] | None = None  # a session's, while its run is drawn (a job)
         self._presenting = False  # presentation mode (set_presentation)
+        self._preview_shown = False  # the views show the layout's picture before a run, not a run
         self._has_heatmaps = False  # the run's data can be drawn (d ≤ 2)
         self.pacer = Pacer(LIVE_INTERVALS, self)
         # A reset that no run follows previews the panel's network at the next turn of the event
@@ -157,7 +158,7 @@ class TopologyWorkspace(Workspace):
         values = values_of(self.parameters)
         check_request(values)  # refused now what can be without loading data; a data file's shape in the job
         self._expect_job()
-        return training_job(values, steps)
+        return training_job(values, steps, laid_out=self._context)
 
     def _expect_job(self):
         self._starting = True
@@ -286,15 +287,20 @@ class TopologyWorkspace(Workspace):
             if "function" in start:
                 self.heatmaps.show_function(start["function"])
         self.invariants.show_values(preview["summary"], None, 0, extra=self._panel_extra())
+        self._preview_shown = True
 
     # ------------------------------------------------------------------ results
     def show_partial(self, partial):
         self._show(partial, final=False)
 
     def show_result(self, result):
-        self._show(result, final=True)
+        self._show(result, final=True, drain=True)
 
-    def _show(self, result, final: bool):
+    @property
+    def drawing(self) -> bool:
+        return bool(self.pacer.pending)
+
+    def _show(self, result, final: bool, drain: bool = False):
         if not isinstance(result, Presented):  # the Fig. 4 and Fig. 5 pages draw their own
             self._result = result
             if final:
@@ -305,7 +311,10 @@ class TopologyWorkspace(Workspace):
         self._starting = False
         state = result.state
         context = state["context"]
-        if context is not self._context:  # the job's first update, or a network file read
+        kept = self._preview_shown and self._context is not None and context.layout is self._context.layout
+        if kept:  # a run of the network previewed: its job kept the layout, nothing is laid out again
+            self._context = context
+        elif context is not self._context:  # the job's first update, or a network file read
             if isinstance(result.result, LoadedNetwork):
                 self._loaded = (result.result, context)
             elif hasattr(result.result, "loaded"):  # a NetworkRun
@@ -316,11 +325,13 @@ class TopologyWorkspace(Workspace):
                 self._result = None
             return
         self._result = getattr(result.result, "trajectory", result.result)
-        self._draw(state, final)
+        self._draw(state, final, drain)
 
-    def _draw(self, state: dict, final: bool):
+    def _draw(self, state: dict, final: bool, drain: bool = False):
         """Route a view state to the views through the pacer: a live update draws one view per
-        turn of the event loop (gui.pacing), a final one all at once. Nothing is computed here."""
+        turn of the event loop (gui.pacing), a final one all at once, or with ``drain`` (a run's
+        result) one view per turn with none held back. Nothing is computed here."""
+        self._preview_shown = False
         draw = self.pacer.submit
         if "quadrics" in state:
             draw("quadrics", lambda: self.quadrics.show_state(state["quadrics"], state["c_now"]))
@@ -338,8 +349,11 @@ class TopologyWorkspace(Workspace):
             draw("heatmaps", lambda: self.heatmaps.show_function(state["function"]))
         self._state = state
         if final:
-            self.pacer.flush()
-            self.curves.finish()
+            draw("fit", self.curves.finish)  # last: both axes fit the whole run
+            if drain:
+                self.pacer.drain()
+            else:
+                self.pacer.flush()
 
     # ------------------------------------------------------------------ display
     def _on_mode(self, *_):

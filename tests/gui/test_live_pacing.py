@@ -57,6 +57,34 @@ def test_pacer_keeps_each_part_to_its_interval(qapp, qtbot):
     assert drawn == [0.0, 0.2] and pacer.pending == ()
 
 
+def test_drain_draws_one_part_per_turn_none_held_to_its_interval(qapp, qtbot):
+    """A run's result: every part drawn, oldest first, each in a turn of its own (an event posted
+    by one part is handled before the next), although each was drawn within its interval."""
+    now = [0.0]
+    drawn = []
+    pacer = Pacer({"plot": 10.0, "curve": 10.0}, clock=lambda: now[0])
+    for name in ("plot", "curve"):
+        pacer.submit(name, lambda name=name: drawn.append(name))
+    qtbot.waitUntil(lambda: len(drawn) == 2, timeout=10000)  # live: drawn, and now within 10 s of it
+
+    def draw(name):
+        drawn.append(name)
+        QTimer.singleShot(0, lambda: drawn.append(f"event after {name}"))
+
+    drawn.clear()
+    for name in ("plot", "curve", "fit"):
+        pacer.submit(name, lambda name=name: draw(name))
+    pacer.drain()
+    assert drawn == [] and pacer.pending == ("plot", "curve", "fit"), "drain must not draw at once"
+    qtbot.waitUntil(lambda: pacer.pending == (), timeout=10000)
+    qtbot.wait(20)
+    assert drawn == ["plot", "event after plot", "curve", "event after curve", "fit", "event after fit"]
+    pacer.submit("plot", lambda: drawn.append("live plot"))  # drained: intervals hold again
+    qtbot.wait(100)
+    assert "live plot" not in drawn and pacer.pending == ("plot",)
+    pacer.clear()
+
+
 def _two_views(qtbot):
     import pyqtgraph.opengl as gl
 

@@ -67,6 +67,32 @@ def test_the_job_builds_its_setup_and_presents_the_engine_s_trajectory():
     np.testing.assert_allclose(state["function"]["values"], f, rtol=1e-12, atol=1e-12)
 
 
+def test_a_run_keeps_the_layout_it_was_previewed_with_and_only_that():
+    """A run of the network the views were laid out for keeps that layout (the window then lays
+    nothing out again); other initial weights, or another number of steps, lay out their own."""
+    v = values(data={"points": 200}, init={"seed": 5})
+    previewed = setup_context(training_setup(v, 40))
+    laid_out = lambda v, steps: run_to_completion(training_job(v, steps, laid_out=previewed)).state["context"].layout  # noqa: E731
+    assert laid_out(v, 40) is previewed.layout
+    assert laid_out(values(data={"points": 200}, init={"seed": 6}), 40) is not previewed.layout
+    assert laid_out(v, 41) is not previewed.layout  # the loss plot holds the run's steps
+
+
+def test_plain_equal_compares_values_deeply():
+    a = {"x": np.arange(3.0), "t": ("a", 1), "n": [None, {"m": np.float32([np.nan])}]}
+    b = {"x": np.arange(3.0), "t": ("a", 1), "n": [None, {"m": np.float32([np.nan])}]}
+    assert present_module.plain_equal(a, b)
+    for changed in (
+        {**b, "x": np.arange(3.0) + 1e-15 * np.arange(3)},
+        {**b, "x": np.arange(3)},  # another dtype
+        {**b, "t": ["a", 1]},
+        {**b, "t": ("a", 1.0)},
+        {**b, "n": [None]},
+        {**b, "extra": 0},
+    ):
+        assert not present_module.plain_equal(a, changed)
+
+
 def test_sign_changes_are_the_output_weights_own():
     v = values(data={"points": 2000}, init={"c": "-0.1, 0.1", "signs": "+, +", "seed": 3, "positive_inputs": True})
     presented = run(v, 300)  # fig3-free's network: neuron 2 flips its output sign

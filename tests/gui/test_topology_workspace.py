@@ -354,6 +354,49 @@ def test_a_preset_that_waits_for_run_is_laid_out_off_the_gui_thread(window, qtbo
     assert ws.invariants.label.text().strip(), "the panel shows nothing before the run"
 
 
+def test_a_run_of_the_previewed_network_lays_nothing_out_and_a_rerun_lays_out_anew(window, qtbot, monkeypatch):
+    """Run after a preview draws on the preview's layout (laying out again cost ~20 ms on the GUI
+    thread and a repaint of every view as the run began); Run after a run lays out anew, so
+    the run before is not drawn on. Each time the views draw the run's own points."""
+    ws = topology(window)
+    before = ws.context
+    window.load_preset("fig3-free", run=False)
+    qtbot.waitUntil(lambda: ws.context is not before, timeout=20000)  # the preview, laid out in a job
+    laid_out = []
+    lay_out = ws._lay_out
+    monkeypatch.setattr(ws, "_lay_out", lambda context: (laid_out.append(context), lay_out(context)))
+    for runs, lays_out in ((1, 0), (2, 1)):
+        window.run()
+        wait_until_idle(qtbot, window)
+        assert window.last_outcome == "succeeded", window.message_bar.text
+        assert len(laid_out) == lays_out, f"run {runs}"
+        traj = ws.trajectory()
+        for k, cell in enumerate(ws.quadrics.cells[: traj.W1.shape[1]]):
+            np.testing.assert_allclose(cell.view.trajectory.pos[-1], neuron_points(traj, k)[-1], rtol=1e-6, atol=1e-7)
+
+
+def test_a_run_s_result_is_drawn_a_view_per_turn_and_the_window_is_busy_until_it_is(window, qtbot):
+    """The result is drawn one view per turn of the event loop (drawn at once it was one turn of
+    ~60 ms); at the first turn the controller is not busy, and at run_finished, nothing is left
+    to draw."""
+    from PySide6.QtCore import QTimer
+
+    ws = topology(window)
+    at_result, at_idle = [], []
+    turn = QTimer(window, interval=0)
+    turn.timeout.connect(lambda: window.controller.busy or (at_idle.append(ws.pacer.pending), turn.stop()))
+    at_finished = []
+    window.controller.succeeded.connect(lambda _: (at_result.append(ws.pacer.pending), turn.start()))
+    window.run_finished.connect(lambda: at_finished.append(ws.pacer.pending))
+    window.load_preset("fig3-free", steps=30)
+    qtbot.waitUntil(lambda: bool(at_idle and at_finished), timeout=30000)
+    assert len(at_result[0]) > 2, at_result  # the views wait for their turns
+    assert at_idle == [()] and at_finished == [()]  # what waits for the end sees the result drawn
+    traj = ws.trajectory()
+    for k, cell in enumerate(ws.quadrics.cells[: traj.W1.shape[1]]):
+        np.testing.assert_allclose(cell.view.trajectory.pos, neuron_points(traj, k), rtol=1e-6, atol=1e-7)
+
+
 def test_a_reopened_run_is_laid_out_and_presented_off_the_gui_thread(window, qtbot, monkeypatch, tmp_path):
     """A session's run is drawn again without the GUI thread loading its data set, building
     its meshes or presenting its rows: the reopened views draw the saved run, as it was."""
