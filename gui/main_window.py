@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import time
 
-from pyqtgraph.parametertree import ParameterTree
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
-    QHeaderView,
     QLabel,
     QMainWindow,
     QProgressBar,
@@ -29,7 +27,8 @@ from . import export, session
 from .clips.dock import ClipDock
 from .controller import AppController
 from .error_reporting import error_relay
-from .ownership import own_parameter_tree, own_parameters
+from .ownership import own_parameters
+from .panels.parameter_panel import ParameterPanel
 from .parameter_values import changed_fields, field_values
 from .presentation import Presentation
 from .presets import available_presets
@@ -41,12 +40,6 @@ from .workspace import Workspace
 from .workspaces import all_workspaces, workspace_classes
 
 STATUS_INTERVAL_S = 0.1
-
-
-def _all_parameters(group):
-    for child in group.children():
-        yield child
-        yield from _all_parameters(child)
 
 
 class MainWindow(QMainWindow):
@@ -134,25 +127,14 @@ class MainWindow(QMainWindow):
 
     def _build_parameter_dock(self):
         self.parameter_stack = QStackedWidget()
-        self.parameter_trees: dict[str, ParameterTree] = {}
+        self.parameter_trees: dict[str, ParameterPanel] = {}
         for kind in workspace_classes():  # one page per tab, in the tabs' order
             key, workspace = kind.key, self.workspaces.get(kind.key)
             if workspace is None:
                 self.parameter_stack.addWidget(QWidget())
                 continue
-            tree = ParameterTree(showHeader=False)
-            tree.setParameters(workspace.parameters, showTop=False)
-            own_parameter_tree(tree)  # pyqtgraph leaves its items' helpers parentless (gui/ownership.py)
+            tree = ParameterPanel(workspace.parameters)
             own_parameters(workspace.parameters, workspace)
-            # Names whole, values in the rest: ParameterTree sizes both columns to their contents,
-            # and the longest value ("deep construction (Fig. 3)") then cut every name short.
-            titles = [p.title() for p in _all_parameters(workspace.parameters)]
-            widest = max(tree.fontMetrics().horizontalAdvance(title) for title in titles)
-            names = widest + 2 * tree.indentation() + 12  # two levels of groups, and a margin
-            tree.header().setStretchLastSection(False)
-            tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)
-            tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-            tree.setColumnWidth(0, names)
             self.parameter_trees[key] = tree
             self.parameter_stack.addWidget(tree)
         self.parameter_stack.setCurrentIndex(self.tabs.currentIndex())

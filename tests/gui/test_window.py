@@ -262,3 +262,34 @@ def test_the_slide_says_what_the_panel_changed_since_the_preset(window, qtbot):
     window.load_preset("fig3-free", steps=30)
     wait_until_idle(qtbot, window)
     assert window.last_outcome == "succeeded" and shown() == preset_named("fig3-free").description
+
+
+def test_every_parameter_name_is_whole_in_the_font_it_is_drawn_in(window, qtbot):
+    """Each tab's panel shows its names uncut in the window's own font, which its style sheet
+    sets after the dock is built (a names column sized in the default font cut "l (hidden
+    neurons)" to "l (hidden neuro…"), and still after a theme switch restyles the window."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QTreeWidgetItemIterator
+
+    def cut_names():
+        cut = []
+        for key, tree in window.parameter_trees.items():
+            window.show_workspace(key)
+            qtbot.waitUntil(lambda tree=tree: tree.isVisible())
+            it = QTreeWidgetItemIterator(tree)
+            while it.value() is not None:
+                item = it.value()
+                font = item.data(0, Qt.ItemDataRole.FontRole)  # a group's bold title has its own
+                metrics = tree.fontMetrics() if font is None else QFontMetrics(font)
+                cell = tree.visualRect(tree.indexFromItem(item, 0))  # empty under a folded or hidden group
+                room = cell.width() - 8  # the style's text margins
+                if item.text(0) and not cell.isEmpty() and metrics.horizontalAdvance(item.text(0)) > room:
+                    cut.append(f"{key}: {item.text(0)!r}")
+                it += 1
+        return cut
+
+    assert window.parameter_trees["topology"].font().pointSizeF() == 10.5  # the style sheet's
+    assert cut_names() == []
+    window.presentation.set_theme("dark", remember=False)
+    assert cut_names() == []
