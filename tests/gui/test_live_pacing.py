@@ -24,7 +24,7 @@ def test_pacer_draws_one_part_per_turn_newest_first_and_flush_draws_all(qapp, qt
     pacer.submit("b", lambda: draw("b"))  # replaces the pending draw of b
     pacer.submit("c", lambda: draw("c"))
     assert drawn == [], "submit must not draw"
-    qtbot.waitUntil(lambda: "c" in drawn, timeout=2000)
+    qtbot.waitUntil(lambda: "c" in drawn, timeout=20000)
     assert drawn == ["a", "other event", "b", "c"]
 
     drawn.clear()
@@ -208,7 +208,7 @@ def test_a_neuron_caption_keeps_its_height_while_its_digits_change(qapp, qtbot):
         cell.set_caption("<b>neuron 1</b> &nbsp; c₁ = -0.1")
         assert cell.caption.minimumHeight() == tall > 0, "the caption shrank back: the view would resize"
         cell.resize(600, 300)  # another width wraps differently: fitted afresh
-        qtbot.waitUntil(lambda: cell.caption.minimumHeight() < tall, timeout=2000)
+        qtbot.waitUntil(lambda: cell.caption.minimumHeight() < tall, timeout=20000)
     finally:
         cell.close()
 

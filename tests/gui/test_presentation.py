@@ -28,13 +28,13 @@ def test_presentation_toggles_without_losing_state(qtbot, window):
 def _round_trip(qtbot, window, theme):
     window.presentation.set_theme(theme)
     window.presentation.toggle_action.trigger()
-    qtbot.waitUntil(window.isFullScreen, timeout=3000)
+    qtbot.waitUntil(window.isFullScreen, timeout=20000)
     assert not window.parameter_dock.isVisible()
     assert "16pt" in window.styleSheet()
     qtbot.wait(300)
     save_screenshot(window, f"presentation-{theme}")
     window.presentation.toggle_action.trigger()
-    qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=3000)
+    qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=20000)
     assert window.parameter_dock.isVisible()
     assert "16pt" not in window.styleSheet()
 

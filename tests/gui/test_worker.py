@@ -89,10 +89,10 @@ def test_step_advances_one_yield(qtbot, runner):
     runner.start(counting_job(100, seen=seen), start_paused=True)
     assert seen == []
     runner.step()
-    qtbot.waitUntil(lambda: len(updates) == 1, timeout=2000)
+    qtbot.waitUntil(lambda: len(updates) == 1, timeout=20000)
     assert seen == [0] and updates[0].partial == 0 and runner.state == "paused"
     runner.step()
-    qtbot.waitUntil(lambda: len(updates) == 2, timeout=2000)
+    qtbot.waitUntil(lambda: len(updates) == 2, timeout=20000)
     assert seen == [0, 1]
 
 
@@ -100,7 +100,7 @@ def test_submit_with_step_starts_paused_after_one_yield(qtbot, runner):
     seen, updates = [], []
     runner.progressed.connect(updates.append)
     runner.submit(counting_job(100, seen=seen), step=True)
-    qtbot.waitUntil(lambda: len(updates) == 1, timeout=2000)
+    qtbot.waitUntil(lambda: len(updates) == 1, timeout=20000)
     assert seen == [0] and runner.state == "paused"
 
 
