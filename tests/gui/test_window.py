@@ -272,6 +272,8 @@ def test_every_parameter_name_is_whole_in_the_font_it_is_drawn_in(window, qtbot)
     from PySide6.QtGui import QFontMetrics
     from PySide6.QtWidgets import QTreeWidgetItemIterator
 
+    from gui.style import FONT_PT
+
     def cut_names():
         cut = []
         for key, tree in window.parameter_trees.items():
@@ -289,7 +291,7 @@ def test_every_parameter_name_is_whole_in_the_font_it_is_drawn_in(window, qtbot)
                 it += 1
         return cut
 
-    assert window.parameter_trees["topology"].font().pointSizeF() == 10.5  # the style sheet's
+    assert window.parameter_trees["topology"].font().pointSizeF() == FONT_PT[False]  # the style sheet's
     assert cut_names() == []
     window.presentation.set_theme("dark", remember=False)
     assert cut_names() == []
