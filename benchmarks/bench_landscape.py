@@ -18,8 +18,11 @@ in the kernel's chunk size) plus the kernel's products alone at its shapes (a ch
 20×21 @ 21×21 products and its output layer's (P·N)×21 @ 21×2 ones): what no kernel built from
 these calls can avoid. The 1-thread kernel is printed as a multiple of it (in CPU seconds, so that
 a busy machine's waiting does not count), and two threads' speed-up as 1-thread over 2-thread
-wall time (fair only on an idle machine: the load average is printed). Also printed: the λ-drag
-preview (K = 5000, P = 21, float32) and a 41 × 41 plane.
+wall time (fair only on an idle machine: the load average is printed) beside the same speed-up
+of the floor's own work split over two threads, this machine's limit for it. Where one thread's
+time goes: each kind of call the kernel makes (sigmoids, products, the elementwise passes, the
+loss) timed where it is made, and the rest. Also printed: the λ-drag preview (K = 5000, P = 21,
+float32) and a 41 × 41 plane.
 
 Needs the bench extra: pip install -e .[bench]   (loss-landscapes declares only numpy and
 imports torch; it runs unchanged on numpy 2, so no workaround is needed.)
@@ -30,6 +33,7 @@ import argparse
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +41,7 @@ import threadpoolctl
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engine.core import mlp  # noqa: E402
+from engine.core import lazy, mlp  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
 from engine.landscape import slices as landscape
@@ -45,8 +49,8 @@ from engine.landscape import slices as landscape
 K, P, N, T = 5000, 101, 20, 1.0
 ARCH = mlp.Arch((2, 21, 21, 1))
 FLOPS_PER_POINT = 2 * N * sum(a * b for a, b in zip(ARCH.widths, ARCH.widths[1:]))  # 10.2 GFLOP in all
-ACTIVATIONS = K * P * N * sum(ARCH.widths[1:-1])  # sigmoids: every hidden unit, point and sample (424 M)
-DIRS_PER_CHUNK = landscape.DEFAULT_CHUNK["float64"] // P  # the kernel's chunk: 8 directions of P points
+# the kernel's chunk in each dtype: whole directions of P points
+DIRS_PER_CHUNK = {name: points // P for name, points in landscape.DEFAULT_CHUNK.items()}
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
@@ -72,30 +76,88 @@ def matmul_peak(dtype, threads, blas="numpy", n=1500, reps=3):
         limits.restore_original_limits()
 
 
-def sigmoid_seconds(dtype, chunk=DIRS_PER_CHUNK * P * 21 * N):
-    """One thread's CPU time for the workload's sigmoids alone, in the kernel's chunk size (in
-    place, as the kernel does): no kernel that evaluates them with torch.sigmoid can take less."""
-    x = torch.randn(chunk, dtype=dtype)
-    return timed(lambda: [torch.sigmoid_(x) for _ in range(ACTIVATIONS // chunk)])[1]
-
-
-def gemm_seconds(dtype, k=DIRS_PER_CHUNK):
-    """One thread's CPU time for the kernel's products alone, at its shapes, chunk by chunk of k
-    directions: the hidden layer's per-point (N, 21) @ (21, 21) and the output layer's
-    (P·N, 21) @ (21, 2) per direction. With ``sigmoid_seconds`` this is the kernel's floor: what
-    remains (forming each point's weights, the additions, the loss, Python) is overhead."""
-    n1, n2 = ARCH.widths[1:3]
-    a = torch.rand(k * P, N, n1, dtype=dtype)
-    w = torch.rand(k * P, n1, n2, dtype=dtype)
-    z = torch.empty(k * P, N, n2, dtype=dtype)
-    wd, u = torch.rand(k, n2, 2, dtype=dtype), torch.empty(k, P * N, 2, dtype=dtype)
+def floor_chunk(dtype, name, sigmoids=True, products=True):
+    """One chunk of the floor's work, on buffers of its own, in the kernel's chunk of k
+    directions for ``name``: its sigmoids (both hidden layers', in place, as the kernel does) and
+    its products at its shapes (the hidden layer's per-point (N, 21) @ (21, 21) and the output
+    layer's (P·N, 21) @ (21, 2) per direction). What the kernel does beyond these (layer 1's
+    pre-activations, each point's weights, the outputs' sum, the loss, Python) is overhead."""
+    k, (n1, n2) = DIRS_PER_CHUNK[name], ARCH.widths[1:3]
+    a, w = torch.rand(k * P, N, n1, dtype=dtype), torch.rand(k * P, n1, n2, dtype=dtype)
+    z, wd = torch.rand(k * P, N, n2, dtype=dtype), torch.rand(k, n2, 2, dtype=dtype)
+    u = torch.empty(k, P * N, 2, dtype=dtype)
 
     def chunk():
-        landscape.blas_matmul(a, w, z)  # the output layer reads the hidden layer's output, as in the kernel
-        landscape.blas_matmul(z.view(k, P * N, n2), wd, u)
+        if sigmoids:
+            torch.sigmoid_(a)
+        if products:
+            landscape.blas_matmul(a, w, z)
+        if sigmoids:
+            torch.sigmoid_(z)
+        if products:  # the output layer reads the hidden layer's output, as in the kernel
+            landscape.blas_matmul(z.view(k, P * N, n2), wd, u)
 
     chunk()
-    return timed(lambda: [chunk() for _ in range(K // k)])[1]
+    return chunk, K // k
+
+
+def floor_seconds(dtype, name, **parts):
+    """One thread's CPU seconds for the floor's work (or, with ``sigmoids=False`` or
+    ``products=False``, for one part of it) over the whole workload, chunk by chunk."""
+    chunk, chunks = floor_chunk(dtype, name, **parts)
+    return timed(lambda: [chunk() for _ in range(chunks)])[1]
+
+
+def floor_on_threads(dtype, name, threads):
+    """Wall seconds of the floor's whole work split in halves over ``threads`` Python threads with
+    buffers of their own: the two-thread speed-up this machine gives that work, the limit for the
+    kernel's."""
+
+    def work(share):
+        chunk, _ = floor_chunk(dtype, name)
+        for _ in range(share):
+            chunk()
+
+    shares = [len(part) for part in np.array_split(np.arange(K // DIRS_PER_CHUNK[name]), threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        return timed(lambda: list(pool.map(work, shares)))[0]
+
+
+# What the kernel calls, by kind: (module, attribute, kind). The kernel looks each up when it calls it.
+KERNEL_CALLS = (
+    (lazy.torch, "sigmoid_", "sigmoids"),
+    (np, "matmul", "products"),
+    (lazy.torch, "addcmul", "passes: layer 1, per-point weights, outputs"),
+    (torch.linalg, "vecdot", "loss"),
+)
+
+
+def where_the_time_goes(theta, X, y, d, name):
+    """One thread's CPU seconds in each kind of call the kernel makes, for the whole workload,
+    each call timed where the kernel makes it; the rest (Python between the calls, slicing,
+    the loss's subtraction, collecting the chunks, the summary) is the job's total less these."""
+    spent = dict.fromkeys([kind for *_, kind in KERNEL_CALLS], 0.0)
+    originals = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in KERNEL_CALLS]
+
+    def clocked(call, kind):
+        def run(*args, **kwargs):
+            began = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[kind] += time.process_time() - began
+
+        return run
+
+    for (owner, attr, call), (*_, kind) in zip(originals, KERNEL_CALLS):
+        setattr(owner, attr, clocked(call, kind))
+    try:
+        job = landscape.slices_job(ARCH, theta, X, y, directions=d, P=P, T=T, dtype=name, threads=1)
+        total = timed(lambda: run_to_completion(job))[1]
+    finally:
+        for owner, attr, call in originals:
+            setattr(owner, attr, call)
+    return total, spent
 
 
 def peer_curves(theta, dirs, t, X, y, dtype):
@@ -163,14 +225,18 @@ def main():
         old = best.get(row, (np.inf, np.inf, threads))
         best[row] = (min(old[0], wall * scale), min(old[1], cpu * scale), threads)
 
-    peaks, agree, sigmoids, gemms = {}, {}, {}, {}
+    peaks, agree, sigmoids, gemms, floor_wall = {}, {}, {}, {}, {}
     for _ in range(args.repeats):
         for name, dtype in DTYPES.items():
             for threads, blas in ((1, "numpy"), (2, "numpy"), (1, "torch")):
                 peak = matmul_peak(dtype, threads, blas)
                 peaks[name, threads, blas] = max(peaks.get((name, threads, blas), 0), peak)
-            sigmoids[name] = min(sigmoids.get(name, np.inf), sigmoid_seconds(dtype))
-            gemms[name] = min(gemms.get(name, np.inf), gemm_seconds(dtype))
+            sigmoids[name] = min(sigmoids.get(name, np.inf), floor_seconds(dtype, name, products=False))
+            gemms[name] = min(gemms.get(name, np.inf), floor_seconds(dtype, name, sigmoids=False))
+            for threads in (1, 2):
+                floor_wall[name, threads] = min(
+                    floor_wall.get((name, threads), np.inf), floor_on_threads(dtype, name, threads)
+                )
             sub = d[: args.peer_dirs]
             wall, cpu, peer = timed(lambda: peer_curves(theta, sub, t, X, y, dtype))
             record((name, "peer"), wall, cpu, 1, points / peer.size)
@@ -250,6 +316,16 @@ def main():
         + ", ".join(f"{name} {best[name, 'default'][1] / best[name, '1 thread'][1]:.2f}" for name in DTYPES)
     )
     print(
+        "the floor's own work on 2 threads against 1, wall (this machine's limit for the kernel's speed-up): "
+        + ", ".join(f"{name} {floor_wall[name, 1] / floor_wall[name, 2]:.2f}×" for name in DTYPES)
+    )
+    print("where one thread's time goes, CPU s of the whole job (each call timed where the kernel makes it):")
+    for name in DTYPES:
+        total, spent = min((where_the_time_goes(theta, X, y, d, name) for _ in range(args.repeats)), key=lambda r: r[0])
+        parts = [f"{kind} {seconds:.3f}" for kind, seconds in spent.items()]
+        print(f"  {name}: {total:.3f} s = " + " + ".join(parts) + f" + the rest {total - sum(spent.values()):.3f}"
+              f" (floor: sigmoids {sigmoids[name]:.3f}, products {gemms[name]:.3f})")  # fmt: skip
+    print(
         "peer curves × N against the engine's, max |difference| / max |curve|: "
         + ", ".join(f"{name} {rel:.1e}" for name, rel in agree.items())
     )
@@ -267,6 +343,7 @@ def main():
         ("floor, 1 thread (sigmoids + products)", lambda n: f"{floor[n]:.2f} s ({sigmoids[n]:.2f} + {gemms[n]:.2f})"),
         ("1 thread / floor (CPU s)", lambda n: f"{one[n] / floor[n]:.2f}×"),
         (f"{landscape.WORKER_THREADS} threads / 1 thread (wall)", lambda n: f"{two[n]:.2f}×"),
+        ("the floor's work, 2 threads / 1 (wall)", lambda n: f"{floor_wall[n, 1] / floor_wall[n, 2]:.2f}×"),
     ]
     for label, cell in rows:
         print(f"| {label} | " + " | ".join(cell(n) for n in DTYPES) + " |")

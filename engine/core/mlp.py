@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
@@ -49,11 +50,10 @@ def check_activation(name: str, allowed: tuple = ACTIVATIONS) -> str:
     return name
 
 
-def sigma_(name: str, z: torch.Tensor) -> torch.Tensor:
-    """The activation in place: the landscape's hot path reuses the pre-activation buffer."""
-    if name == "relu":
-        return torch.relu_(z)
-    return torch.sigmoid_(z) if name == "sigmoid" else torch.tanh_(z)
+def sigma_(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The activation as an in-place function, ``sigma_(name)(z)``: the landscape's hot path reuses
+    the pre-activation buffer, and looks the function up once, not at every call."""
+    return {"relu": torch.relu_, "sigmoid": torch.sigmoid_, "tanh": torch.tanh_}[name]
 
 
 def sigma(name: str, z: torch.Tensor, order: int = 0) -> torch.Tensor:

@@ -83,6 +83,7 @@ def affine_kernel(
         layers.append((W.reshape(M, -1).contiguous(), W.shape[1:]))
 
     N = X.shape[0]
+    activation = mlp.sigma_(arch.activation)
     local = threading.local()  # each thread its own buffers (evaluate_job may run two)
 
     def buffers(Q: int) -> list:
@@ -109,7 +110,7 @@ def affine_kernel(
                 blas_matmul(C1, W, w)
                 blas_matmul(w.view(Q, *shape), a, z)
             if l < L:
-                a = mlp.sigma_(arch.activation, z)
+                a = activation(z)
         f = z[:, 0, :] if arch.n_outputs == 1 else z
         return mlp.loss_of_outputs(f, y, kind)
 

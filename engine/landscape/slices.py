@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,11 +42,11 @@ class _Dtypes(Mapping):
 
 
 DTYPES = _Dtypes()
-# Points per chunk: whole directions of P points. On 2—21—21—1 with 20 samples, 8 directions of
-# 101 points were fastest in both dtypes (1–8 swept, interleaved): smaller chunks stay in the
-# 512 KiB L2 but pay ~120 µs of torch call overhead each (float32: 2.56 µs a point at 1
-# direction, 1.66–1.74 at 6–8).
-DEFAULT_CHUNK = {"float64": 808, "float32": 808}
+# Points per chunk: whole directions of P points. On 2—21—21—1 with 20 samples (one thread, CPU s
+# of the whole K = 5000 workload, best of 7 interleaved): float64 0.93 s at 8 directions, 0.94 at
+# 12, 0.96 at 16; float32 0.47 s at 8, 0.46 at 12 and 16. Smaller chunks pay the ~40 µs of calls
+# a chunk makes more often (float64 1.31 s at one direction); larger ones leave the cache.
+DEFAULT_CHUNK = {"float64": 808, "float32": 1616}
 CUDA_CHUNK = 200_000  # on a GPU one launch per layer should cover many directions
 # Two Python threads with one torch thread each (torch releases the GIL inside its kernels); two
 # OpenMP threads inside each product collapsed 10–60x whenever the machine was busy. Choosing one
@@ -78,22 +77,54 @@ def evaluate_job(
 ) -> Job[np.ndarray]:
     """Run ``compute(i0, i1)`` (losses of items i0..i1, shape (i1 − i0, …)) chunk by chunk, so memory
     stays at one chunk per thread. With ``threads=2`` chunks run on two Python threads, each with one
-    torch thread (torch releases the GIL inside its kernels)."""
+    torch thread (torch releases the GIL inside its kernels): each takes the next chunk as it
+    finishes one (a thread the scheduler holds back leaves its share to the other) and keeps what
+    it computed, and the job's thread only wakes every 50 ms to report. A future per chunk, with
+    this thread woken to collect each, took 10 % of the speed-up: 1.71–1.78× on two threads against
+    1.84–1.91× for the same chunks split in two (benchmarks/bench_landscape.py)."""
     configure_torch_threads()
     bounds = [(i, min(i + chunk, n_items)) for i in range(0, n_items, chunk)]
+    parts: list = [None] * len(bounds)
     threads = min(threads, len(bounds))
-    parts, done, last = [], 0, time.perf_counter()
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
-    try:
-        for part in pool.map(lambda b: compute(*b), bounds) if pool else (compute(*b) for b in bounds):
-            parts.append(part)
-            done += len(part)
-            if time.perf_counter() - last > 0.05 or done == n_items:
+    if threads <= 1:
+        last = time.perf_counter()
+        for i, b in enumerate(bounds):
+            parts[i] = compute(*b)
+            if time.perf_counter() - last > 0.05 or i == len(bounds) - 1:
                 last = time.perf_counter()
-                yield Progress(done / n_items, f"{done}/{n_items}")
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
+                yield Progress(b[1] / n_items, f"{b[1]}/{n_items}")
+        return np.concatenate(parts)
+    queue, done_items, stop, errors = iter(range(len(bounds))), [0] * threads, threading.Event(), []
+
+    def work(me: int) -> None:
+        try:
+            for i in queue:  # next() on a range iterator is atomic under the GIL
+                if stop.is_set():
+                    return
+                parts[i] = compute(*bounds[i])
+                done_items[me] += bounds[i][1] - bounds[i][0]
+        except BaseException as error:  # re-raised in the job's thread below
+            errors.append(error)
+            stop.set()
+
+    workers = [threading.Thread(target=work, args=(k,), name=f"engine-chunks-{k}", daemon=True) for k in range(threads)]
+    for worker in workers:
+        worker.start()
+    try:
+        while True:
+            alive = [worker for worker in workers if worker.is_alive()]
+            if alive:
+                alive[0].join(0.05)
+            done = sum(done_items)
+            yield Progress(done / n_items, f"{done}/{n_items}")
+            if not alive:
+                break
+    finally:  # also on a cancel (the job closed): no new chunk starts, the ones running end
+        stop.set()
+        for worker in workers:
+            worker.join()
+    if errors:
+        raise errors[0]
     return np.concatenate(parts)
 
 
@@ -137,14 +168,15 @@ def slice_kernel(
     folded in). Hidden layers build each point's own weights wᵀ = Wᵀ + t_p Dᵀ (about one
     activation's worth of numbers) and run one batched GEMM of the network's true size. The
     output layer needs no per-point weights: a (P·N, n) @ [wᵀ | dᵀ] is one tall product per row,
-    and f = a wᵀ + t_p a dᵀ. Buffers are kept per thread, so a chunk allocates almost nothing; it
-    is ~15 calls, whose ~100 µs (busy machine) is why chunks hold several directions. ``forward``
-    returns views of the buffers, valid until the thread's next call.
+    and f = a wᵀ + t_p a dᵀ. What is beyond the floor (the activations and these products alone,
+    benchmarks/bench_landscape.py) is those two passes, a chunk's Python and the loss: each
+    thread keeps a plan per chunk size (``_Plan``: its buffers, their views and its products
+    bound to them), so a chunk allocates nothing and makes ~12 calls. ``forward`` returns views
+    of the plan's buffers, valid until the thread's next call.
     """
     theta, d, t, X, y = (a.detach() for a in (theta, d, t, X, y))  # the out= calls below record no graph
     theta, d = theta.reshape(-1, theta.shape[-1]), d.reshape(-1, d.shape[-1])
-    P, N, L = t.shape[0], X.shape[0], arch.n_layers
-    tt = t[:, None, None]  # against (k, P, rows, cols)
+    L = arch.n_layers
     stacks = []  # per layer: the pair (for θ, for d) sliced by rows, and whether each is per row
     for l in range(1, L + 1):
         blk = arch.block(f"W{l}")
@@ -159,44 +191,75 @@ def slice_kernel(
             pair = [torch.cat(torch.broadcast_tensors(W.mT, D.mT), -1).contiguous()]
             pair += [] if b is None else [theta[:, b], d[:, b]]
         stacks.append([(a, a.shape[0] > 1) for a in pair])
-    local = threading.local()  # each thread its own buffers (evaluate_job may run two)
+    local = threading.local()  # each thread its own plans (evaluate_job may run two)
+    activation = mlp.sigma_(arch.activation)
+    tt, tcol = t[:, None, None], t[:, None]  # against (k, P, rows, cols) and (k, P, N)
 
-    def buffers(k: int) -> list[torch.Tensor]:
-        bufs = getattr(local, "bufs", None)
-        if bufs is None or bufs[0].shape[0] < k:
-            new = lambda *shape: torch.empty(*shape, dtype=t.dtype, device=t.device)
-            n = arch.widths
-            bufs = [new(k, P, N, n[1])]
-            for l in range(2, L):
-                bufs += [new(k, P, n[l - 1], n[l]), new(k, P, N, n[l])]
-            bufs.append(new(k, P * N, 2))
-            local.bufs = bufs
-        return [b[:k] for b in bufs]
+    def plan(k: int) -> _Plan:
+        plans = local.__dict__.setdefault("plans", {})
+        if k not in plans:
+            plans[k] = _Plan(arch, k, len(t), len(X), t.dtype, t.device)
+        return plans[k]
 
     def forward(i0: int, i1: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The outputs (k, P, N) and the last hidden layer's activations (k·P, N, n)."""
-        k, bufs = i1 - i0, buffers(i1 - i0)
+        run = plan(i1 - i0)
         first, *hidden, last = ([a[i0:i1] if per_row else a for a, per_row in layer] for layer in stacks)
-        a = mlp.sigma_(arch.activation, torch.addcmul(*first, tt, out=bufs[0]))
-        for j, (WT, DT, *bias) in enumerate(hidden):
-            w, z = bufs[1 + 2 * j], bufs[2 + 2 * j]
+        activation(torch.addcmul(*first, tt, out=run.a1))
+        for (w, z, product), (WT, DT, *bias) in zip(run.hidden, hidden):
             torch.addcmul(WT, DT, tt, out=w)
-            blas_matmul(a.view(k * P, N, -1), w.view(k * P, *w.shape[-2:]), z.view(k * P, N, -1))
+            product()
             if bias:
                 z += torch.addcmul(*bias, tt)
-            a = mlp.sigma_(arch.activation, z)
+            activation(z)
         WD, *bias = last
-        u = blas_matmul(a.view(k, P * N, -1), WD, bufs[-1]).view(k, P, N, 2)
-        f = torch.addcmul(u[..., 0], u[..., 1], t[:, None])
+        run.output(WD)
+        f = torch.addcmul(*run.u, tcol, out=run.f)
         if bias:
             f += torch.addcmul(*bias, t)[..., None]
-        return f, a.view(k * P, N, -1)
+        return f, run.last
 
     def losses(i0: int, i1: int) -> torch.Tensor:
-        return forward(i0, i1)[0].sub_(y).square_().sum(-1)
+        r = forward(i0, i1)[0].sub_(y)
+        return torch.linalg.vecdot(r, r)
 
     losses.forward = forward
     return losses
+
+
+class _Plan:
+    """One thread's buffers for chunks of k rows, with the views and products bound to them once:
+    a chunk then makes no views and parses no shapes. On the CPU the products go through numpy's
+    BLAS (``blas_matmul``), here as numpy views of the same memory."""
+
+    def __init__(self, arch: Arch, k: int, P: int, N: int, dtype, device):
+        new = lambda *shape: torch.empty(*shape, dtype=dtype, device=device)
+        rows = lambda a: a.view(k * P, *a.shape[-2:])  # one matrix per point
+        n = arch.widths
+        self.a1 = a = new(k, P, N, n[1])
+        self.hidden = []  # per hidden product: (per-point weights, output, product)
+        for l in range(2, arch.n_layers):
+            w, z = new(k, P, n[l - 1], n[l]), new(k, P, N, n[l])
+            self.hidden.append((w, z, _bound_matmul(rows(a), rows(w), rows(z))))
+            a = z
+        self.last = rows(a)  # (k·P, N, n): the activations the output layer reads
+        u = new(k, P, N, 2)  # a [wᵀ | dᵀ]
+        self.u = u[..., 0], u[..., 1]
+        self.f = new(k, P, N)
+        tall, u = a.view(k, P * N, -1), u.view(k, P * N, 2)
+        if device.type == "cpu":
+            tall_np, u_np = tall.numpy(), u.numpy()
+            self.output = lambda WD: np.matmul(tall_np, WD.numpy(), out=u_np)
+        else:
+            self.output = lambda WD: torch.matmul(tall, WD, out=u)
+
+
+def _bound_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> Callable[[], object]:
+    """``blas_matmul(a, b, out)`` with its arguments bound: numpy views made once on the CPU."""
+    if out.device.type == "cpu":
+        a, b, out = a.numpy(), b.numpy(), out.numpy()
+        return lambda: np.matmul(a, b, out=out)
+    return lambda: torch.matmul(a, b, out=out)
 
 
 def slice_losses(

@@ -2,6 +2,9 @@
 output layer as one tall product, per-thread buffers, numpy's BLAS) against the loss written out
 in numpy point by point, within the loss's own rounding bound in each dtype."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -57,3 +60,60 @@ def test_chunks_threads_and_a_short_last_chunk_give_the_same_curves():
     whole = run(77, 1)
     for threads in (1, 2):
         assert np.array_equal(run(33, threads), whole)
+
+
+def test_two_threads_report_every_chunk_and_raise_a_workers_error():
+    """evaluate_job on two threads: the parts come back in order whatever thread made them, the
+    last report is the whole, and an error raised by a chunk on a worker is raised by the job."""
+    compute = lambda i0, i1: np.arange(i0, i1, dtype=float)
+    updates = []
+    got = run_to_completion(landscape.evaluate_job(103, compute, 10, threads=2), updates.append)
+    assert np.array_equal(got, np.arange(103.0))
+    assert updates[-1].fraction == 1.0
+
+    def failing(i0, i1):
+        if i0 == 30:
+            raise ValueError("chunk 30 failed")
+        return compute(i0, i1)
+
+    with pytest.raises(ValueError, match="chunk 30 failed"):
+        run_to_completion(landscape.evaluate_job(103, failing, 10, threads=2))
+
+
+def test_a_cancelled_job_lets_running_chunks_end_and_starts_no_other(monkeypatch):
+    """Closing the job (a cancel) sets the workers' stop; the two chunks they are computing end,
+    no third starts, and no worker thread outlives the close."""
+    stops, gate, calls = [], threading.Event(), []
+
+    class Recorded(threading.Event):
+        def __init__(self):
+            super().__init__()
+            stops.append(self)
+
+    monkeypatch.setattr(landscape.threading, "Event", Recorded)
+
+    def compute(i0, i1):
+        calls.append(i0)
+        assert gate.wait(20), "the test never opened the gate"
+        return np.zeros(i1 - i0)
+
+    job = landscape.evaluate_job(1000, compute, 10, threads=2)
+    next(job)  # both workers are inside a chunk, held by the gate
+    closer = threading.Thread(target=job.close)
+    closer.start()
+    assert wait_until(lambda: stops[0].is_set())
+    gate.set()
+    closer.join(20)
+    assert not closer.is_alive()
+    assert sorted(calls) == [0, 10]
+    assert not [t for t in threading.enumerate() if t.name.startswith("engine-chunks")]
+
+
+def wait_until(condition, timeout_s: float = 20.0) -> bool:
+    """True once ``condition()`` holds; False after ``timeout_s`` (a hang guard, not a timing)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
