@@ -63,6 +63,7 @@ class InvariantsPanel(QScrollArea):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._fitted_width = -1
         self._fitted_shape = None  # (text with digits as 0, width) of the last _fit
+        self._room = ""  # hold_room's text, while a run holds the panel's height
         self.shown: dict | None = None
         self.show_nothing()
 
@@ -73,6 +74,11 @@ class InvariantsPanel(QScrollArea):
         height = self.label.heightForWidth(width)
         if height <= 0:
             height = self.label.sizeHint().height()
+        if self._room:  # the height the label takes with that text
+            shown = self.label.text()
+            self.label.setText(self._room)
+            height = max(height, self.label.heightForWidth(width))
+            self.label.setText(shown)
         height += 2 * self.frameWidth() + 4
         self.setMinimumHeight(min(height, 700))
         self.setMaximumHeight(height)
@@ -108,34 +114,54 @@ class InvariantsPanel(QScrollArea):
         """note: one more line under the table (e.g. why c drifted); extra: lines of rich text
         above it (a loaded network's file and fit)."""
         self.shown = values
-        rows = []
-        for k, ck in enumerate(values["c"]):
-            color = neuron_color(k).name()
-            start = "" if c_start is None else f"<td align=right>{c_start[k]:+.5f}</td>"
-            lock = " <b>locked</b>" if k + 1 in values.get("locked", []) else ""
-            rows.append(
-                f"<tr><td><span style='color:{color}'>■</span> c{sub(k + 1)}</td>{start}"
-                f"<td align=right><b>{ck:+.5f}</b></td>"
-                f"<td>&nbsp;{_chip(k, values['label'][k])}{lock}</td></tr>"
-            )
-        head = (
-            "<tr><th></th>"
-            + ("<th align=right>start</th>" if c_start is not None else "")
-            + f"<th align=right>step {step}</th><th>&nbsp;s(θ)</th></tr>"
+        self._set_text(values_text(values, c_start, step, note, extra))
+
+    def hold_room(self, text: str):
+        """A live run: the panel is at least as tall as ``text`` (the most its run will show,
+        gui.present.topology's ``room``) until ``fit_text``, so its text growing mid-run does not
+        lay the plots under it out again."""
+        self._room = text
+        self._fitted_shape = None
+        self._fit()
+
+    def fit_text(self):
+        """The run is over: exactly as tall as the text again."""
+        if self._room:
+            self._room = ""
+            self._fitted_shape = None
+            self._fit()
+
+
+def values_text(values: dict, c_start: np.ndarray | None, step: int, note: str = "", extra: str = "") -> str:
+    """The panel's rich text for the invariants ``values`` (gui.present.topology.summary)."""
+    rows = []
+    for k, ck in enumerate(values["c"]):
+        color = neuron_color(k).name()
+        start = "" if c_start is None else f"<td align=right>{c_start[k]:+.5f}</td>"
+        lock = " <b>locked</b>" if k + 1 in values.get("locked", []) else ""
+        rows.append(
+            f"<tr><td><span style='color:{color}'>■</span> c{sub(k + 1)}</td>{start}"
+            f"<td align=right><b>{ck:+.5f}</b></td>"
+            f"<td>&nbsp;{_chip(k, values['label'][k])}{lock}</td></tr>"
         )
-        eff = values["effective_components"]
-        eff_text = (
-            "effective components: not defined for these d, e"
-            if eff is None
-            else f"effective component <b>{values['effective_index'] + 1}</b> of <b>{eff}</b> &nbsp;(1 + l₋, Theorem 2)"
-        )
-        self._set_text(
-            "<b>Invariants</b> (engine, live)<table cellspacing=3>" + head + "".join(rows) + "</table>"
-            f"l₊ = <b>{values['l_plus']}</b>, &nbsp;l₋ = <b>{values['l_minus']}</b>, "
-            f"&nbsp;l₀ = <b>{values['l_zero']}</b><br>"
-            f"Poincaré polynomial P(x) = <b>{polynomial_text(values['poincare'])}</b><br>"
-            f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}<br>"
-            + locked_text(values)
-            + (f"<br>{extra}" if extra else "")
-            + (f"<br><i>{note}</i>" if note else "")
-        )
+    head = (
+        "<tr><th></th>"
+        + ("<th align=right>start</th>" if c_start is not None else "")
+        + f"<th align=right>step {step}</th><th>&nbsp;s(θ)</th></tr>"
+    )
+    eff = values["effective_components"]
+    eff_text = (
+        "effective components: not defined for these d, e"
+        if eff is None
+        else f"effective component <b>{values['effective_index'] + 1}</b> of <b>{eff}</b> &nbsp;(1 + l₋, Theorem 2)"
+    )
+    return (
+        "<b>Invariants</b> (engine, live)<table cellspacing=3>" + head + "".join(rows) + "</table>"
+        f"l₊ = <b>{values['l_plus']}</b>, &nbsp;l₋ = <b>{values['l_minus']}</b>, "
+        f"&nbsp;l₀ = <b>{values['l_zero']}</b><br>"
+        f"Poincaré polynomial P(x) = <b>{polynomial_text(values['poincare'])}</b><br>"
+        f"connected components β₀ = P(0) = <b>{values['beta0']}</b><br>{eff_text}<br>"
+        + locked_text(values)
+        + (f"<br>{extra}" if extra else "")
+        + (f"<br><i>{note}</i>" if note else "")
+    )

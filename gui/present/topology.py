@@ -117,7 +117,11 @@ def drift_note(c_start: np.ndarray, c_now: np.ndarray, config: TrainConfig) -> s
     k = int(np.argmax(relative))
     if relative[k] < DRIFT_WORTH_A_NOTE:
         return ""
-    moved = f"c{sub(k + 1)} moved {100 * relative[k]:.0f} %"
+    return _drift_words(f"c{sub(k + 1)} moved {100 * relative[k]:.0f} %", config)
+
+
+def _drift_words(moved: str, config: TrainConfig) -> str:
+    """``moved`` ("c₁ moved 6 %") and why, for the run's optimizer."""
     if config.weight_decay > 0:
         return f"{moved}: weight decay breaks the conservation law."
     if config.optimizer in ("gd", "sgd"):
@@ -214,7 +218,29 @@ def layout_of(setup: TrainingSetup, points: bool = False, extra: str = "") -> di
     if points:
         preview["start"] = _present(start, Context(net, setup.config, layout), None, None)
     layout["preview"] = preview
+    layout["room"] = _room(layout, setup.config, c, lock)
     return layout
+
+
+def _room(layout: dict, config: TrainConfig, c: np.ndarray, locked: list[int]) -> dict:
+    """The most text a live run of this layout shows, which its views hold room for from its first
+    update: each caption with its drift and, for a neuron free to flip, the flip line; the
+    invariants with their start column and the drift note. Text that grew mid-run relaid the
+    window out (the 3D views, then every plot under the invariants: 60–100 ms of the GUI thread a
+    time, 2–3 times in a fig3-free run)."""
+    l, steps = layout["l"], layout["total_steps"]
+    captions = []
+    for k in range(l):
+        ck = float(c[k]) if k < len(c) else 0.0
+        what = shape_name(ck) if layout["exact"] else "projection onto (" + ", ".join(layout["labels"]) + ")"
+        lock = locked[k] if k < len(locked) else 0
+        flips = [] if lock else [(0, steps, False), (0, steps, False)]  # "(+1 more)": the longest flip line
+        captions.append(
+            f"<b>neuron {k + 1}</b>{lock_text(k, lock)} &nbsp; c{sub(k + 1)} = {ck:+.4g}"
+            f"{drift_text(ck + 1, ck)} &nbsp;·&nbsp; {what}{event_text(k, flips)}"
+        )
+    moved = f"c{sub(l)} moved 100 %"
+    return {"captions": captions, "c_start": np.asarray(c, float), "step": steps, "note": _drift_words(moved, config)}
 
 
 def plain_equal(a, b) -> bool:

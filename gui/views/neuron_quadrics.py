@@ -50,6 +50,18 @@ class _NeuronCell(QWidget):
         if needed > self.caption.minimumHeight():
             self.caption.setMinimumHeight(needed)
 
+    def hold_room(self, text: str):
+        """A live run: the caption is at least as tall as ``text``, the most its run will show."""
+        needed = self.caption.heightForWidth(max(self.caption.width(), 1))
+        self.caption.setText(text)
+        room = self.caption.heightForWidth(max(self.caption.width(), 1))
+        self.caption.setMinimumHeight(max(needed, room, self.caption.minimumHeight()))
+
+    def fit_caption(self):
+        """The run is over: as tall as the caption shown, no more."""
+        self.caption.setMinimumHeight(0)
+        self.caption.setMinimumHeight(max(self.caption.heightForWidth(max(self.caption.width(), 1)), 0))
+
     def resizeEvent(self, event):
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
@@ -160,6 +172,16 @@ class NeuronQuadrics(QWidget):
                     p = shown["points"]
                     view.set_trajectory(p, np.zeros(1), p[:1], p[-1:], np.zeros((0, 3)))
             cell.set_caption(shown["caption"])
+
+    def hold_room(self, captions: list[str]):
+        """A live run holds room for the longest caption each neuron will show (see _NeuronCell);
+        the run's first update then sets the captions it has."""
+        for cell, text in zip(self.cells, captions):
+            cell.hold_room(text)
+
+    def fit_captions(self):
+        for cell in self.cells[: getattr(self, "_l", 0)]:
+            cell.fit_caption()
 
     def set_presentation(self, on: bool):
         self._presentation = on

@@ -114,8 +114,14 @@ class TrainingCurves:
         self.show_drift(drift_state(step, c))
 
     def show_loss(self, state: dict, live: bool = False):
-        """The loss plot from its state (gui.present.topology.loss_state)."""
-        self.loss_plot.setLogMode(y=state["log"])
+        """The loss plot from its state (gui.present.topology.loss_state). The y axis turns
+        logarithmic once the loss spans a decade, mid-run too; pyqtgraph's switch re-enables
+        auto-range, so a live run's step axis is held again (left to auto-range, it followed the
+        data and was redrawn at every update for the rest of the run)."""
+        if self.loss_plot.getPlotItem().ctrl.logYCheck.isChecked() != state["log"]:
+            self.loss_plot.setLogMode(y=state["log"])
+            if self._held_steps is not None:
+                self.loss_plot.setXRange(0, self._held_steps, padding=0.02)
         self.loss_curve.setData(state["step"], state["loss"])
         if live:
             self._hold_y(self.loss_plot, state["range"], state["log"])

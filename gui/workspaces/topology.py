@@ -25,7 +25,7 @@ from engine.topology.two_layer import TwoLayerParams
 from engine.topology.width_sweep import SweepProgress, breast_cancer_sweep
 
 from ..pacing import Pacer
-from ..panels.invariants_panel import InvariantsPanel
+from ..panels.invariants_panel import InvariantsPanel, values_text
 from ..panels.topology_parameters import create_parameters, fig4_settings, fig5_settings, network_request, sweep_place
 from ..parameter_values import apply_all
 from ..present import Presented
@@ -287,6 +287,13 @@ class TopologyWorkspace(Workspace):
             if "function" in start:
                 self.heatmaps.show_function(start["function"])
         self.invariants.show_values(preview["summary"], None, 0, extra=self._panel_extra())
+        # Room for the most text the run will show, held from before it starts until it has ended:
+        # text that grew mid-run laid the window out again (60–100 ms of the GUI thread a time).
+        room = L["room"]
+        self.quadrics.hold_room(room["captions"])
+        self.invariants.hold_room(
+            values_text(preview["summary"], room["c_start"], room["step"], room["note"], self._panel_extra())
+        )
         self._preview_shown = True
 
     # ------------------------------------------------------------------ results
@@ -349,11 +356,16 @@ class TopologyWorkspace(Workspace):
             draw("heatmaps", lambda: self.heatmaps.show_function(state["function"]))
         self._state = state
         if final:
-            draw("fit", self.curves.finish)  # last: both axes fit the whole run
+            draw("fit", self._fit_to_run)  # last: both axes fit the whole run, the text its own
             if drain:
                 self.pacer.drain()
             else:
                 self.pacer.flush()
+
+    def _fit_to_run(self):
+        self.curves.finish()
+        self.quadrics.fit_captions()
+        self.invariants.fit_text()
 
     # ------------------------------------------------------------------ display
     def _on_mode(self, *_):

@@ -194,6 +194,27 @@ def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
         plot.deleteLater()
 
 
+def test_the_loss_turning_logarithmic_mid_run_keeps_the_step_axis_held(qapp):
+    """pyqtgraph's log switch re-enables auto-range; the run's step axis must stay held (left
+    to auto-range it followed the data and was redrawn at every later update)."""
+    from gui.present.topology import loss_state
+    from gui.views.training_curves import TrainingCurves
+
+    curves = TrainingCurves()
+    curves.configure(2, False)
+    curves.hold_steps(1000)
+    view = curves.loss_plot.getViewBox()
+    step = np.arange(10)
+    curves.show_loss(loss_state(step, np.linspace(3.0, 2.0, 10), []), live=True)
+    held_x = view.viewRange()[0]
+    curves.show_loss(loss_state(step, np.geomspace(3.0, 0.01, 10), []), live=True)  # spans > a decade: log
+    assert curves.loss_plot.getPlotItem().ctrl.logYCheck.isChecked()
+    assert view.viewRange()[0] == held_x and not view.autoRangeEnabled()[0]
+    curves.finish()
+    for plot in (curves.loss_plot, curves.drift_plot):  # parentless: delete them here
+        plot.deleteLater()
+
+
 def test_a_neuron_caption_keeps_its_height_while_its_digits_change(qapp, qtbot):
     from gui.views.neuron_quadrics import _NeuronCell
 

@@ -119,6 +119,34 @@ def test_trajectory_grows_while_training(window, qtbot, monkeypatch):
     assert len(set(seen)) >= 2 and seen == sorted(seen), seen
 
 
+def test_a_live_run_lays_nothing_out_until_it_ends(window, qtbot, monkeypatch):
+    """The room a run's text takes (its drift column and note, a free neuron's flip line) is held
+    from the preview on: no view changes size between the run's first update and its last (text
+    that grew mid-run laid the 3D views and every plot out again), and the finished run's panel
+    and captions are as tall as their own text."""
+    window.load_preset("fig3-free", run=False)
+    ws = topology(window)
+    wait_until_idle(qtbot, window)
+    views = [ws.invariants, ws.curves.loss_plot, ws.curves.drift_plot, *(c.view for c in ws.quadrics.cells[:2])]
+    sizes, draw = [], ws.show_partial
+
+    def recording(partial):
+        draw(partial)
+        ws.pacer.flush()
+        qtbot.wait(1)  # the layout the drawing asked for is laid out
+        sizes.append([(view.width(), view.height()) for view in views])
+
+    monkeypatch.setattr(ws, "show_partial", recording)
+    window.run()
+    wait_until_idle(qtbot, window)
+    assert len(sizes) >= 3 and all(s == sizes[0] for s in sizes), sizes
+    assert "moved" in ws.invariants.label.text() and "flipped sign" in ws.quadrics.cells[1].caption.text()
+    panel = ws.invariants
+    assert panel.maximumHeight() == panel.label.heightForWidth(panel.viewport().width()) + 2 * panel.frameWidth() + 4
+    for cell in ws.quadrics.cells[:2]:
+        assert cell.caption.minimumHeight() == cell.caption.heightForWidth(cell.caption.width())
+
+
 def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     window.load_preset("fig3-obstructed", steps=5)
     wait_until_idle(qtbot, window)
