@@ -16,7 +16,7 @@ from PySide6.QtGui import QFont
 
 from ..present.topology import drift_state, loss_state, sub
 from ..style import neuron_color
-from .plot_style import clear_plot, follow_theme, own_menus, set_title, sparse_log_labels
+from .plot_style import clear_plot, fit_text_space, follow_theme, own_menus, set_title, sparse_log_labels
 
 CALLOUT_GAP = 0.06  # of the step axis: flips closer than this share one call-out
 
@@ -140,6 +140,8 @@ class TrainingCurves:
         self._held_steps = None
         for plot in (self.loss_plot, self.drift_plot):
             plot.enableAutoRange()
+            for side in ("left", "bottom"):
+                fit_text_space(plot.getAxis(side))
 
     def _hold_y(self, plot: pg.PlotWidget, span: tuple[float, float] | None, log: bool):
         """Grow ``plot``'s y range to hold ``span`` (the values' (lo, hi), in decades when ``log``)

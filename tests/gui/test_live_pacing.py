@@ -215,6 +215,45 @@ def test_the_loss_turning_logarithmic_mid_run_keeps_the_step_axis_held(qapp):
         plot.deleteLater()
 
 
+def test_a_finished_run_s_axis_is_as_wide_as_the_same_plot_drawn_afresh(qapp):
+    """A live run's drift axis drew longer labels on the way (0.0002, 0.0004, …) than its final
+    range's (0.002, …); finished, it must take the room its labels need, as the same final plot
+    drawn at once does (a reopened session): pyqtgraph narrows an axis only by more than 10 px."""
+    from gui.present.topology import drift_state
+    from gui.views.training_curves import TrainingCurves
+
+    step = np.arange(50)
+    ramp = lambda top: np.stack([np.linspace(0, top, 50), np.zeros(50)], 1)  # noqa: E731
+
+    made = []
+
+    def axis_width(states, live: bool) -> int:
+        curves = TrainingCurves()
+        made.append(curves)
+        curves.configure(2, False)
+        curves.drift_plot.resize(420, 220)
+        curves.drift_plot.show()
+        if live:
+            curves.hold_steps(50)
+        for state in states:
+            curves.show_drift(state, live=live)
+            curves.drift_plot.grab()  # drawn: the axis measures its labels
+            qapp.processEvents()  # the width they asked for is laid out
+        curves.finish()
+        for _ in range(2):
+            curves.drift_plot.grab()
+            qapp.processEvents()
+        curves.drift_plot.hide()
+        return curves.drift_plot.getAxis("left").width()
+
+    final = drift_state(step, ramp(0.009))
+    after_a_run = axis_width([drift_state(step, ramp(0.0009)), final], live=True)
+    assert after_a_run == axis_width([final], live=False)
+    for curves in made:  # parentless: delete them here
+        for plot in (curves.loss_plot, curves.drift_plot):
+            plot.deleteLater()
+
+
 def test_a_neuron_caption_keeps_its_height_while_its_digits_change(qapp, qtbot):
     from gui.views.neuron_quadrics import _NeuronCell
 
