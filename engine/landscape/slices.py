@@ -197,8 +197,9 @@ def slice_kernel(
 
     def plan(k: int) -> _Plan:
         plans = local.__dict__.setdefault("plans", {})
-        if k not in plans:
-            plans[k] = _Plan(arch, k, len(t), len(X), t.dtype, t.device)
+        if k not in plans:  # a short last chunk takes the first rows of a larger plan's buffers
+            larger = [p for p in plans.values() if p.k > k]
+            plans[k] = _Plan(arch, k, len(t), len(X), t.dtype, t.device, larger[0] if larger else None)
         return plans[k]
 
     def forward(i0: int, i1: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -230,22 +231,29 @@ def slice_kernel(
 class _Plan:
     """One thread's buffers for chunks of k rows, with the views and products bound to them once:
     a chunk then makes no views and parses no shapes. On the CPU the products go through numpy's
-    BLAS (``blas_matmul``), here as numpy views of the same memory."""
+    BLAS (``blas_matmul``), here as numpy views of the same memory. ``within``: a plan for more
+    rows, whose buffers' first k rows this one uses (no second set of buffers)."""
 
-    def __init__(self, arch: Arch, k: int, P: int, N: int, dtype, device):
-        new = lambda *shape: torch.empty(*shape, dtype=dtype, device=device)
+    def __init__(self, arch: Arch, k: int, P: int, N: int, dtype, device, within: _Plan | None = None):
+        self.k, self.buffers = k, {}
+
+        def new(name: str, *shape: int) -> torch.Tensor:
+            whole = within.buffers[name][:k] if within else torch.empty(k, *shape, dtype=dtype, device=device)
+            self.buffers[name] = whole
+            return whole
+
         rows = lambda a: a.view(k * P, *a.shape[-2:])  # one matrix per point
         n = arch.widths
-        self.a1 = a = new(k, P, N, n[1])
+        self.a1 = a = new("a1", P, N, n[1])
         self.hidden = []  # per hidden product: (per-point weights, output, product)
         for l in range(2, arch.n_layers):
-            w, z = new(k, P, n[l - 1], n[l]), new(k, P, N, n[l])
+            w, z = new(f"w{l}", P, n[l - 1], n[l]), new(f"z{l}", P, N, n[l])
             self.hidden.append((w, z, _bound_matmul(rows(a), rows(w), rows(z))))
             a = z
         self.last = rows(a)  # (k·P, N, n): the activations the output layer reads
-        u = new(k, P, N, 2)  # a [wᵀ | dᵀ]
+        u = new("u", P, N, 2)  # a [wᵀ | dᵀ]
         self.u = u[..., 0], u[..., 1]
-        self.f = new(k, P, N)
+        self.f = new("f", P, N)
         tall, u = a.view(k, P * N, -1), u.view(k, P * N, 2)
         if device.type == "cpu":
             tall_np, u_np = tall.numpy(), u.numpy()
