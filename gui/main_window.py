@@ -34,7 +34,7 @@ from .presentation import Presentation
 from .presets import available_presets
 from .recording import RecordControl
 from .replay import ReplayDock
-from .widgets import MessageBar, SlideTitle, connected
+from .widgets import ActionButton, MessageBar, SlideTitle, connected
 from .worker import JobRunner
 from .workspace import Workspace
 from .workspaces import all_workspaces, workspace_classes
@@ -163,7 +163,11 @@ class MainWindow(QMainWindow):
         self.cancel_action = control("SP_MediaStop", "Cancel", self.cancel, "Esc")
         self.reset_action = control("SP_BrowserReload", "Reset", self.reset)
         for action in (self.run_action, self.pause_action, self.step_action, self.cancel_action, self.reset_action):
-            bar.addAction(action)
+            # not bar.addAction: the tool button Qt makes for it keeps a connection per change
+            button = ActionButton(action, bar)
+            button.setToolButtonStyle(bar.toolButtonStyle())
+            button.setAutoRaise(True)
+            bar.addWidget(button)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
 
     def _build_status_bar(self):

@@ -81,12 +81,16 @@ PARAMETERS = [
                 "title": "loss",
                 "type": "list",
                 "value": "auto",
+                # Short enough for the value column at 1600×960 ("summed squared error (papers" was
+                # cut there); the tip says what each is.
                 "limits": {
-                    "cross-entropy for labels, else summed squares": "auto",
-                    "summed squared error (papers)": "sum",
+                    "auto (by the data)": "auto",
+                    "summed squares (papers)": "sum",
                     "mean squared error": "mean",
                     "cross-entropy": "cross-entropy",
                 },
+                "tip": "auto: cross-entropy when the data's last column holds integer class labels, else "
+                "the summed squared error; summed squares is the papers' loss, L = Σ (f(x) − y)²",
             },
         ],
     },
