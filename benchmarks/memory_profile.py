@@ -22,6 +22,8 @@ import sys
 import time
 import tracemalloc
 
+from engine.core.runtime import heap_bytes
+
 TOP = 25  # entries kept per counter and per tracemalloc comparison
 
 
@@ -30,26 +32,17 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks")
-        + ("uordblks", "fordblks", "keepcost")
-    ]
-
-
 _libc = ctypes.CDLL("libc.so.6")
-_libc.mallinfo2.restype = _Mallinfo2
 
 
 def malloc_mb() -> dict:
     """glibc's heap: bytes in use, free inside the heap (fragmentation, free lists), mmapped."""
-    info = _libc.mallinfo2()
+    heap = heap_bytes()
     mb = 2**-20
     return {
-        "in_use_mb": round(info.uordblks * mb, 1),
-        "free_in_heap_mb": round(info.fordblks * mb, 1),
-        "mmapped_mb": round(info.hblkhd * mb, 1),
+        "in_use_mb": round(heap["in_use"] * mb, 1),
+        "free_in_heap_mb": round(heap["free"] * mb, 1),
+        "mmapped_mb": round(heap["mmapped"] * mb, 1),
     }
 
 

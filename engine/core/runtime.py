@@ -54,15 +54,55 @@ def release_free_heap() -> bool:
     return True
 
 
+def heap_bytes() -> dict | None:
+    """glibc's heap (``mallinfo2``), or None where there is no glibc: ``in_use``, the bytes in live
+    blocks (what a leak of C++ objects grows, whatever RSS does), ``free`` inside the heap
+    (fragmentation, free lists) and ``mmapped``."""
+    mallinfo2 = _mallinfo2()
+    if mallinfo2 is None:
+        return None
+    info = mallinfo2()
+    return {"in_use": info.uordblks, "free": info.fordblks, "mmapped": info.hblkhd}
+
+
 @functools.cache
-def _malloc_trim():
-    """glibc's malloc_trim, looked up once (find_library runs ldconfig in a subprocess), or None."""
+def _libc():
+    """glibc, looked up once (find_library runs ldconfig in a subprocess), or None."""
     import ctypes
     import ctypes.util
 
     try:
-        trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.malloc_trim, libc.mallinfo2  # noqa: B018  (both glibc's, or no glibc)
     except (OSError, AttributeError, TypeError):
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    return trim
+    return libc
+
+
+@functools.cache
+def _malloc_trim():
+    import ctypes
+
+    libc = _libc()
+    if libc is None:
+        return None
+    libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    return libc.malloc_trim
+
+
+@functools.cache
+def _mallinfo2():
+    import ctypes
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks")
+            + ("fordblks", "keepcost")
+        ]
+
+    libc = _libc()
+    if libc is None:
+        return None
+    libc.mallinfo2.restype = Mallinfo2
+    return libc.mallinfo2

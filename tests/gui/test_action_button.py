@@ -7,26 +7,18 @@ controls do not use it): 12 connections at start, 100 after 11 runs, 144 bytes o
 
 from __future__ import annotations
 
-import ctypes
 import gc
 
 from PySide6.QtWidgets import QToolButton
 
+from engine.core.runtime import heap_bytes
+
 CHANGES = 2000
-
-
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]  # fmt: skip
-
-
-_libc = ctypes.CDLL("libc.so.6")
-_libc.mallinfo2.restype = _Mallinfo2
 
 
 def heap_in_use() -> int:
     gc.collect()
-    return _libc.mallinfo2().uordblks
+    return heap_bytes()["in_use"]
 
 
 def test_run_controls_keep_one_connection_per_action(window, qtbot):
