@@ -223,8 +223,8 @@ def layout_of(setup: TrainingSetup, points: bool = False, extra: str = "") -> di
 
 
 def _room(layout: dict, config: TrainConfig, c: np.ndarray, locked: list[int]) -> dict:
-    """The most text a live run of this layout shows, which its views hold room for from its first
-    update: each caption with its drift and, for a neuron free to flip, the flip line; the
+    """The most text a live run of this layout shows, which its views hold room for from the
+    preview on: each caption with its drift and, for a neuron free to flip, the flip line; the
     invariants with their start column and the drift note. Text that grew mid-run relaid the
     window out (the 3D views, then every plot under the invariants: 60–100 ms of the GUI thread a
     time, 2–3 times in a fig3-free run)."""

@@ -51,10 +51,13 @@ class _NeuronCell(QWidget):
             self.caption.setMinimumHeight(needed)
 
     def hold_room(self, text: str):
-        """A live run: the caption is at least as tall as ``text``, the most its run will show."""
-        needed = self.caption.heightForWidth(max(self.caption.width(), 1))
+        """A live run: the caption is at least as tall as ``text``, the most its run will show
+        (measured in the caption itself, whose text stays the one shown)."""
+        width, shown = max(self.caption.width(), 1), self.caption.text()
+        needed = self.caption.heightForWidth(width)
         self.caption.setText(text)
-        room = self.caption.heightForWidth(max(self.caption.width(), 1))
+        room = self.caption.heightForWidth(width)
+        self.caption.setText(shown)
         self.caption.setMinimumHeight(max(needed, room, self.caption.minimumHeight()))
 
     def fit_caption(self):

@@ -127,6 +127,9 @@ def test_a_live_run_lays_nothing_out_until_it_ends(window, qtbot, monkeypatch):
     window.load_preset("fig3-free", run=False)
     ws = topology(window)
     wait_until_idle(qtbot, window)
+    preview = ws._context.layout["preview"]
+    assert [c.caption.text() for c in ws.quadrics.cells[:2]] == [q["caption"] for q in preview["quadrics"]]
+    assert "moved" not in ws.invariants.label.text()  # the room is held, its text not shown
     views = [ws.invariants, ws.curves.loss_plot, ws.curves.drift_plot, *(c.view for c in ws.quadrics.cells[:2])]
     sizes, draw = [], ws.show_partial
 
