@@ -7,6 +7,7 @@ the view state (gui.present.topology): this only sets them on the images.
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
@@ -70,9 +71,15 @@ class FunctionHeatmaps(QWidget):
             return
         lo, hi = data["box"]
         self._box = (lo, hi)
-        self.target_image.setImage(data["target"], rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]))
+        box = pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
+        self.target_image.setImage(data["target"], rect=box)
         self.colorbar.setLevels((-data["span"], data["span"]))
-        self.learned_image.clear()
+        # Nothing learned yet: a blank image over the same box, so the plot frames it as the target
+        # does (cleared, the empty plot framed ±400 × 0.001 with its x labels run together).
+        blank = np.full((2, 2), np.nan)
+        self.learned_image.setImage(
+            blank, levels=self.colorbar.levels(), rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
+        )
         self.zero_note.hide()
 
     def show_function(self, state: dict):

@@ -28,6 +28,7 @@ class _NeuronCell(QWidget):
         self.caption = QLabel()
         self.caption.setTextFormat(Qt.TextFormat.RichText)
         self.caption.setWordWrap(True)  # a long caption must not widen the window
+        self.caption.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)  # in a run's held room
         self.view = QuadricView(neuron=k)
         self.set_caption_size(11)
         # The view's gold spheres mark free flips; a finite-step jump over the barrier gets its

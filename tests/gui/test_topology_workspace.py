@@ -150,6 +150,19 @@ def test_a_live_run_lays_nothing_out_until_it_ends(window, qtbot, monkeypatch):
         assert cell.caption.minimumHeight() == cell.caption.heightForWidth(cell.caption.width())
 
 
+def test_the_learned_map_frames_the_data_s_box_before_a_run(window, qtbot):
+    """Before a run nothing is learned: the map still frames the data's box as the target's does
+    (cleared, it framed ±0.4 and labelled its axes ×0.001)."""
+    window.load_preset("fig3-free", run=False)
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    (lo_x, lo_y), (hi_x, hi_y) = ws._context.layout["data"]["box"]
+    for widget in (ws.heatmaps.target_widget, ws.heatmaps.learned_widget):
+        (x0, x1), (y0, y1) = widget.getPlotItem().getViewBox().viewRange()
+        assert x0 <= lo_x and hi_x <= x1 and x1 - x0 < 3 * (hi_x - lo_x), (x0, x1)
+        assert y0 <= lo_y and hi_y <= y1 and y1 - y0 < 3 * (hi_y - lo_y), (y0, y1)
+
+
 def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     window.load_preset("fig3-obstructed", steps=5)
     wait_until_idle(qtbot, window)
