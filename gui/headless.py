@@ -132,7 +132,7 @@ def settle(ms: int = 300) -> None:
 def wait_until_settled(window, timeout_s: float = 600.0) -> None:
     """Wait until the window asks for nothing more: idle, and still idle once its layout has
     settled (a finished job's drawing, or the settled layout, can ask for more: a slice view's
-    density for its final size, a session's network made live again)."""
+    density for its final size)."""
     deadline = time.monotonic() + timeout_s
     while wait_until_idle(window, max(deadline - time.monotonic(), 0.05)):
         settle()
@@ -211,7 +211,7 @@ def draw_session(window, state: dict, name: str, only: str | None = None) -> Non
     try:
         if not isinstance(state, dict) or not isinstance(state.get("workspaces"), dict):
             raise EngineInputError("it has no workspaces")
-        session.apply_state(window, state)
+        session.apply_state(window, state, live=False)  # a shot: drawn, nothing made live or run again
     except (EngineInputError, KeyError, TypeError, ValueError, IndexError) as error:
         raise EngineInputError(f"cannot open session {name}: {error}") from None
     window.replay_dock.refresh()  # the restored run is a timeline to scrub, shown at its end

@@ -217,7 +217,9 @@ def capture_state(window) -> dict:
     }
 
 
-def apply_state(window, state: dict) -> None:
+def apply_state(window, state: dict, live: bool = True) -> None:
+    """Draw ``state`` in ``window``; ``live``: and make what it restored live again to go on
+    with (Workspace.go_live), not only to be drawn."""
     checked = checked_state(state)
     for key, saved in checked.workspaces.items():  # every array's dtype, shape and length first
         if key not in window.workspaces:
@@ -237,6 +239,9 @@ def apply_state(window, state: dict) -> None:
     if checked.frame is not None:
         window.status_label.setText(checked.frame.status)
         window.progress_bar.setValue(checked.frame.progress)
+    if live:
+        for key in checked.workspaces:
+            window.workspaces[key].go_live()
 
 
 def save_session(window, path) -> None:

@@ -84,6 +84,10 @@ class Workspace(QWidget):
     def restore_session_state(self, state: dict) -> None:
         """Show saved results without recomputing; raise EngineInputError if they don't fit."""
 
+    def go_live(self) -> None:
+        """Start making restored results live again where acting on them needs more than what is
+        drawn (the minima tab's network); a session opened only to be drawn never calls it."""
+
     def session_cameras(self) -> list[dict]:
         """Its 3D views' cameras, as a session saves them."""
         return [camera_of(view) for view in self.gl_views()]

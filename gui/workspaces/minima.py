@@ -9,7 +9,7 @@ and draws their typed results; every number on screen comes from those jobs, the
 from __future__ import annotations
 
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -241,6 +241,23 @@ PARAMETERS = [
 ]
 
 
+@dataclass(frozen=True)
+class SavedNetwork:
+    """A reopened session's network: read and checked (``net``), and as the session held it."""
+
+    net: object
+    saved: dict  # the exported .npz's bytes, its label, the split and λ the slider was on
+
+    @property
+    def label(self) -> str:
+        return str(self.saved.get("label", ""))
+
+    @property
+    def at(self) -> tuple:
+        """(split index, λ) the slider was on."""
+        return self.saved.get("split", -1), self.saved.get("lam")
+
+
 class MinimaWorkspace(Workspace):
     key = "minima"
     title = "Local minima (non-attracting regions)"
@@ -273,6 +290,11 @@ class MinimaWorkspace(Workspace):
         self._counting: dict = {}  # view -> (its latest DensityRequest, deliver) not yet counted
         self._curvature_stage = None  # "spectrum" or "density": the one the details panel shows
         self._before_drag: dict | None = None  # what was drawn before a drag's first preview
+        # A reopened session's network, drawn as saved but not live yet (go_live makes it so),
+        # and what the user asked of it meanwhile, done once it is live.
+        self._saved_network: SavedNetwork | None = None
+        self._going_live = False  # its inspection was submitted
+        self._when_live: list = []
         # A timer the tab owns, not QTimer.singleShot(0, self, ...): a single shot still pending
         # as a window closed kept the whole window alive (the soak: 2.2 GB in 20 minutes).
         self._previews_timer = QTimer(self, singleShot=True, interval=0)
@@ -487,8 +509,11 @@ class MinimaWorkspace(Workspace):
         self.inspector.show_neurons(data["neurons"])
         self.inspector.hypotheses.show_losses(data.get("losses", {}))
         self.network.show_network(data["widths"], data["weights"], data["splits"])
-        # The slider moves a split of a live construction; a restored session has none.
-        labels = data["split_labels"] if self._construction() is not None else []
+        # The controls act on a live construction, or on a reopened session's network, which they
+        # show as they were saved (an action asked of it before it is live waits for it).
+        live = isinstance(self.figure, Figure3) and self._construction() is not None
+        controls = live or self._saved_network is not None
+        labels = data["split_labels"] if controls else []
         self.inspector.lam.set_split(labels[-1] if labels else None)
         if data["split_lams"]:
             self.inspector.lam.set_value(data["split_lams"][-1])
@@ -498,12 +523,11 @@ class MinimaWorkspace(Workspace):
             self.inspector.lam.show_probe(
                 data["split_lams"][-1] if data["split_lams"] else None, last["loss"], last["min"], last["verdict"]
             )
-        self.inspector.export_button.setEnabled(self._construction() is not None)
-        live = isinstance(self.figure, Figure3) and self._construction() is not None
-        self.inspector.critical_button.setEnabled(live)
+        self.inspector.export_button.setEnabled(controls)
+        self.inspector.critical_button.setEnabled(controls)
         moved = self.figure.moved if live else None
         self.inspector.show_search(None if moved is None else moved.reached)
-        self.inspector.split.show_neurons(data.get("split_rows", []) if live else [], len(labels))
+        self.inspector.split.show_neurons(data.get("split_rows", []) if controls else [], len(labels))
 
     def curvature(self) -> tuple[str, dict] | None:
         """What the curvature panel shows: ("spectrum" or "density", its stage's data), or None."""
@@ -547,7 +571,9 @@ class MinimaWorkspace(Workspace):
             self.controller.discard("preview", "probe", "raster")
         self._counting.clear()
         self.shown, self._seen, self._presented, self.figure = {}, {}, {}, None
-        self._drag = self._warmed_for = self._before_drag = None
+        self._drag = self._warmed_for = self._before_drag = self._saved_network = None
+        self._going_live = False
+        self._when_live.clear()
         self._fit_layout_to(self.parameters["experiment", "kind"])
         for view in (self.slice_min, self.slice_saddle):
             view.clear_slices()
@@ -584,6 +610,9 @@ class MinimaWorkspace(Workspace):
         return isinstance(self.figure, Figure3) and c is not None and bool(c.splits)
 
     def _on_lambda_moved(self, lam: float):
+        if self._saved_network is not None:  # no preview until it is live; the release waits for it
+            self.go_live()
+            return
         if not self._movable():
             return
         self.inspector.lam.show_pending()
@@ -631,7 +660,7 @@ class MinimaWorkspace(Workspace):
             self.inspector.lam.set_value(self._construction().splits[self._split].lam)
 
     def _on_lambda_released(self, lam: float):
-        if not self._movable():
+        if self._later(partial(self._on_lambda_released, lam)) or not self._movable():
             return
         shown_split = self.figure.path.split if self.figure.path is not None else None
         path = None if shown_split == self._split_index() else self._path_range()
@@ -643,9 +672,13 @@ class MinimaWorkspace(Workspace):
 
     def _on_step_selected(self):
         """Row k > 0 of the steps table is split k − 1: the slider (and, on release, (b)–(d)) follow it."""
-        c = self._construction()
         row = self.inspector.steps.currentRow()
-        if c is None or not 1 <= row <= len(c.splits):
+        if self._saved_network is not None:  # the drawn construction is the saved network's
+            n_splits = len(self.shown.get("construction", {}).get("split_labels", []))
+        else:
+            c = self._construction()
+            n_splits = len(c.splits) if c is not None else 0
+        if not 1 <= row <= n_splits:
             return
         self._split = row - 1
         data = self.shown["construction"]
@@ -676,6 +709,8 @@ class MinimaWorkspace(Workspace):
 
     def _start_on_figure(self, make_job):
         """A job on the Fig. 3 result on screen; what is drawn stays until its result replaces it."""
+        if self._later(partial(self._start_on_figure, make_job)):
+            return
         if not isinstance(self.figure, Figure3):
             self._message("build or load a network first")
             return
@@ -708,6 +743,8 @@ class MinimaWorkspace(Workspace):
         self.controller.start(self, presented_job(job))
 
     def export_network(self, path: str):
+        if self._later(partial(self.export_network, path)):
+            return
         c = self._construction()
         if c is None:
             self._message("nothing to export: build or load a construction first")
@@ -796,6 +833,8 @@ class MinimaWorkspace(Workspace):
                 # which a reopened window, having nothing to set it from, did not show (the soak)
                 "lam": self.inspector.lam.exact if c.splits else None,
             }
+        elif self._saved_network is not None:  # not live yet: as the session had it
+            state["network"] = self._saved_network.saved
         return state
 
     def restore_session_state(self, state: dict):
@@ -806,11 +845,28 @@ class MinimaWorkspace(Workspace):
             raise EngineInputError(f"session has unknown minima results {sorted(unknown)}")
         net = None if network is None else self._session_network(network)  # checked before anything changes
         self.reset()
+        if net is not None:
+            self._saved_network = SavedNetwork(net, dict(network))
         self._draw_all(state)
-        if net is not None:  # on the preview lane: the restored status line and message stay as they are
-            self._resume_at = (network.get("split", -1), network.get("lam"))
-            job = presented_resume(inspected_figure_job(net, str(network.get("label", ""))))
-            self.controller.preview(job, self._resume)
+        if net is not None:
+            self._place_lambda(*self._saved_network.at, len(state.get("construction", {}).get("split_labels", [])))
+
+    def go_live(self):
+        """Make a reopened session's network live: its inspection, on the preview lane (the
+        restored status line and message stay as they are). File ▸ Open session starts it at
+        once; a shot of a session (``main.py screenshot --session``) never does, as it only draws."""
+        if self._saved_network is None or (self._going_live and self.controller.lane_busy("preview")):
+            return  # none, or on its way (nothing else previews until it is live; a cancel-all may drop it)
+        saved, self._going_live = self._saved_network, True
+        self.controller.preview(presented_resume(inspected_figure_job(saved.net, saved.label)), self._resume)
+
+    def _later(self, action) -> bool:
+        """With a reopened session's network not live yet: do ``action`` once it is (True)."""
+        if self._saved_network is None:
+            return False
+        self._when_live.append(action)
+        self.go_live()
+        return True
 
     @staticmethod
     def _session_network(network) -> object:
@@ -826,18 +882,25 @@ class MinimaWorkspace(Workspace):
         """The reopened session's network is live: the slider, split, undo, export and find
         critical point act on it; the panels keep what the session saved."""
         fig = presented.result
+        split, lam = self._saved_network.at
+        self._saved_network, self._going_live = None, False
         self.figure = fig
         self._seen = {"steps": fig.steps, "construction": fig.construction, "eigs": fig.eigs}
         self._warmed_for = fig.construction
-        split, lam = self._resume_at
         self._show_construction(self.shown.get("construction") or presented.state["construction"])
-        c = fig.construction
-        if c.splits and isinstance(split, int) and -len(c.splits) <= split < len(c.splits):
+        self._place_lambda(split, lam, len(fig.construction.splits))
+        waiting, self._when_live = self._when_live, []
+        for action in waiting:
+            action()
+        return None  # no probe follows: the λ box shows what the session saved
+
+    def _place_lambda(self, split, lam, n_splits: int):
+        """The slider on the split and at the λ a session saved, of ``n_splits``."""
+        if n_splits and isinstance(split, int) and -n_splits <= split < n_splits:
             self._split = split
             self.inspector.lam.set_split(self.shown["construction"]["split_labels"][split])
-        if lam is not None and c.splits:
+        if lam is not None and n_splits:
             self.inspector.lam.set_value(float(lam))
-        return None  # no probe follows: the λ box shows what the session saved
 
     def set_presentation(self, on: bool):
         # Large type needs a wider inspector; the figures keep two thirds of the width.

@@ -173,6 +173,7 @@ def test_a_job_slow_to_yield_never_draws_over_reset_or_a_restored_session(window
     qtbot.waitUntil(lambda: calls == [1, 1], timeout=10000)
     window.stop_jobs()
     ws.restore_session_state(state)
+    ws.go_live()  # as File ▸ Open session does
     release.set()
     wait_until_idle(qtbot, window, timeout_ms=30000)
     qtbot.waitUntil(lambda: ws.figure is not None, timeout=120000)  # the session's own network, live again
@@ -545,3 +546,43 @@ def test_a_session_of_a_construction_with_every_split_undone_keeps_no_slider_lam
         assert same(readable(fresh.workspaces["minima"].session_state()), readable(saved))
     finally:
         close_window(fresh)
+
+
+def test_a_session_only_drawn_runs_no_inspection_and_its_controls_act_once_live(window, qtbot, fig3, tmp_path):
+    """``screenshot --session`` draws a session and makes nothing live (its network's inspection,
+    a Hessian, was half the shot's time): the controls look as saved all the same, the session is
+    saved again as it was read, and a split undone before the network is live is undone once it is."""
+    from gui import session
+
+    from .actions import readable, same
+
+    ws = fig3
+    box, split = ws.inspector.lam, ws.inspector.split
+    path = str(tmp_path / "drawn.lens")
+    window.save_session(path)
+    saved, n_splits = ws.session_state(), len(ws.figure.construction.splits)
+
+    def controls():
+        return (
+            box.slider.isEnabled(),
+            box.title(),
+            box.exact,
+            ws.inspector.export_button.isEnabled(),
+            ws.inspector.critical_button.isEnabled(),
+            split.undo.isEnabled(),
+            split.table.rowCount(),
+        )
+
+    before = controls()
+    assert before[0] and before[5] and before[6] > 0 and n_splits == 2
+    window.reset()
+    session.apply_state(window, session.read_session(path), live=False)
+    wait_until_idle(qtbot, window, 60000)
+    assert ws.figure is None, "nothing was to be made live"
+    assert controls() == before
+    assert same(readable(ws.session_state()), readable(saved))
+    split.undo.click()
+    qtbot.waitUntil(lambda: ws.figure is not None, timeout=120000)  # the undo made it live ...
+    wait_until_idle(qtbot, window, 240000)
+    assert len(ws.figure.construction.splits) == n_splits - 1  # ... and was done then
+    assert not window.message_bar.text, window.message_bar.text
