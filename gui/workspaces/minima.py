@@ -604,8 +604,8 @@ class MinimaWorkspace(Workspace):
 
     # ------------------------------------------------------------- λ slider
     def _movable(self) -> bool:
-        """λ moves a split of a live Fig. 3 construction: built, split by hand, or loaded with its history
-        (not a restored session's: a session keeps only what was drawn)."""
+        """λ moves a split of a live Fig. 3 construction: built, split by hand, loaded with its history,
+        or a reopened session's once its network is live (go_live)."""
         c = self._construction()
         return isinstance(self.figure, Figure3) and c is not None and bool(c.splits)
 
