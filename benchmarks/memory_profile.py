@@ -22,7 +22,7 @@ import sys
 import time
 import tracemalloc
 
-from engine.core.runtime import heap_bytes
+from engine.core.runtime import heap_bytes, release_free_heap
 
 TOP = 25  # entries kept per counter and per tracemalloc comparison
 
@@ -298,7 +298,7 @@ class MemoryProfile:
         gc.collect()
         out = {"t_s": round(seconds, 1), "rss_mb": round(rss_mb(), 1)}
         if self.malloc_trim:
-            _libc.malloc_trim(0)
+            release_free_heap()
             out["rss_after_malloc_trim_mb"] = round(rss_mb(), 1)
         out["malloc"] = malloc_mb()
         out["malloc_arenas"] = malloc_arenas()[:8]

@@ -77,9 +77,7 @@ class FunctionHeatmaps(QWidget):
         # Nothing learned yet: a blank image over the same box, so the plot frames it as the target
         # does (cleared, the empty plot framed ±400 × 0.001 with its x labels run together).
         blank = np.full((2, 2), np.nan)
-        self.learned_image.setImage(
-            blank, levels=self.colorbar.levels(), rect=pg.QtCore.QRectF(lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
-        )
+        self.learned_image.setImage(blank, levels=self.colorbar.levels(), rect=box)
         self.zero_note.hide()
 
     def show_function(self, state: dict):
