@@ -12,7 +12,7 @@ import re
 import pyqtgraph as pg
 from pyqtgraph.opengl.GLViewWidget import GLViewMixin
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
-from PySide6.QtWidgets import QGraphicsItem, QToolButton, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsView, QToolButton, QWidget
 
 import resources
 
@@ -152,6 +152,10 @@ def apply_theme(app, theme: str = "light", presentation: bool = False, window=No
     gl_views.update({id(v): v for v in window.findChildren(QWidget) if isinstance(v, GLViewMixin)})
     for plot in plots.values():
         plot.setBackground(colors["bg"])
+        # A plain colour needs no cache. pyqtgraph's default kept a pixmap of every plot shown,
+        # at its size: 21 of the 65 MB of heap a window gained by showing every preset once
+        # (benchmarks/heap_tour.py). Without it the view paints the fill itself.
+        plot.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
         item = plot.getPlotItem()
         for name in ("left", "bottom", "right", "top"):
             axis = item.getAxis(name)

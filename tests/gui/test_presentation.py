@@ -48,3 +48,24 @@ def test_the_style_sheet_is_the_windows_never_the_applications(window):
         window.presentation.set_theme(theme, remember=False)
         assert QApplication.instance().styleSheet() == ""
         assert "QMainWindow" in window.styleSheet()
+
+
+def test_plots_paint_their_theme_s_background_without_a_cached_pixmap(qtbot, window):
+    # pyqtgraph caches each plot's plain background as a pixmap of the plot's size; over every
+    # preset that was 21 MB of heap (benchmarks/heap_tour.py, issue #27). The fill is still drawn.
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QGraphicsView
+
+    from gui.style import THEMES
+
+    window.load_preset("fig3-free", steps=25)
+    wait_until_idle(qtbot, window)
+    plot = window.workspace.curves.loss_plot
+    for theme in ("dark", "light"):
+        window.presentation.set_theme(theme, remember=False)
+        qtbot.wait(50)
+        plots = window.findChildren(pg.PlotWidget)
+        assert plots and all(p.cacheMode() == QGraphicsView.CacheModeFlag.CacheNone for p in plots)
+        image = plot.viewport().grab().toImage()
+        corner = image.pixelColor(image.width() - 2, image.height() - 2)  # outside the axes' frame
+        assert corner.name() == pg.mkColor(THEMES[theme]["bg"]).name()
