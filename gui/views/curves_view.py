@@ -56,7 +56,11 @@ class CurvesView(pg.PlotWidget):
         # for a legend box at every size the plot is shown at (window, presentation, clip cell).
         set_title(self, self.getPlotItem()._title_parts[0], [key_text(key)] + ([note] if note else []))
         if frame is None:
-            self.autoRange()
+            # Auto-range that stays on: a one-shot autoRange() padded the range by a share of the
+            # view's size at that moment, before the title's key, set just above, resized it; which
+            # size it saw depended on timing, and so did the picture (nonattr-infinity's (b) plot
+            # showed its minor grid lines in some shots and not others).
+            self.enableAutoRange()
             self._widen_flat(curves, log_y)
         else:
             self.setXRange(frame[0], frame[1], padding=0.02)

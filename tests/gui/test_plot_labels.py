@@ -149,3 +149,29 @@ def test_the_path_views_axes_are_as_wide_as_their_labels_now_whatever_came_befor
     direct = widths([0.16])
     for before in (0.0123, 0.07, 12.5):  # labels narrower or wider by less than 10 px
         assert widths([before, 0.16]) == direct, before
+
+
+def test_a_curve_plot_frames_its_curves_by_the_size_it_ends_at(qtbot):
+    """The range a curve plot shows must not depend on the size it had when its curves were set
+    (a title's key resizes it just after): pyqtgraph pads a range by a share of the view's size.
+    Two plots, drawn at different sizes and then brought to one, frame the curves alike."""
+    from gui.views.curves_view import CurvesView
+
+    steps = np.arange(200.0)
+    curves = [{"name": "GD", "x": steps, "y": -7.6 * steps / steps[-1]}, {"name": "L∞", "hline": -7.3}]
+    plots = []
+    for size in ((320, 180), (900, 600)):
+        plot = CurvesView("gradient descent", "step", "L − L∞")
+        qtbot.addWidget(plot)
+        plot.resize(*size)
+        plot.show()
+        qtbot.waitExposed(plot)
+        plot.show_curves(curves)
+        plots.append(plot)
+    for plot in plots:
+        plot.resize(600, 400)
+    ranges = lambda: [np.array(p.getViewBox().viewRange()) for p in plots]
+    qtbot.waitUntil(lambda: all(p.getViewBox().width() == plots[0].getViewBox().width() for p in plots))
+    qtbot.waitUntil(lambda: np.allclose(*ranges(), rtol=0, atol=1e-9), timeout=5000)
+    for plot in plots:  # deleted by Qt now: pytest-qt's weak references die if a collection comes first
+        plot.deleteLater()
