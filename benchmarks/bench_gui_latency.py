@@ -41,6 +41,20 @@ def spin(ms: int) -> None:
     loop.exec()
 
 
+def shown_window(settle_ms: int = 1000):
+    """The application and a shown 1600×960 main window, numerics preloaded, left to settle."""
+    from gui.app import create_app, preload_now
+    from gui.main_window import MainWindow
+
+    create_app()
+    preload_now()
+    window = MainWindow()
+    window.resize(1600, 960)
+    window.show()
+    spin(settle_ms)
+    return window
+
+
 class Probe:
     """Everything measured during one run."""
 
@@ -198,15 +212,7 @@ def main() -> None:
     parser.add_argument("--lambda-preview", action="store_true", help="also time λ-drag previews (builds nonattr-fig3)")
     parser.add_argument("--as-run", action="store_true", help="run each preset as it is, Run pressed; the timer only")
     args = parser.parse_args()
-    from gui.app import create_app, preload_now
-    from gui.main_window import MainWindow
-
-    create_app()
-    preload_now()
-    window = MainWindow()
-    window.resize(1600, 960)
-    window.show()
-    spin(1000)
+    window = shown_window()
     if args.as_run:
         presets = "fig3-free,fig3-obstructed,nonattr-fig3" if args.presets == DEFAULT_PRESETS else args.presets
         print("| preset | run (s) | 10 ms timer p50 | p95 | max | ticks over 30 ms: n, total, on CPU | outcome |")

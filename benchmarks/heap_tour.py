@@ -36,11 +36,9 @@ def heap_mb() -> float:
 
 def tour(background_cache: bool) -> list[tuple[str, float]]:
     import pyqtgraph as pg
-    from bench_gui_latency import spin
+    from bench_gui_latency import shown_window, spin
     from PySide6.QtWidgets import QGraphicsView
 
-    from gui.app import create_app, preload_now
-    from gui.main_window import MainWindow
     from gui.presets import available_presets
 
     def put_cache_back():
@@ -48,12 +46,7 @@ def tour(background_cache: bool) -> list[tuple[str, float]]:
             for plot in window.findChildren(pg.GraphicsView):
                 plot.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)
 
-    create_app()
-    preload_now()
-    window = MainWindow()
-    window.resize(1600, 960)
-    window.show()
-    spin(1500)
+    window = shown_window(settle_ms=1500)
     put_cache_back()
     rows = [("fresh window", heap_mb())]
     for name in sorted(available_presets()):
