@@ -85,6 +85,7 @@ class TrainingCurves:
         key = " ".join(f'<span style="color:{neuron_color(k).name()}">━ c{sub(k + 1)}</span>' for k in range(l))
         set_title(self.drift_plot, f"drift of the invariants&nbsp;&nbsp;{key}")
         self.drift_curves = []
+        self._twins = {}  # the new curves have the plain pen
         for k in range(l):
             curve = self.drift_plot.plot(pen=pg.mkPen(neuron_color(k), width=self._width))
             curve.setDownsampling(auto=True, method="peak")
@@ -167,8 +168,9 @@ class TrainingCurves:
         log = self._log_drift
         curves, twins = (state["magnitude"], state["log_twins"]) if log else (state["drift"], state["twins"])
         for k, curve in enumerate(self.drift_curves):
-            self._twins[k] = twins[k]
-            curve.setPen(self._drift_pen(k))
+            if self._twins.get(k) != twins[k]:  # a new pen is a curve drawn afresh: only on a change
+                self._twins[k] = twins[k]
+                curve.setPen(self._drift_pen(k))
             curve.setData(state["step"], curves[:, k], connect="finite")
         if live:
             self._hold_y(self.drift_plot, state["log_range"] if log else state["range"], log)

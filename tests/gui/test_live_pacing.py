@@ -194,6 +194,33 @@ def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
         plot.deleteLater()
 
 
+def test_a_drift_curve_is_dashed_while_it_copies_another_and_keeps_its_pen_otherwise(qapp, monkeypatch):
+    """A copy of an earlier neuron's drift is dashed, and solid again once they part. A live
+    update that changes no copy sets no pen: a new pen makes pyqtgraph draw the curve afresh."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import Qt
+
+    from gui.present.topology import drift_state
+    from gui.views.training_curves import TrainingCurves
+
+    curves = TrainingCurves()
+    curves.configure(2, False)
+    styles = lambda: [c.opts["pen"].style() for c in curves.drift_curves]  # noqa: E731
+    step, parted = np.arange(5.0), np.linspace(0.1, 0.5, 5)
+    same = np.stack([parted, parted], 1)
+    curves.show_drift(drift_state(step, same), live=True)
+    assert styles() == [Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine]
+    pens = []
+    monkeypatch.setattr(pg.PlotDataItem, "setPen", lambda item, *a, **k: pens.append(item))
+    curves.show_drift(drift_state(step, 2 * same), live=True)  # still copies: no pen set
+    assert pens == []
+    monkeypatch.undo()
+    curves.show_drift(drift_state(step, np.stack([parted, parted**2], 1)), live=True)
+    assert styles() == [Qt.PenStyle.SolidLine, Qt.PenStyle.SolidLine]
+    for plot in (curves.loss_plot, curves.drift_plot):  # parentless: delete them here
+        plot.deleteLater()
+
+
 def test_the_loss_turning_logarithmic_mid_run_keeps_the_step_axis_held(qapp):
     """pyqtgraph's log switch re-enables auto-range; the run's step axis must stay held (left
     to auto-range it followed the data and was redrawn at every later update)."""
