@@ -11,6 +11,8 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
+from engine.core.runtime import use_one_malloc_arena
+
 from . import parameter_items
 from .style import apply_theme
 
@@ -19,6 +21,7 @@ def create_app(argv=None) -> QApplication:
     """Return the QApplication, creating it with the settings the GL views need."""
     app = QApplication.instance()
     if app is None:
+        use_one_malloc_arena()  # before Qt's and the jobs' threads (engine.core.runtime)
         # Without shared contexts pyqtgraph's shaders fail in every GL widget after the first.
         QApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
         app = QApplication(list(argv or sys.argv[:1]))
