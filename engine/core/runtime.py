@@ -71,12 +71,12 @@ M_ARENA_MAX = -8  # glibc's mallopt parameter number
 def use_one_malloc_arena() -> bool:
     """Make every thread allocate from glibc's main arena; False where there is no glibc.
 
-    Each thread that allocates while another does gets an arena of its own (up to 8 a core), and
-    ``malloc_trim`` gives back only the main arena's free top: what a finished job's threads freed
-    stays resident in theirs. The window after every preset once held 155 MB more than a fresh one
-    (683 → 838 MB, still growing at nonattr-fig3's second run), and 66 MB with one arena (683 →
-    749 MB, flat after nonattr-fig3's first run), the heap in use the same. Call it before threads
-    start: arenas made before it stay in use."""
+    A new thread gets an arena of its own (up to 8 a core), and ``malloc_trim`` gives back only the
+    main arena's free top: what a finished job's threads freed stays resident in theirs. A window
+    that ran four presets, then three of them again, held 155 MB more than a fresh one (683 → 838
+    MB, still growing at nonattr-fig3's second run), and 66 MB with one arena (683 → 749 MB, flat
+    after nonattr-fig3's first run), the heap in use the same. Call it before threads start:
+    arenas made before it stay in use."""
     libc = _libc()
     if libc is None:
         return False
