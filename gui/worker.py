@@ -5,17 +5,10 @@ only after the GUI has drawn the last: a job may yield far faster than a softwar
 window can draw, and since partials are cumulative snapshots only the newest matters, so the
 rest are dropped instead of queueing up behind a busy GUI. Pause, step and cancel are checked
 between yields, which engine jobs keep well under 200 ms apart.
-
-A job's thread runs below the GUI thread's priority (``yield_to_gui_thread``). On two cores the
-GUI thread shares the processors with the job, its helper threads, the X server and Mesa's
-rasterizer; scheduled as their equal, a repaint waited its turn: 40–60 % of each late tick of a 10 ms
-timer on the GUI thread was time off the processor (benchmarks/bench_gui_latency.py --as-run).
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 import traceback
@@ -27,23 +20,6 @@ from engine.core.progress import Job, Progress
 from engine.core.runtime import configure_torch_threads
 
 MIN_EMIT_INTERVAL_S = 1 / 60
-# How much nicer (Linux) a job's thread is than the GUI thread: 10 weighs it about a tenth of the
-# GUI thread when both want one processor; it still has a processor to itself while the GUI idles.
-JOB_THREAD_NICE = 10
-
-
-def yield_to_gui_thread(thread: QThread) -> None:
-    """Lower the calling thread, ``thread``, below the GUI thread. Threads it starts inherit this
-    (the slice kernel's workers). Qt's own thread priorities do nothing under Linux's default
-    scheduler, so there the thread's nice value is raised instead."""
-    if sys.platform.startswith("linux"):
-        me = threading.get_native_id()
-        try:  # relative to the thread that started it: a window started under nice stays below
-            os.setpriority(os.PRIO_PROCESS, me, min(os.getpriority(os.PRIO_PROCESS, me) + JOB_THREAD_NICE, 19))
-        except OSError:  # a sandbox that forbids it: the job runs as before
-            pass
-    else:
-        thread.setPriority(QThread.Priority.LowPriority)
 
 
 class _JobThread(QThread):
@@ -91,7 +67,6 @@ class _JobThread(QThread):
         return not self._cancel.is_set() and (not self._resume.is_set() or self._pause_after_next)
 
     def run(self):
-        yield_to_gui_thread(self)
         configure_torch_threads()
         last_emit, pending, latest = 0.0, None, None
         try:

@@ -4,15 +4,13 @@ Assertions are about events (what was computed, what arrived), never about wall-
 jobs here block on events the test controls, so a slow machine cannot make them pass or fail.
 """
 
-import os
-import sys
 import threading
 
 import pytest
 
 from engine.core.errors import EngineInputError
 from engine.core.progress import Progress
-from gui.worker import JOB_THREAD_NICE, JobRunner
+from gui.worker import JobRunner
 
 
 def counting_job(n, seen=None, gate=None, entered=None, tag=None):
@@ -232,27 +230,3 @@ def test_wait_lets_an_ended_thread_go_before_its_end_is_delivered(qtbot, runner)
     assert not runner.busy and runner.state == "idle"  # here, before any event is processed
     qtbot.wait(50)  # its queued signals come from a thread let go: dropped, and nothing raises
     assert ended == [] and not runner.busy
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the nice value is Linux's")
-def test_a_job_and_the_threads_it_starts_run_below_the_gui_thread(qtbot, runner):
-    """The GUI thread keeps the processor when it repaints: a job's thread, and a thread the job
-    starts (the slice kernel's), are niced by JOB_THREAD_NICE relative to the GUI thread."""
-
-    def nice() -> int:
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    seen = {}
-
-    def job():
-        seen["job"] = nice()
-        helper = threading.Thread(target=lambda: seen.__setitem__("helper", nice()))
-        helper.start()
-        helper.join()
-        yield Progress(1.0, "done")
-        return None
-
-    with qtbot.waitSignal(runner.succeeded, timeout=20000):
-        runner.start(job())
-    gui = nice()
-    assert seen == {"job": min(gui + JOB_THREAD_NICE, 19), "helper": min(gui + JOB_THREAD_NICE, 19)}
