@@ -356,9 +356,10 @@ class TopologyWorkspace(Workspace):
             draw("heatmaps", lambda: self.heatmaps.show_function(state["function"]))
         self._state = state
         if final:
-            # Last, one per turn (a window laid out again for all three took ~45 ms): the axes fit
-            # the whole run, the captions and the panel their own text.
-            draw("fit axes", self.curves.finish)
+            # Last, one per turn (a window laid out again for all three took ~45 ms): each plot's
+            # axes fit the whole run, the captions and the panel their own text.
+            draw("fit loss axes", lambda: self.curves.finish(self.curves.loss_plot))
+            draw("fit drift axes", lambda: self.curves.finish(self.curves.drift_plot))
             draw("fit captions", self.quadrics.fit_captions)
             draw("fit panel", self.invariants.fit_text)
             if drain:

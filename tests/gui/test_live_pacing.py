@@ -194,6 +194,54 @@ def test_live_curves_hold_their_axes_and_finish_fits_them(qapp):
         plot.deleteLater()
 
 
+def test_a_run_s_end_can_fit_one_plot_and_leave_the_other_held(qapp):
+    """The run's last turns fit the loss plot and the drift plot one at a time."""
+    from gui.present.topology import drift_state, loss_state
+    from gui.views.training_curves import TrainingCurves
+
+    curves = TrainingCurves()
+    curves.configure(2, False)
+    curves.hold_steps(100)
+    step = np.arange(10)
+    curves.show_loss(loss_state(step, np.linspace(3.0, 2.0, 10), []), live=True)
+    curves.show_drift(drift_state(step, np.linspace(0, 1e-3, 20).reshape(10, 2)), live=True)
+    loss_view, drift_view = curves.loss_plot.getViewBox(), curves.drift_plot.getViewBox()
+    assert not any(loss_view.autoRangeEnabled()) and not any(drift_view.autoRangeEnabled())
+    curves.finish(curves.loss_plot)
+    assert all(loss_view.autoRangeEnabled()) and not any(drift_view.autoRangeEnabled())
+    curves.finish(curves.drift_plot)
+    assert all(drift_view.autoRangeEnabled())
+    for plot in (curves.loss_plot, curves.drift_plot):  # parentless: delete them here
+        plot.deleteLater()
+
+
+def test_the_invariants_panel_holds_its_room_and_lays_the_room_out_once_a_width(qapp, qtbot):
+    """While a run holds room for its longest text, the panel is as tall as that text, and live
+    updates that change the shown text's shape do not lay the held text out again."""
+    from gui.panels.invariants_panel import InvariantsPanel
+
+    panel = InvariantsPanel()
+    panel.resize(300, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+    try:
+        room = "<b>Invariants</b><br>" + "<br>".join(f"line {i}: c = +0.00000, step 0000" for i in range(8))
+        set_texts = []
+        real_set_text = panel.label.setText
+        panel.label.setText = lambda text: (set_texts.append(text), real_set_text(text))[1]
+        panel.hold_room(room)
+        held = panel.maximumHeight()
+        for step in (5, 60, 700):  # each a new shape: digits of another count, a longer line
+            panel._set_text(f"<b>Invariants</b><br>step {step}" + "<br>x" * (step % 3))
+            assert panel.maximumHeight() == held, "the panel's height changed mid-run"
+        assert set_texts.count(room) == 1, f"the held text was laid out {set_texts.count(room)} times"
+        panel.fit_text()
+        assert panel.maximumHeight() < held, "the run is over: as tall as its own text again"
+    finally:
+        panel.close()
+        panel.deleteLater()
+
+
 def test_a_drift_curve_is_dashed_while_it_copies_another_and_keeps_its_pen_otherwise(qapp, monkeypatch):
     """A copy of an earlier neuron's drift is dashed, and solid again once they part. A live
     update that changes no copy sets no pen: a new pen makes pyqtgraph draw the curve afresh."""
