@@ -37,7 +37,7 @@ def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     square of what the user framed (side = the view's shorter edge) is always in the frame,
     whatever its shape.
     """
-    from .views.gl_cells import GLCells, widened_fov
+    from .views.gl_cells import GLCells, paint_labels, widened_fov
 
     w, h = int(size[0]), int(size[1])
     square = min(1.0, max(view.height(), 1) / max(view.width(), 1))  # its tan vs. the width's
@@ -53,10 +53,7 @@ def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     picture = QImage(pixels.data, w, h, 3 * w, QImage.Format.Format_RGB888)
     painter = QPainter(picture)
     painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
-    for point, text, font, color in labels:
-        painter.setFont(font)
-        painter.setPen(color)
-        painter.drawText(point, text)
+    paint_labels(painter, labels, w)
     painter.end()
     return image_to_array(picture)
 

@@ -13,12 +13,12 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QPointF, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
 from ..style import theme_colors
-from ..views.gl_cells import GLCells
+from ..views.gl_cells import GLCells, paint_labels
 from .model import GL_SOURCE, Clip
 from .timeline import FrameState
 
@@ -125,10 +125,7 @@ class Compositor:
             painter.scale(1, -1)
             painter.drawImage(QPoint(0, 0), image)
             painter.restore()
-            for point, label, label_font, label_color in labels:
-                painter.setFont(label_font)
-                painter.setPen(label_color)
-                painter.drawText(point + QPoint(x, y + header), label)
+            paint_labels(painter, labels, cw, origin=QPointF(x, y + header))
             painter.fillRect(QRect(x, y, cw, header), self.band)
             painter.fillRect(QRect(x, y, cw, max(2, round(0.004 * self.h))), color)  # the neuron's colour
             painter.setFont(font)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyqtgraph.opengl import GLTextItem
 from PySide6.QtCore import QPointF
-from PySide6.QtGui import QFont, QImage, QMatrix4x4, QVector3D
+from PySide6.QtGui import QFont, QImage, QMatrix4x4, QPainter, QVector3D
 from PySide6.QtOpenGL import QOpenGLFramebufferObject, QOpenGLFramebufferObjectFormat
 
 
@@ -22,6 +22,23 @@ def _label_position(item, w: int, h: int) -> QPointF:
     to_pixels = QMatrix4x4()
     to_pixels.viewport(0, h, w, -h)
     return (to_pixels * item.mvpMatrix()).map(QVector3D(*item.pos)).toPointF()
+
+
+LABEL_MARGIN = 4  # px between a moved label and the picture's right edge
+
+
+def paint_labels(painter: QPainter, labels: list, width: float, origin=QPointF(0, 0), scale: float = 1.0) -> None:
+    """Paint a render's labels (``GLCells.render``'s list) on a picture ``width`` wide, in the
+    painter's units. A label starts at its point (times ``scale``, plus ``origin``), unless it would
+    run past the right edge: then it ends ``LABEL_MARGIN`` inside it (a neuron's "locked: v > 0"
+    was cut in half in presentation mode at 1280×800)."""
+    for point, text, font, color in labels:
+        painter.setFont(font)
+        painter.setPen(color)
+        at = QPointF(point) * scale
+        room = width - LABEL_MARGIN - painter.fontMetrics().horizontalAdvance(text)
+        at.setX(max(0.0, min(at.x(), room)))
+        painter.drawText(at + origin, text)
 
 
 def widened_fov(fov: float, w: int, h: int, span: float = 1.0) -> float:

@@ -23,7 +23,7 @@ from PySide6.QtGui import QOffscreenSurface, QOpenGLContext, QPainter, QSurfaceF
 from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
-from .gl_cells import Drawing, GLCells
+from .gl_cells import Drawing, GLCells, paint_labels
 
 _shared: tuple[QOpenGLContext, QOffscreenSurface] | None = None
 
@@ -215,11 +215,7 @@ class OffscreenGLView(GLViewMixin, QWidget):
             painter.drawImage(QRect(0, 0, self.width(), self.height()), image)
             painter.restore()
             painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
-            scale = 1 / self.devicePixelRatioF()
-            for point, text, font, color in labels:
-                painter.setFont(font)
-                painter.setPen(color)
-                painter.drawText(point * scale, text)
+            paint_labels(painter, labels, self.width(), scale=1 / self.devicePixelRatioF())
         finally:
             painter.end()
 

@@ -90,3 +90,43 @@ def test_bad_output_is_refused_before_any_work(tmp_path):
         headless.record_preset("fig3-free", str(tmp_path / "x.avi"), (64, 64), 5, 1)
     with pytest.raises(EngineInputError, match="does not exist"):
         capture.check_output(tmp_path / "missing" / "x.mp4")
+
+
+def _dark_columns(image) -> np.ndarray:
+    from gui.capture import image_to_array
+
+    pixels = image_to_array(image)
+    return np.nonzero((pixels.min(axis=2) < 128).any(axis=0))[0]
+
+
+def test_a_3d_label_near_the_right_edge_is_painted_whole_inside_the_picture(qapp):
+    """A render's label that would run past the picture's right edge ends inside it, whole (the
+    3D views, the clips and the captures paint labels through gl_cells.paint_labels); one that
+    fits stays where its point puts it."""
+    from PySide6.QtCore import QPointF, Qt
+    from PySide6.QtGui import QColor, QFont, QImage, QPainter
+
+    from gui.views.gl_cells import LABEL_MARGIN, paint_labels
+
+    font = QFont()
+    font.setPointSize(14)
+
+    def painted(x: float, through_helper: bool = True) -> QImage:
+        image = QImage(240, 60, QImage.Format.Format_RGB888)
+        image.fill(Qt.GlobalColor.white)
+        painter = QPainter(image)
+        label = (QPointF(x, 40), "locked: v > 0", font, QColor("black"))
+        if through_helper:
+            paint_labels(painter, [label], image.width())
+        else:
+            painter.setFont(font)
+            painter.setPen(label[3])
+            painter.drawText(label[0], label[1])
+        painter.end()
+        return image
+
+    whole = _dark_columns(painted(10))
+    near_edge = _dark_columns(painted(200))
+    assert near_edge.max() < 240 - LABEL_MARGIN + 1, "the label runs past the right edge"
+    assert len(near_edge) == len(whole), "the label was cut"
+    assert painted(10) == painted(10, through_helper=False), "a label that fits was moved"
