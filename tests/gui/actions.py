@@ -191,7 +191,8 @@ def close_window(win, timeout_ms: int = 120000) -> bool:
     win.deleteLater()
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     QCoreApplication.processEvents()
-    # Its ~17,000 Python wrappers, in reference cycles, freed now on this (the GUI) thread. Left
+    # Its ~17,000 Python wrappers, in reference cycles, freed on this (the GUI) thread: here, or,
+    # while the caller still holds the window, by the caller's own collection once it lets go. Left
     # to the collector's next full run, on whichever thread allocated then, they made the soak's
     # long collections: 47 in 20 minutes, up to 1.6 s (~50,000 objects) on a worker; with this,
     # 2 full collections in 20 minutes fell outside the second windows' actions, 32 and 37 ms.
@@ -699,22 +700,29 @@ class Driver:
                 return
             if "cannot open" in fresh.message_bar.text:
                 self.problems.append(f"a fresh window could not open the session: {fresh.message_bar.text}")
-            for key, ws in fresh.workspaces.items():
-                for name, value in field_values(ws.parameters).items():
-                    if not same(value, saved[key][name]):
-                        self.problems.append(
-                            f"reopened in a fresh window, {key} {name} is {value!r}, saved {saved[key][name]!r}"
-                        )
-                state, want = readable(ws.session_state()), readable(drawn[key])
-                if not same(state, want):
-                    differ = sorted(k for k in state.keys() | want.keys() if not same(state.get(k), want.get(k)))
-                    where = "; ".join(differences(state, want))  # reopened ≠ saved, down to the field
-                    self.problems.append(
-                        f"reopened in a fresh window, the {key} tab's {differ} differ from the saved\n  ({where})"
-                    )
+            self._compare_reopened(fresh, saved, drawn)
         finally:
             self._close_second_window(fresh, "the fresh window's jobs did not stop")
+            fresh = None  # the last reference: the collection below frees the window
+            gc.collect()  # see _close_second_window
         self.settle()
+
+    def _compare_reopened(self, fresh, saved: dict, drawn: dict):
+        """Every field and drawn state of the reopened window against the saved ones. A method of
+        its own, so that no local of the action (a workspace) keeps the window past its close."""
+        for key, ws in fresh.workspaces.items():
+            for name, value in field_values(ws.parameters).items():
+                if not same(value, saved[key][name]):
+                    self.problems.append(
+                        f"reopened in a fresh window, {key} {name} is {value!r}, saved {saved[key][name]!r}"
+                    )
+            state, want = readable(ws.session_state()), readable(drawn[key])
+            if not same(state, want):
+                differ = sorted(k for k in state.keys() | want.keys() if not same(state.get(k), want.get(k)))
+                where = "; ".join(differences(state, want))  # reopened ≠ saved, down to the field
+                self.problems.append(
+                    f"reopened in a fresh window, the {key} tab's {differ} differ from the saved\n  ({where})"
+                )
 
     @action
     def close_mid_run(self, pick: int):
@@ -727,6 +735,8 @@ class Driver:
             wait(100 * (pick % 4))
         finally:
             self._close_second_window(fresh, "a window closed mid-run left its job running")
+            fresh = None  # the last reference: the collection below frees the window
+            gc.collect()  # see _close_second_window
         self.settle()
 
     def _second_window(self, shortened: bool = True):
@@ -737,6 +747,10 @@ class Driver:
             self.pause_watchdog(False)
 
     def _close_second_window(self, window, problem: str):
+        """Close ``window``; the caller then drops its own reference and collects. close_window's
+        collection cannot free a window its caller still holds: each action's window waited, in
+        reference cycles, for the next full collection (the next close's, or once in a 20-minute
+        soak a job thread's: 342 ms, 14,922 objects)."""
         self.pause_watchdog(True)
         try:
             if not close_window(window):
