@@ -32,7 +32,7 @@ import numpy as np
 
 from engine.core.progress import Job, Progress, subjob
 from engine.topology import invariants as inv
-from engine.topology.obstruction import LoadedNetwork, NetworkRun
+from engine.topology.obstruction import LoadedNetwork, NetworkRun, continue_training_job
 from engine.topology.quadrics import reduced_coordinates
 from engine.topology.training import TrainConfig, Trajectory, train
 from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward
@@ -591,6 +591,13 @@ def training_job(values: Values, steps: int | None = None, laid_out: Context | N
     paced = _Paced(lambda traj: (traj, context))
     traj = yield from subjob(train(setup.net, setup.params, setup.X, setup.Y, setup.config), 0, 1, "", paced.partial)
     return paced.final(traj)
+
+
+def continued_training_job(path, activation, slope, data, config: TrainConfig, data_source, max_l) -> Job[Presented]:
+    """Job: a network file read, then trained on from its weights (``network_job`` of
+    engine.topology.obstruction's ``continue_training_job``), made from plain arguments so that
+    it can run in a worker process."""
+    return network_job(continue_training_job(path, activation, slope, data, config, data_source, max_l), config)
 
 
 def network_job(job: Job, config: TrainConfig) -> Job[Presented]:

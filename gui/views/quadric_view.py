@@ -79,10 +79,13 @@ def smooth_mesh(vertices: np.ndarray, faces: np.ndarray) -> gl.MeshData:
 
 
 def _same_mesh(a: dict | None, b: dict | None) -> bool:
-    """Two states' surfaces draw the same: one mesh (meshes are cached by c), locked alike."""
+    """Two states' surfaces draw the same: a mesh made for the same c and extent (a mesh is a
+    function of them, gui.present.quadric_meshes), locked alike. Compared by value, not by
+    identity: a run's updates come from a worker process, each with its own dicts."""
     if a is None or b is None:
         return a is b
-    return a["mesh"] is b["mesh"] and a.get("locked") == b.get("locked")
+    key = lambda s: (s["mesh"]["c"], s.get("extent"), s.get("locked"))
+    return a is b or key(a) == key(b)
 
 
 class SphereMarkers(gl.GLMeshItem):
@@ -122,7 +125,7 @@ class QuadricView(OffscreenGLView):
         self.setBackgroundColor(pg.mkColor(theme_colors()["gl"]))
         self.opts["fov"] = 40
         # Meshes come made with the view state (gui.present.topology, meshed by gui.present.quadric_meshes).
-        self._surface_state: dict | None = None  # the state's surface drawn now (compared by identity)
+        self._surface_state: dict | None = None  # the state's surface drawn now (see _same_mesh)
         self._ghost_state: dict | None = None
         self.locked_sign = 0  # ±1 when the neuron is locked on the sheet of that output sign
         self._surface: list[gl.GLMeshItem] = []
@@ -267,7 +270,7 @@ class QuadricView(OffscreenGLView):
     def show_surfaces(self, c_now: float | None, surface: dict | None, ghost: dict | None, barrier: bool):
         """Draw the state's Q(c) (``surface``: its mesh, the c it was made for and the sign a locked
         neuron lives on, whose other sheet is drawn faint and which is labelled) and the ghost of
-        Q(c(0)), each rebuilt only when the state brings another (they are compared by identity).
+        Q(c(0)), each rebuilt only when the state brings another (see ``_same_mesh``).
         None draws no surface (projection views)."""
         self.locked_sign = 0 if surface is None else surface["locked"]
         self._place_lock_label(c_now)

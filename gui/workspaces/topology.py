@@ -17,8 +17,9 @@ from PySide6.QtCore import QStandardPaths, Qt, QTimer
 from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.core.errors import EngineInputError
+from engine.core.process_jobs import in_worker_process, prestart
 from engine.core.progress import run_to_completion
-from engine.topology.obstruction import LoadedNetwork, continue_training_job, load_two_layer_job
+from engine.topology.obstruction import LoadedNetwork, load_two_layer_job
 from engine.topology.probability import probability_maps_job
 from engine.topology.training import Trajectory
 from engine.topology.two_layer import TwoLayerParams
@@ -31,6 +32,7 @@ from ..parameter_values import apply_all
 from ..present import Presented
 from ..present.topology import (
     Context,
+    continued_training_job,
     loaded_context,
     network_job,
     present_row,
@@ -118,6 +120,9 @@ class TopologyWorkspace(Workspace):
         # Here, before the window is first shown and before there is a controller to run jobs:
         # the window lays itself out around these views.
         self._lay_out(run_to_completion(preview_job(values_of(self.parameters))))
+        # Training runs in a worker process (make_job): started now, it has imported torch by
+        # the first Run (~2 s on a 2-core machine).
+        prestart("gui.present.topology")
 
     @property
     def mode(self) -> str:
@@ -150,15 +155,13 @@ class TopologyWorkspace(Workspace):
         if self.from_file:  # the file is read, checked and its c computed in the job
             r = network_request(self.parameters, steps)
             self._loaded_key = r.key
-            job = continue_training_job(
-                r.path, r.activation, r.slope, r.data, r.config, r.data_source, MAX_LOADED_NEURONS
-            )
             self._expect_job()
-            return network_job(job, r.config)
+            request = (r.path, r.activation, r.slope, r.data, r.config, r.data_source, MAX_LOADED_NEURONS)
+            return in_worker_process(continued_training_job, *request)
         values = values_of(self.parameters)
         check_request(values)  # refused now what can be without loading data; a data file's shape in the job
         self._expect_job()
-        return training_job(values, steps, laid_out=self._context)
+        return in_worker_process(training_job, values, steps, laid_out=self._context)
 
     def _expect_job(self):
         self._starting = True

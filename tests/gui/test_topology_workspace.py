@@ -473,3 +473,45 @@ def test_a_reopened_run_is_laid_out_and_presented_off_the_gui_thread(window, qtb
     assert len(again) == len(shown) > 0
     for a, b in zip(again, shown):
         np.testing.assert_array_equal(a, b)
+
+
+def test_training_runs_in_a_worker_process_and_each_mesh_is_built_once(window, qtbot, monkeypatch):
+    """The run's job trains in a worker process (a ``train`` that raises in this process does
+    not stop it), so its Python shares no GIL with the window (issue #26). Its updates arrive
+    unpickled, each with its own dicts, and a neuron's surface is still rebuilt only when the
+    state brings a mesh for another c: as many rebuilds as changes of mesh, not one per update."""
+    import gui.present.topology as present
+
+    def refused(*args, **kwargs):
+        raise AssertionError("trained on the window's process")
+
+    monkeypatch.setattr(present, "train", refused)
+    ws = topology(window)
+    window.load_preset("fig3-free", run=False)
+    wait_until_idle(qtbot, window)
+    view = ws.quadrics.cells[0].view
+    before, shown, rebuilt = view._surface_state, [], []
+    show, replace = view.show_surfaces, view._replace
+
+    def showing(c, surface, *rest):
+        shown.append(surface)
+        show(c, surface, *rest)
+
+    def replacing(old, mesh, *rest, ghost=False):
+        rebuilt.append((ghost, mesh is not None))
+        return replace(old, mesh, *rest, ghost=ghost)
+
+    monkeypatch.setattr(view, "show_surfaces", showing)
+    monkeypatch.setattr(view, "_replace", replacing)
+    window.run()
+    wait_until_idle(qtbot, window)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    keys = [_mesh_key(surface) for surface in [before] + shown]
+    changes = sum(1 for last, now in zip(keys, keys[1:]) if now != last)
+    assert len(shown) >= 3, "too few updates drawn to tell"
+    built = rebuilt.count((False, True))  # surfaces built (not ghosts, not removals)
+    assert 0 < built == changes < len(shown), f"{built} surfaces built for {changes} new meshes in {len(shown)} updates"
+
+
+def _mesh_key(surface):
+    return None if surface is None else (surface["mesh"]["c"], surface["extent"], surface["locked"])
