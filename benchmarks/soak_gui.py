@@ -64,9 +64,22 @@ def thread_cpu_s(native_id: int) -> float:
         return float("nan")
 
 
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
+def rss_mb(pid: int | str = "self") -> float:
+    with open(f"/proc/{pid}/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def workers_rss_mb() -> float:
+    """The resident memory of the window's job workers (engine/core/process_jobs.py): its child
+    processes, whose growth the window's own RSS does not show."""
+    total = 0.0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+            total += sum(rss_mb(pid) for pid in children)
+        except OSError:  # a thread or a child that ended meanwhile
+            pass
+    return total
 
 
 # ---------------------------------------------------------------------------- watchdog
@@ -167,6 +180,7 @@ def child(
         "seed": seed,
         "minutes": minutes,
         "samples": [],
+        "worker_samples": [],  # [s, MB]: the job workers' resident memory beside each sample
         "hangs": [],
         "exceptions": [],
         "check_failures": {},
@@ -208,6 +222,7 @@ def child(
 
     def sample():
         report["samples"].append([round(time.monotonic() - t0, 1), round(rss_mb(), 1), report["actions"]])
+        report["worker_samples"].append([round(time.monotonic() - t0, 1), round(workers_rss_mb(), 1)])
         write()
 
     due = {"profile": False}
@@ -362,6 +377,7 @@ def soak(
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     merged = {"hangs": [], "crashes": [], "exceptions": [], "check_failures": {}, "samples": [], "actions": 0}
+    merged["worker_samples"], merged["minutes"] = [], minutes
     merged["heap_releases"] = 0
     merged["full_collections"] = []
     merged["memory"] = []
@@ -400,6 +416,7 @@ def soak(
             into["count"] += entry["count"]
         done = merged["actions"]  # the earlier children's: the column counts from the soak's start
         merged["samples"] += [[round(t + offset, 1), mb, done + n] for t, mb, n in report.get("samples", [])]
+        merged["worker_samples"] += [[round(t + offset, 1), mb] for t, mb in report.get("worker_samples", [])]
         for entry in report.get("memory", []):
             merged["memory"].append(dict(entry, t_s=round(entry["t_s"] + offset, 1), child=run))
         merged["actions"] += report.get("actions", 0)
@@ -485,6 +502,18 @@ def _full_collections(runs: list) -> str:
     )
 
 
+def _workers(samples: list, minutes: float) -> str:
+    """The job workers' resident memory: at the end of the warm-up, at the end and at most."""
+    warmup = min(WARMUP_S, minutes * 15)
+    after = [mb for t, mb in samples if t >= warmup]
+    if not after:
+        return "job workers: no samples after the warm-up"
+    return (
+        f"job workers' RSS after the warm-up: {after[0]:.1f} MB, at the end {after[-1]:.1f} MB, "
+        f"at most {max(after):.1f} MB"
+    )
+
+
 def summary(report: dict) -> str:
     out = [
         f"soak: {report['wall_s'] / 60:.1f} min, {report['actions']} actions, window opened in "
@@ -493,6 +522,7 @@ def summary(report: dict) -> str:
         f"exceptions: {len(report['exceptions'])}   RSS growth after warm-up: {report['growth_mb']} MB at its "
         f"peak, {report.get('kept_growth_mb')} MB kept by the idle window   heap released "
         f"{report.get('heap_releases', 0)}×",
+        _workers(report.get("worker_samples", []), report["minutes"]),
         _full_collections(report.get("full_collections", [])),
         "",
         table(report),

@@ -321,9 +321,10 @@ def serve(fd: int, modules: list[str]) -> None:
     """The worker's loop: jobs one at a time, one step per request, until the pipe closes."""
     import importlib
 
-    from engine.core.runtime import configure_torch_threads
+    from engine.core.runtime import configure_torch_threads, use_one_malloc_arena
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the window's to handle
+    use_one_malloc_arena()  # as the window does (gui.app), so that released memory goes back
     configure_torch_threads()
     conn = Connection(fd)
     for module in modules:
@@ -336,6 +337,8 @@ def serve(fd: int, modules: list[str]) -> None:
 
 
 def _serve_jobs(conn: Connection) -> None:
+    from engine.core.runtime import release_free_heap
+
     job, link = None, _WorkerSide()
     while True:
         data = conn.recv_bytes()
@@ -360,9 +363,10 @@ def _serve_jobs(conn: Connection) -> None:
                 job.close()
             reply = ("raise", (RuntimeError(f"the job's update could not be sent: {error}"), traceback.format_exc()))
             message = _dumps((dead, reply), lambda _: None)
+        conn.send_bytes(message)
         if reply[0] != "yield":  # the job is over: the next one starts with empty tables
             job, link = None, _WorkerSide()
-        conn.send_bytes(message)
+            release_free_heap()  # what the job freed goes back to the system while the worker waits
 
 
 def _picklable(error: Exception) -> Exception:
