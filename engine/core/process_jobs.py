@@ -14,11 +14,11 @@ closing it closes the job in the worker. A job's exception is raised again here,
 worker's traceback as its cause. Workers are kept in a small pool and started ahead of need
 (``prestart``): a fresh one takes ~2 s to import torch.
 
-Identity survives the pipe for the objects the window relies on being the same from one update
-to the next (a run's layout, its meshes): an object sent to the worker comes back as the very
-object sent, and an immutable object the worker sends again (a frozen dataclass, a read-only
-array) arrives as the object it arrived as the first time. Jobs must not change their arguments,
-and, as on a thread, must not change an update's objects after yielding it.
+Identity survives the pipe where the window relies on an object being the same from one update
+to the next (a run's ``Context``, its meshes' arrays): an immutable object the worker sends again
+(a frozen dataclass, a read-only array) arrives as the object it arrived as the first time, and
+is sent as a key alone. As on a thread, a job must not change an update's objects after yielding
+it. The arguments are sent as plain pickles: the job gets copies.
 """
 
 from __future__ import annotations
@@ -108,25 +108,25 @@ def _immutable(obj) -> bool:
 
 
 class _Tagger:
-    """A pickler's ``persistent_id`` that sends each tagged object once, with a key, and then
-    only its key. The object rides inside its own persistent id the first time (the guard stops
-    the recursion), so the other side can file it under the key as it is unpickled."""
+    """A pickler's ``persistent_id`` that sends each object once, with a key, and then only its
+    key. The object rides inside its own persistent id the first time (the guard stops the
+    recursion), so the other side files it under the key as it is unpickled."""
 
     def __init__(self):
         self.keys: dict[int, int] = {}  # id(obj) -> key, for the objects sent
         self._counter = itertools.count()
         self._inside: int | None = None
 
-    def tag(self, obj, side: str):
+    def tag(self, obj):
         if id(obj) == self._inside:
             self._inside = None
             return None
         key = self.keys.get(id(obj))
         if key is not None:
-            return (side, key, None, False)
+            return (key, None, False)
         key = self.keys[id(obj)] = next(self._counter)
         self._inside = id(obj)
-        return (side, key, obj, True)
+        return (key, obj, True)
 
 
 class _Pickler(pickle.Pickler):
@@ -144,40 +144,38 @@ class _Unpickler(pickle.Unpickler):
         self._persistent_load = persistent_load
 
     def persistent_load(self, pid):
+        if self._persistent_load is None:
+            raise pickle.UnpicklingError("a persistent id in a message that has none")
         return self._persistent_load(pid)
 
 
-def _dumps(obj, persistent_id) -> bytes:
+def _plain(_obj) -> None:
+    return None
+
+
+def _dumps(obj, persistent_id=_plain) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, persistent_id).dump(obj)
     return buffer.getvalue()
 
 
-def _loads(data: bytes, persistent_load):
+def _loads(data: bytes, persistent_load=None):
     return _Unpickler(io.BytesIO(data), persistent_load).load()
 
 
 class _MainSide:
-    """One job's tables in the window's process: every object sent as an argument (the worker
-    may send it back), and the worker's immutable objects it still holds."""
+    """One job's table in the window's process: the worker's immutable objects, by the worker's
+    key, for as long as the worker holds them."""
 
     def __init__(self):
-        self.sent = _Tagger()
-        self.by_key: dict[int, object] = {}  # the arguments, by key (kept alive for the job)
-        self.kept: dict[int, object] = {}  # the worker's immutable objects, by its key
-
-    def persistent_id(self, obj):
-        pid = self.sent.tag(obj, "main")
-        if pid is not None and pid[3]:
-            self.by_key[pid[1]] = obj
-        return pid
+        self.kept: dict[int, object] = {}
 
     def persistent_load(self, pid):
-        side, key, obj, first = pid
-        if side == "main":
-            return self.by_key[key]
+        key, obj, first = pid
         if first:
             self.kept[key] = obj
+        elif key not in self.kept:  # a bug in this module, not in the job: said plainly
+            raise RuntimeError(f"the worker referred to object {key}, which it never sent")
         return self.kept[key]
 
     def forget(self, keys) -> None:
@@ -186,34 +184,21 @@ class _MainSide:
 
 
 class _WorkerSide:
-    """One job's tables in the worker: the window's objects it received (sent back as keys),
-    and its own immutable objects already sent, held weakly; the keys of those that died are
-    sent with the next reply, so the window lets go of its copies too."""
+    """One job's table in the worker: its immutable objects already sent, held weakly; the keys
+    of those that died go with the next reply, so the window lets go of its copies too."""
 
     def __init__(self):
-        self.received: dict[int, tuple[int, object]] = {}  # id -> (the window's key, the object)
-        self.by_key: dict[int, object] = {}
         self.sent = _Tagger()
         self._refs: dict[int, weakref.ref] = {}
         self.dead: list[int] = []
 
-    def persistent_load(self, pid):
-        side, key, obj, first = pid
-        if first:
-            self.received[id(obj)] = (key, obj)
-            self.by_key[key] = obj
-        return self.by_key[key]
-
     def persistent_id(self, obj):
-        echoed = self.received.get(id(obj))
-        if echoed is not None and echoed[1] is obj:
-            return ("main", echoed[0], None, False)
         if not _immutable(obj):
             return None
-        pid = self.sent.tag(obj, "worker")
-        if pid is not None and pid[3]:
+        pid = self.sent.tag(obj)
+        if pid is not None and pid[2]:
             try:
-                self._refs[id(obj)] = weakref.ref(obj, lambda _, i=id(obj), k=pid[1]: self._died(i, k))
+                self._refs[id(obj)] = weakref.ref(obj, lambda _, i=id(obj), k=pid[0]: self._died(i, k))
             except TypeError:  # no weak references (a slotted dataclass): kept for the job
                 self._refs[id(obj)] = lambda o=obj: o
         return pid
@@ -259,7 +244,7 @@ class _Worker:
     def call(self, link: _MainSide, message: tuple):
         """Send ``message`` and wait for the reply (the GIL is let go while waiting)."""
         try:
-            self.conn.send_bytes(_dumps(message, link.persistent_id))
+            self.conn.send_bytes(_dumps(message))
             dead, reply = _loads(self.conn.recv_bytes(), link.persistent_load)
         except (EOFError, OSError):
             raise WorkerDied(f"the job's worker process ended (exit code {self.process.wait()})") from None
@@ -343,7 +328,7 @@ def _serve_jobs(conn: Connection) -> None:
     while True:
         data = conn.recv_bytes()
         try:
-            kind, factory, args, kwargs = _loads(data, link.persistent_load)
+            kind, factory, args, kwargs = _loads(data)
             if kind == "start":
                 job = factory(*args, **kwargs)
             if kind == "close":
@@ -362,7 +347,7 @@ def _serve_jobs(conn: Connection) -> None:
             if job is not None:
                 job.close()
             reply = ("raise", (RuntimeError(f"the job's update could not be sent: {error}"), traceback.format_exc()))
-            message = _dumps((dead, reply), lambda _: None)
+            message = _dumps((dead, reply))
         conn.send_bytes(message)
         if reply[0] != "yield":  # the job is over: the next one starts with empty tables
             job, link = None, _WorkerSide()

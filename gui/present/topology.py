@@ -344,11 +344,13 @@ def function_state(net: TwoLayerNet, params: TwoLayerParams, data: dict) -> dict
 # ------------------------------------------------------------------ the state of a run
 @dataclass(frozen=True)
 class Context:
-    """What presenting a trajectory needs besides it: the network, its training and the layout."""
+    """What presenting a trajectory needs besides it: the network, its training and the layout;
+    ``layout_kept``: the layout is the one the views showed before the run (``training_job``)."""
 
     net: TwoLayerNet
     config: TrainConfig
     layout: dict
+    layout_kept: bool = False
 
 
 def present(traj: Trajectory, context: Context, previous: dict | None = None, mesh_quantum: float | None = None):
@@ -579,14 +581,14 @@ def training_job(values: Values, steps: int | None = None, laid_out: Context | N
     """Job: the setup (data, initial weights), then training; every partial and the result a
     ``Presented(trajectory, state)``; the first partial lays the views out. ``laid_out``: the
     context the views show now (most often the preview of this very network): its layout is
-    kept when the run's is the same, and the window then lays nothing out again when it shows
-    that preview (laying out took ~20 ms on the GUI thread, and a repaint of every view, as the
-    run began)."""
+    kept when the run's is the same, its context says so (``layout_kept``), and the window then
+    lays nothing out again when it shows that preview (laying out took ~20 ms on the GUI
+    thread, and a repaint of every view, as the run began)."""
     yield Progress(0.0, "loading the data and drawing the initial weights")
     setup = training_setup(values, steps)
     context = setup_context(setup)
     if laid_out is not None and plain_equal(laid_out.layout, context.layout):
-        context = Context(context.net, context.config, laid_out.layout)
+        context = Context(context.net, context.config, laid_out.layout, layout_kept=True)
     yield Progress(0.0, "training", Presented(None, {"layout": context.layout, "context": context}))
     paced = _Paced(lambda traj: (traj, context))
     traj = yield from subjob(train(setup.net, setup.params, setup.X, setup.Y, setup.config), 0, 1, "", paced.partial)

@@ -104,6 +104,7 @@ class TopologyWorkspace(Workspace):
         self._loaded_key: tuple | None = None  # ... and the request it answered
         self._starting = False  # a job was made: its first update lays the views out
         self._pending_cameras: list[dict] | None = None  # a session's, while its run is drawn (a job)
+        self._frame_wanted: int | None = None  # the replay frame asked for meanwhile
         self._presenting = False  # presentation mode (set_presentation)
         self._preview_shown = False  # the views show the layout's picture before a run, not a run
         self._has_heatmaps = False  # the run's data can be drawn (d ≤ 2)
@@ -218,7 +219,7 @@ class TopologyWorkspace(Workspace):
     def _clear(self) -> bool:
         """Drop the run and any preview on its way; True if the panel's own network is now to
         be previewed (a loaded network's views are laid out again here, from what was read)."""
-        self._result = self._state = self._pending_cameras = None
+        self._result = self._state = self._pending_cameras = self._frame_wanted = None
         self.pacer.clear()  # a live update still waiting would draw the old run again
         self._stop_preview()
         if self.mode != "training":
@@ -321,7 +322,8 @@ class TopologyWorkspace(Workspace):
         self._starting = False
         state = result.state
         context = state["context"]
-        kept = self._preview_shown and self._context is not None and context.layout is self._context.layout
+        shown = self._preview_shown and self._context is not None
+        kept = shown and (context is self._context or context.layout_kept)
         if kept:  # a run of the network previewed: its job kept the layout, nothing is laid out again
             self._context = context
         elif context is not self._context:  # the job's first update, or a network file read
@@ -446,7 +448,12 @@ class TopologyWorkspace(Workspace):
 
     def show_frame(self, index: int):
         """The run as it was at row ``index``, the frame the user scrubbed to (shown_frame)."""
-        if not (self.timeline_length() and self._context is not None):
+        if not self.timeline_length():
+            return
+        if self._pending_cameras is not None:  # a reopened session's run, not drawn yet: drawn at this frame
+            self._frame_wanted = index
+            return
+        if self._context is None:
             return
         row = int(np.clip(index, 0, len(self._result.step) - 1))
         self._draw(present_row(self._result, row, self._context, self._state), final=True)
@@ -560,13 +567,16 @@ class TopologyWorkspace(Workspace):
 
     def _restored(self, loaded: tuple[LoadedNetwork, tuple | None] | None, presented: Presented):
         cameras, self._pending_cameras = self._pending_cameras, None
+        wanted, self._frame_wanted = self._frame_wanted, None
         if loaded is not None:
             self._loaded, self._loaded_key = (loaded[0], presented.state["context"]), loaded[1]
         self._show(presented, final=True)
+        if wanted is not None:  # the scrubber moved meanwhile: drawn whole, the run hid its frame
+            self.show_frame(wanted)
         super().restore_cameras(cameras or [])  # last: laying the views out framed them anew
 
     def _not_restored(self, text: str):
-        self._pending_cameras = None
+        self._pending_cameras = self._frame_wanted = None
         self.invariants.show_nothing(f"Cannot draw the session: {text}")
 
     def session_cameras(self) -> list[dict]:

@@ -9,6 +9,7 @@ import pyqtgraph.opengl as gl
 import pytest
 from PySide6.QtGui import QTextDocument
 
+from engine.core.progress import Progress
 from engine.topology import invariants as inv
 from engine.topology.initialization import initial_params
 from engine.topology.two_layer import TwoLayerNet
@@ -515,3 +516,37 @@ def test_training_runs_in_a_worker_process_and_each_mesh_is_built_once(window, q
 
 def _mesh_key(surface):
     return None if surface is None else (surface["mesh"]["c"], surface["extent"], surface["locked"])
+
+
+def test_a_frame_scrubbed_to_while_a_session_is_drawn_is_the_frame_shown(window, qtbot, monkeypatch, tmp_path):
+    """A reopened session's run is drawn by a job; the scrubber, moved before it has drawn, was
+    overridden by the whole run (the soak: the views at the run's end, the scrubber at 24 of 31).
+    The frame asked for is drawn once the run is."""
+    import threading
+
+    import gui.workspaces.topology as module
+
+    window.load_preset("fig3-free", steps=30)
+    wait_until_idle(qtbot, window)
+    ws = topology(window)
+    path = str(tmp_path / "run.lens")
+    window.save_session(path)
+    release = threading.Event()
+    restored_job = module.restored_job
+
+    def held(*args):
+        while not release.is_set():  # the job waits here, off the GUI thread, until the scrub is done
+            yield Progress(0.0, "held")
+            release.wait(0.01)
+        return (yield from restored_job(*args))
+
+    monkeypatch.setattr(module, "restored_job", held)
+    window.open_session(path)
+    dock = window.replay_dock
+    assert dock.length == 31 and ws._pending_cameras is not None, "the session's run was drawn already"
+    dock.seek(23)
+    release.set()
+    wait_until_idle(qtbot, window)
+    assert dock.slider.value() == 23
+    np.testing.assert_array_equal(ws.curves.loss_curve.yData, ws.trajectory().loss[:24])
+    assert ws.shown_frame() == 23
