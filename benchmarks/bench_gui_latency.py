@@ -15,13 +15,14 @@ fig3-obstructed and nonattr-fig3). With ``--lambda-preview`` it also builds nona
 plane show the preview (issue 14: ≤ 150 ms).
 
     python benchmarks/bench_gui_latency.py [--presets fig3-free,fig3-obstructed] [--seconds 8] [--lambda-preview]
-    python benchmarks/bench_gui_latency.py --as-run [--presets fig3-free,fig3-obstructed,nonattr-fig3]
+    python benchmarks/bench_gui_latency.py --as-run [--presets fig3-free,fig3-obstructed,nonattr-fig3] [--where]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import sys
 import threading
 import time
@@ -154,16 +155,21 @@ class StackSampler:
         return collections.Counter(where for t, where in self.samples if start < t <= end)
 
 
-def timer_while_preset_runs(window, preset: str, timeout_s: float = 600.0, late_ms: float = 30.0) -> dict:
+def timer_while_preset_runs(
+    window, preset: str, timeout_s: float = 600.0, late_ms: float = 30.0, where_late: bool = False
+) -> dict:
     """A 10 ms timer's intervals (ms) from Run until 0.5 s after the preset's own run ended; and
     for the intervals over ``late_ms``: their total, the GUI thread's CPU time in them (on CPU:
-    it was working; off it: waiting, for the GIL or a GL finish), and where it was (StackSampler)."""
+    it was working; off it: waiting, for the GIL or a GL finish), and, with ``where_late``, where
+    it was (StackSampler). The sampler is opt-in: walking another thread's frames from
+    ``sys._current_frames()`` segfaulted this process in about 2 of 13 runs on Python 3.11.7 (the
+    use-after-free DataDog's profiler reports on 3.11.12, DataDog/dd-trace-py#13567)."""
     window.load_preset(preset, run=False)
     spin(500)
     ticks: list[tuple[float, float]] = []  # (wall, the GUI thread's CPU time)
     timer = QTimer(interval=10)
     timer.timeout.connect(lambda: ticks.append((time.perf_counter(), time.thread_time())))
-    with StackSampler() as sampler:
+    with StackSampler() if where_late else contextlib.nullcontext() as sampler:
         timer.start()
         started = time.perf_counter()
         window.run()
@@ -175,7 +181,7 @@ def timer_while_preset_runs(window, preset: str, timeout_s: float = 600.0, late_
     gaps, on_cpu = np.diff(wall) * 1000, np.diff(cpu) * 1000
     late = np.flatnonzero(gaps > late_ms)
     where = collections.Counter()
-    for i in late:
+    for i in late if sampler is not None else ():
         where += sampler.during(wall[i], wall[i + 1])
     return {"p50": np.percentile(gaps, 50), "p95": np.percentile(gaps, 95), "max": gaps.max(),
             "seconds": time.perf_counter() - started, "outcome": window.last_outcome,
@@ -211,6 +217,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000, help="steps of a training preset's run")
     parser.add_argument("--lambda-preview", action="store_true", help="also time λ-drag previews (builds nonattr-fig3)")
     parser.add_argument("--as-run", action="store_true", help="run each preset as it is, Run pressed; the timer only")
+    parser.add_argument(
+        "--where", action="store_true", help="with --as-run: sample where the GUI thread is in late ticks (may crash)"
+    )
     args = parser.parse_args()
     window = shown_window()
     if args.as_run:
@@ -219,10 +228,10 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|")
         found = {}
         for preset in presets.split(","):
-            r = found[preset] = timer_while_preset_runs(window, preset)
+            r = found[preset] = timer_while_preset_runs(window, preset, where_late=args.where)
             print(f"| {preset} | {r['seconds']:.1f} | {r['p50']:.1f} ms | {r['p95']:.1f} ms | {r['max']:.0f} ms | "
                   f"{r['late']}, {r['late_ms']:.0f} ms, {r['late_on_cpu_ms']:.0f} ms | {r['outcome']} |")  # fmt: skip
-        for preset, r in found.items():
+        for preset, r in found.items() if args.where else ():
             print(f"\n{preset}: where the GUI thread was in late ticks ({r['samples_in_late']} samples every 5 ms):")
             for where, n in r["late_where"]:
                 print(f"  {n:5d}  {where}")
