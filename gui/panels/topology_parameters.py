@@ -8,11 +8,11 @@ run's values are read into data, network and weights inside its job (gui.present
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pyqtgraph.parametertree import Parameter
 
-from engine.core.datasets import breast_cancer, toy_dataset
 from engine.core.errors import EngineInputError
 from engine.topology.probability import MapSettings
 from engine.topology.training import TrainConfig
@@ -21,7 +21,7 @@ from engine.topology.width_sweep import SweepSettings
 
 from ..parameter_values import SEED_RANGE
 from ..present import resolve
-from ..present.training_setup import train_config
+from ..present.training_setup import breast_cancer_source, toy_source, train_config
 
 MODES = {
     "training on the quadrics": "training",
@@ -273,7 +273,7 @@ class NetworkRequest:
     activation: str | None  # a state_dict's activation; None where the file names its own
     slope: float | None
     data: Path | None  # a data file, else None (data_source then supplies it, or the .npz does)
-    data_source: object  # callable (d, e) -> (X, Y), or None
+    data_source: object  # callable (d, e) -> (X, Y), picklable (it goes to a worker process), or None
     config: TrainConfig
 
     @property
@@ -296,14 +296,9 @@ def network_request(p: Parameter, steps: int | None = None) -> NetworkRequest:
         if p["data", "file"].strip() or path.suffix.lower() != ".npz":  # an .npz may carry its data
             data = resolve(p["data", "file"], "data file")
     elif source == "toy":
-        points = p["data", "points"]
-        data_source = lambda d, e: toy_dataset(n=points, seed=seed, d=d)  # noqa: E731
+        data_source = partial(toy_source, p["data", "points"], seed)
     else:
-
-        def data_source(d, e):
-            split = breast_cancer(seed=seed)
-            return split.X_train, split.Y_train
-
+        data_source = partial(breast_cancer_source, seed)
     return NetworkRequest(path, activation, slope, data, data_source, train_config(p, steps))
 
 

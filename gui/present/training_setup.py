@@ -73,6 +73,19 @@ class TrainingSetup:
     config: TrainConfig
 
 
+def toy_source(points: int, seed: int, d: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """A network file's data from the toy target, for its d (``partial(toy_source, points,
+    seed)`` is the ``data_source`` a loaded network's job calls; module-level, so that it
+    reaches a worker process, which a lambda cannot)."""
+    return toy_dataset(n=points, seed=seed, d=d)
+
+
+def breast_cancer_source(seed: int, d: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """A network file's data from the breast-cancer training split (see ``toy_source``)."""
+    split = breast_cancer(seed=seed)
+    return split.X_train, split.Y_train
+
+
 def _data(p, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
     source = p["data", "source"]
     if source == "toy":

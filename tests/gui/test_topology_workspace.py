@@ -550,3 +550,21 @@ def test_a_frame_scrubbed_to_while_a_session_is_drawn_is_the_frame_shown(window,
     assert dock.slider.value() == 23
     np.testing.assert_array_equal(ws.curves.loss_curve.yData, ws.trajectory().loss[:24])
     assert ws.shown_frame() == 23
+
+
+@pytest.mark.parametrize("source", ["toy", "breast_cancer"])
+def test_a_network_file_trains_on_a_built_in_data_set_in_the_worker(window, qtbot, source):
+    """A network file with the toy target or the breast-cancer split: the job's data source goes
+    to the worker process, so it must pickle (a lambda did not: "Can't pickle local object")."""
+    ws = topology(window)
+    window.load_preset("your-network", run=False)
+    wait_until_idle(qtbot, window)
+    ws.parameters["data", "source"] = source
+    window.run(steps=5)
+    wait_until_idle(qtbot, window)
+    if source == "breast_cancer":  # a 2-input network cannot read 30 features: said in one line
+        assert window.last_outcome == "failed" and "30" in window.message_bar.text, window.message_bar.text
+        assert "pickle" not in window.message_bar.text
+        return
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    assert len(ws.curves.loss_curve.yData) == len(ws.trajectory().loss) == 6
