@@ -107,28 +107,6 @@ def _immutable(obj) -> bool:
     return dataclasses.is_dataclass(obj) and not isinstance(obj, type) and obj.__dataclass_params__.frozen
 
 
-class _Tagger:
-    """A pickler's ``persistent_id`` that sends each object once, with a key, and then only its
-    key. The object rides inside its own persistent id the first time (the guard stops the
-    recursion), so the other side files it under the key as it is unpickled."""
-
-    def __init__(self):
-        self.keys: dict[int, int] = {}  # id(obj) -> key, for the objects sent
-        self._counter = itertools.count()
-        self._inside: int | None = None
-
-    def tag(self, obj):
-        if id(obj) == self._inside:
-            self._inside = None
-            return None
-        key = self.keys.get(id(obj))
-        if key is not None:
-            return (key, None, False)
-        key = self.keys[id(obj)] = next(self._counter)
-        self._inside = id(obj)
-        return (key, obj, True)
-
-
 class _Pickler(pickle.Pickler):
     def __init__(self, file, persistent_id):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
@@ -184,28 +162,37 @@ class _MainSide:
 
 
 class _WorkerSide:
-    """One job's table in the worker: its immutable objects already sent, held weakly; the keys
-    of those that died go with the next reply, so the window lets go of its copies too."""
+    """One job's table in the worker: its immutable objects already sent, each with its key and
+    a weak reference. An object goes once, inside its own persistent id (``_inside`` stops the
+    pickler's recursion into it), and after that as its key alone; the keys of those that died
+    go with the next reply, so the window lets go of its copies too."""
 
     def __init__(self):
-        self.sent = _Tagger()
-        self._refs: dict[int, weakref.ref] = {}
+        self._sent: dict[int, tuple[int, object]] = {}  # id(obj) -> (key, weak reference)
+        self._keys = itertools.count()
+        self._inside: int | None = None
         self.dead: list[int] = []
 
     def persistent_id(self, obj):
+        if id(obj) == self._inside:  # the object inside its own persistent id: pickled whole
+            self._inside = None
+            return None
         if not _immutable(obj):
             return None
-        pid = self.sent.tag(obj)
-        if pid is not None and pid[2]:
-            try:
-                self._refs[id(obj)] = weakref.ref(obj, lambda _, i=id(obj), k=pid[0]: self._died(i, k))
-            except TypeError:  # no weak references (a slotted dataclass): kept for the job
-                self._refs[id(obj)] = lambda o=obj: o
-        return pid
+        sent = self._sent.get(id(obj))
+        if sent is not None:
+            return (sent[0], None, False)
+        key, ident = next(self._keys), id(obj)
+        try:
+            ref = weakref.ref(obj, lambda _: self._died(ident, key))
+        except TypeError:  # no weak references (a slotted dataclass): kept for the job
+            ref = obj
+        self._sent[ident] = (key, ref)
+        self._inside = ident
+        return (key, obj, True)
 
     def _died(self, ident: int, key: int) -> None:
-        self.sent.keys.pop(ident, None)
-        self._refs.pop(ident, None)
+        self._sent.pop(ident, None)
         self.dead.append(key)
 
 
