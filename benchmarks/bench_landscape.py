@@ -8,7 +8,7 @@ Rows, all measured in this one run, interleaved, best of --repeats:
   helper   the engine's per-point helper, landscape.losses_per_point (one forward per point),
            timed on --helper-dirs directions and extrapolated.
   engine   landscape.slices_job on the whole workload: default (landscape.WORKER_THREADS, 2
-           here) and 1 thread.
+           here) and 1 thread, ENGINE_RUNS times a repeat (best of repeats × ENGINE_RUNS).
 Ratios are peer (or helper) time over engine time, for wall and CPU time (process CPU, all
 threads). "% peak" is the engine's useful GFLOP/s (the multiply-adds of one network forward per
 point) over a 1500² matmul of the same dtype on as many threads, through the BLAS the kernel uses
@@ -52,6 +52,10 @@ FLOPS_PER_POINT = 2 * N * sum(a * b for a, b in zip(ARCH.widths, ARCH.widths[1:]
 # the kernel's chunk in each dtype: whole directions of P points
 DIRS_PER_CHUNK = {name: points // P for name, points in landscape.DEFAULT_CHUNK.items()}
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
+# The engine's rows are timed this many times a repeat, interleaved: a run takes ~1 s against the
+# peer's ~20, so more samples of the fast rows cost little, and on a shared machine one slow
+# sample of three decided the ratios (1-thread / floor: 1.15–1.23× over three runs in a row).
+ENGINE_RUNS = 2
 
 
 def timed(work):
@@ -128,7 +132,7 @@ KERNEL_CALLS = (
     (lazy.torch, "sigmoid_", "sigmoids"),
     (np, "matmul", "products"),
     (lazy.torch, "addcmul", "passes: layer 1, per-point weights, outputs"),
-    (torch.linalg, "vecdot", "loss"),
+    (landscape, "squared_errors", "loss"),
 )
 
 
@@ -244,7 +248,7 @@ def main():
             rows = lambda dirs: (theta + dirs[:, None] * t[:, None]).reshape(-1, ARCH.n_params)
             wall, cpu, _ = timed(lambda: landscape.losses_per_point(ARCH, rows(hsub), X, y, name))
             record((name, "helper"), wall, cpu, 1, K / len(hsub))
-            for label in ("default", "1 thread"):
+            for label in ("default", "1 thread") * ENGINE_RUNS:
                 threads = landscape.WORKER_THREADS if label == "default" else 1
                 wall, cpu, s = timed(
                     lambda: run_to_completion(
@@ -265,7 +269,8 @@ def main():
 
     print(
         f"Workload: {'—'.join(map(str, ARCH.widths))} sigmoid, N={N}, K={K} × P={P}: "
-        f"{FLOPS_PER_POINT * points / 1e9:.1f} GFLOP; best of {args.repeats}, interleaved; "
+        f"{FLOPS_PER_POINT * points / 1e9:.1f} GFLOP; best of {args.repeats} (the engine's rows: of "
+        f"{args.repeats * ENGINE_RUNS}), interleaved; "
         f"peer timed on {args.peer_dirs} directions, helper on {args.helper_dirs}, both extrapolated per point"
     )
     print(

@@ -7,13 +7,13 @@ pass is linear in the parameters up to the first nonlinearity, so layer 1's pre-
 every point is Z_0 + Σ_m c_m Z_m with Z_0 = W1 Xᵀ and Z_m = D1_m Xᵀ formed ONCE for the whole
 grid: for a 784—128—128—10 MLP on 1,000 samples that product is 85% of a forward pass. Deeper
 layers build each point's own weights W_l + Σ_m c_m D_{l,m} (one small GEMM over a chunk of
-points) and run one batched GEMM of the network's true size. Chunks hold ~2^20 activations.
+points) and run one batched GEMM of the network's true size. Chunks hold 2 MiB of activations.
 
 Evaluation is torch, batched, its products through numpy's BLAS (slices.blas_matmul), chunks
 shared by ``WORKER_THREADS`` Python threads of one BLAS thread each (engine.core.runtime): a
 chunk's products are large, so the threads hardly slow each other (the 118k-parameter plane of
-benchmarks/bench_toolkit.py took 3.67 s of CPU on two threads against 3.46 s on one, on a busy
-machine). ``device="cuda"`` runs the same kernel on a GPU.
+benchmarks/bench_toolkit.py took 2.53 s of CPU on two threads against 2.48 s on one).
+``device="cuda"`` runs the same kernel on a GPU.
 """
 
 from __future__ import annotations
@@ -32,11 +32,15 @@ from engine.core.progress import Job
 from engine.landscape import directions as D
 from engine.landscape.slices import DTYPES, WORKER_THREADS, blas_matmul, check_device, evaluate_job
 
-# Activations per chunk (points × widest hidden layer × samples): 12 MB in float64. On 784—128—128—10
-# with 1,000 samples (12 points a chunk) a point took 0.60 ms of CPU, against 0.65–0.74 at 4–8 and
-# 0.68 at 24 points: below, torch's ~25 calls a chunk (the loss's among them) cost ~0.3 ms each
-# time; above, activations leave the cache. 2—21—21—1 on 20 samples hardly cares.
-CHUNK_ACTIVATIONS = 1_536_000
+# Bytes of activations per chunk (points × widest layer × samples × the dtype's size): 2 MiB, so a
+# chunk's layers stay in cache (1 MiB of L2 a core, 32 MiB of L3 shared, on the 2-core benchmark
+# machine). The 51 × 51 plane of 784—128—128—10 on 1,000 samples (benchmarks/bench_toolkit.py), best
+# of 3 interleaved, one thread / two: float64 2.41 / 1.32 s at 2 points a chunk, 2.74 / 1.44 at 1,
+# 2.38–2.67 / 1.36–1.39 at 3–4 and 2.90 / 1.68 at 12 (the old 12 MB); float32 1.31 / 0.68 at 4 points,
+# 1.33 / 0.76 at 2 and 1.51 / 0.81 at 12. The main products alone ran at 47 GFLOP/s in 2-point
+# chunks and 38 in 12-point ones. 2—21—21—1 (201²) and 10—64—64—64—1 (81²) were faster too: 0.087 s
+# against 0.134, 1.91 against 2.04 (one thread).
+CHUNK_BYTES = 2 << 20
 CUDA_CHUNK_ACTIVATIONS = 1 << 27
 MAX_GRID = 1001  # points per plane axis: 10^6 evaluations
 MAX_POINTS = 100_000  # points of an interpolation curve
@@ -117,10 +121,11 @@ def affine_kernel(
     return losses
 
 
-def chunk_points(arch: Arch, n_samples: int, device: torch.device) -> int:
+def chunk_points(arch: Arch, n_samples: int, device: torch.device, itemsize: int) -> int:
     per_point = max(arch.widths[1:]) * n_samples
-    budget = CUDA_CHUNK_ACTIVATIONS if device.type == "cuda" else CHUNK_ACTIVATIONS
-    return max(1, budget // per_point)
+    if device.type == "cuda":
+        return max(1, CUDA_CHUNK_ACTIVATIONS // per_point)
+    return max(1, CHUNK_BYTES // (per_point * itemsize))
 
 
 def affine_losses_job(
@@ -147,7 +152,7 @@ def affine_losses_job(
     C = as_t(coeffs)
     compute = lambda i0, i1: kernel(C[i0:i1]).double().cpu().numpy()
     threads = 1 if dev.type == "cuda" else threads
-    return (yield from evaluate_job(len(coeffs), compute, chunk_points(arch, len(X), dev), threads))
+    return (yield from evaluate_job(len(coeffs), compute, chunk_points(arch, len(X), dev, C.element_size()), threads))
 
 
 @dataclass(frozen=True, eq=False)
