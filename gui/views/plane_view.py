@@ -1,17 +1,34 @@
-"""A 2-D slice L(θ + a·d1 + b·d2): heatmap with contours beside a 3-D surface (OpenGL)."""
+"""A 2-D slice L(θ + a·d1 + b·d2): heatmap with contours beside or above a 3-D surface (OpenGL)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.opengl as gl
-from PySide6.QtWidgets import QHBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QWidget
 
 from .offscreen_gl import OffscreenGLView
 from .plot_style import follow_theme, limit_ticks, own_menus, set_colorbar_colors
 
 COLORMAP = "viridis"
 SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units
+HEATMAP_FRAME = (150, 60)  # px of the heatmap's width (axis, colour bar) and height (title, axis) around its map
+
+
+def side_by_side(width: int, height: int) -> bool:
+    """Whether the heatmap's map comes out nearer square beside the surface than above it. Paper B's
+    2-D slice has a column of ~570 × 590 px at 1600 × 960: side by side its map was 145 × 530."""
+    fx, fy = HEATMAP_FRAME
+    beside = (width / 2 - fx) / max(height - fy, 1)
+    above = (width - fx) / max(height / 2 - fy, 1)
+    return _off_square(beside) <= _off_square(above)
+
+
+def _off_square(aspect: float) -> float:
+    """How far a map of this width / height is from square; one with no room is the farthest."""
+    return abs(math.log(aspect)) if aspect > 0 else math.inf
 
 
 def cell_step(x: np.ndarray) -> float:
@@ -55,10 +72,15 @@ class PlaneView(QWidget):
         self.marker = gl.GLScatterPlotItem(size=14, color=(0.84, 0.15, 0.16, 1.0), pxMode=True)
         self.marker.setGLOptions("translucent")
         self.surface_view.addItem(self.marker)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.heatmap, 1)
-        layout.addWidget(self.surface_view, 1)
+        self.arrangement = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
+        self.arrangement.setContentsMargins(0, 0, 0, 0)
+        self.arrangement.addWidget(self.heatmap, 1)
+        self.arrangement.addWidget(self.surface_view, 1)
+
+    def resizeEvent(self, event):
+        beside = side_by_side(event.size().width(), event.size().height())
+        self.arrangement.setDirection(QBoxLayout.Direction.LeftToRight if beside else QBoxLayout.Direction.TopToBottom)
+        super().resizeEvent(event)
 
     def show_plane(self, a, b, loss, labels=("d1", "d2"), center=(0.0, 0.0)):
         """``loss[i, j]`` at (a[j], b[i]); ``center`` is the construction point in (a, b)."""
