@@ -69,7 +69,7 @@ def in_worker_process(factory: Callable[..., Job], *args, **kwargs) -> Job:
         if not worker.ready():
             yield Progress(0.0, "starting a worker process")
             worker.wait_ready()
-        reply = worker.call(link, ("start", factory, args, kwargs))
+        reply = worker.call(link, ("start", (factory, args, kwargs)))
         while True:
             kind, value = reply
             if kind == "return":
@@ -81,10 +81,10 @@ def in_worker_process(factory: Callable[..., Job], *args, **kwargs) -> Job:
             try:
                 yield value
             except GeneratorExit:
-                worker.call(link, ("close", None, (), {}))
+                worker.call(link, ("close", None))
                 clean = True
                 raise
-            reply = worker.call(link, ("next", None, (), {}))
+            reply = worker.call(link, ("next", None))
     finally:
         _POOL.release(worker, reusable=clean)
 
@@ -315,8 +315,9 @@ def _serve_jobs(conn: Connection) -> None:
     while True:
         data = conn.recv_bytes()
         try:
-            kind, factory, args, kwargs = _loads(data)
+            kind, start = _loads(data)  # start: (factory, args, kwargs) for "start", else None
             if kind == "start":
+                factory, args, kwargs = start
                 job = factory(*args, **kwargs)
             if kind == "close":
                 job.close()

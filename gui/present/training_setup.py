@@ -90,9 +90,9 @@ def _data(p, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
     source = p["data", "source"]
     if source == "toy":
         # The toy target takes the network's d, so every d runs without a data file.
-        return (*toy_source(p["data", "points"], seed, p["network", "d"], 1), "the toy target")
+        return (*toy_source(p["data", "points"], seed, p["network", "d"], p["network", "e"]), "the toy target")
     if source == "breast_cancer":
-        return (*breast_cancer_source(seed, 30, 1), "breast cancer")
+        return (*breast_cancer_source(seed, p["network", "d"], p["network", "e"]), "breast cancer")
     name = p["data", "file"].strip()
     if not name:
         raise EngineInputError("data source is 'file' but no file path is given")

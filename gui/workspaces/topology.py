@@ -121,9 +121,16 @@ class TopologyWorkspace(Workspace):
         # Here, before the window is first shown and before there is a controller to run jobs:
         # the window lays itself out around these views.
         self._lay_out(run_to_completion(preview_job(values_of(self.parameters))))
-        # Training runs in a worker process (make_job): started now, it has imported torch by
-        # the first Run (~2 s on a 2-core machine).
-        prestart("gui.present.topology")
+        self._worker_started = False  # see showEvent
+
+    def showEvent(self, event):
+        # Training runs in a worker process (make_job): started when the tab is first shown, it
+        # has imported torch by the first Run (~2 s on a 2-core machine). A window that never
+        # shows this tab (a screenshot of another one) starts none.
+        if not self._worker_started:
+            self._worker_started = True
+            prestart("gui.present.topology")
+        super().showEvent(event)
 
     @property
     def mode(self) -> str:
