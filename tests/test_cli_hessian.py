@@ -34,7 +34,7 @@ def keep_threads(monkeypatch):
 def test_hessian_npz_matches_the_dense_hessian_of_the_module(files, tmp_path, capsys):
     out = tmp_path / "out"
     argv = [str(files["cnn"]), "--data", str(files["data"]), "--out", str(out), "--hessian", "--density"]
-    argv += ["--top-k", "3", "--probes", "12", "--steps", "12", "--batch-size", "3"]
+    argv += ["--top-k", "3", "--probes", "12", "--steps", "12", "--batch-size", "3", "--full-hessian"]
     assert cli.main(["landscape", *argv], prog="main.py") == 0
     summary = json.loads(capsys.readouterr().out)
     assert not (out / "plane.npz").exists()  # --hessian alone draws no plane
@@ -57,6 +57,23 @@ def test_hessian_npz_matches_the_dense_hessian_of_the_module(files, tmp_path, ca
     d = np.load(out / "density.npz")
     assert d["nodes"].shape == (12, 12) and int(d["n_params"]) == P
     assert str(out / "density.npz") in summary["files"]
+
+
+def test_the_bottom_eigenvalues_and_the_extreme_plane_from_the_command_line(files, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = [str(files["cnn"]), "--data", str(files["data"]), "--out", str(out), "--hessian", "--probes", "4"]
+    argv += ["--top-k", "1", "--bottom-k", "2", "--plane", "3", "--directions", "hessian-extremes"]
+    assert cli.main(["landscape", *argv], prog="main.py") == 0
+    summary = json.loads(capsys.readouterr().out)
+    f = np.load(out / "hessian.npz")
+    assert "hessian" not in f.files  # not asked for, and dearer than the estimates
+    lam, U = np.linalg.eigh(dense_hessian(files["model"], files["X"], files["Y"]))
+    scale = np.abs(lam).max()
+    np.testing.assert_allclose(f["bottom_eigenvalues"], lam[:2], rtol=0, atol=1e-3 * scale)
+    assert summary["hessian"]["bottom_eigenvalues"] == pytest.approx(list(f["bottom_eigenvalues"]), rel=1e-15)
+    plane = np.load(out / "plane.npz")
+    assert str(plane["normalization"]) == "hessian-extremes"
+    assert abs(plane["d1"] @ U[:, 0]) >= 0.999 and abs(plane["d2"] @ U[:, -1]) >= 0.999
 
 
 def test_bad_hessian_options_are_one_line_and_nothing_is_written(files, tmp_path, capsys):

@@ -34,7 +34,22 @@ def _plane_arrays(p: PlaneResult) -> dict:
         normalization=np.array(p.normalization),
         ignore=np.array(p.ignore),
         seed=np.int64(p.seed),
+        **persistence_arrays(p.loss),
     )
+
+
+def persistence_arrays(loss: np.ndarray) -> dict:
+    """The grid's 0-dimensional sublevel-set persistence (MATH.md C5) as ``persistence_*`` arrays:
+    birth, death (+inf for the global minimum), birth_index and death_index (flat, row-major; −1
+    for the global's death). None for a grid with NaN or inf points, whose sublevel sets are
+    undefined there."""
+    from engine.landscape.persistence import persistence
+
+    if not np.isfinite(loss).all():
+        return {}
+    pairs = persistence(loss)
+    names = ("birth", "death", "birth_index", "death_index")
+    return {f"persistence_{name}": getattr(pairs, name) for name in names}
 
 
 def write_plane(out_dir, p: PlaneResult, arch: Arch, vts: bool = True) -> list[Path]:
@@ -50,9 +65,9 @@ def write_plane(out_dir, p: PlaneResult, arch: Arch, vts: bool = True) -> list[P
     return out
 
 
-def write_pca_plane(out_dir, r: PCAPlane, vts: bool = True, **extra) -> list[Path]:
-    """plane.npz in --train mode: the plane's arrays plus the first run's trajectory and every run's
-    (and ``extra`` arrays)."""
+def pca_plane_arrays(r: PCAPlane) -> dict:
+    """What plane.npz holds in --train mode: the plane's arrays plus the first run's trajectory and
+    every run's."""
     first = r.runs[0]
     arrays = dict(
         _plane_arrays(r.plane),
@@ -69,27 +84,39 @@ def write_pca_plane(out_dir, r: PCAPlane, vts: bool = True, **extra) -> list[Pat
     )
     if len(r.runs) > 1:
         arrays["trajectories"] = np.stack([run.params for run in r.runs])
-    out = [_save(Path(out_dir) / "plane.npz", **arrays, **extra)]
+    return arrays
+
+
+def write_pca_plane(out_dir, r: PCAPlane, vts: bool = True, **extra) -> list[Path]:
+    """plane.npz in --train mode (``pca_plane_arrays`` and ``extra`` arrays), and plane.vts."""
+    out = [_save(Path(out_dir) / "plane.npz", **pca_plane_arrays(r), **extra)]
     if vts:
         out.append(write_vts(Path(out_dir) / "plane.vts", r.plane.alpha, r.plane.beta, r.plane.loss))
     return out
 
 
-def write_interpolation(out_dir, r: Interpolation, **extra) -> Path:
-    """interp.npz (with the accuracy along the line for a classifier, and ``extra`` arrays)."""
+def interpolation_arrays(r: Interpolation) -> dict:
+    """What interp.npz holds (with the accuracy along the line for a classifier)."""
+    extra = {}
     if r.accuracy is not None:
-        extra = dict(accuracy=r.accuracy, accuracy_a=r.accuracy_a, accuracy_b=r.accuracy_b, **extra)
-    return _save(
-        Path(out_dir) / "interp.npz",
-        **fields(r, "alpha", "loss", "theta_a", "theta_b", "loss_a", "loss_b"),
-        loss_kind=np.array(r.kind),
-        **extra,
+        extra = dict(accuracy=r.accuracy, accuracy_a=r.accuracy_a, accuracy_b=r.accuracy_b)
+    return dict(
+        **fields(r, "alpha", "loss", "theta_a", "theta_b", "loss_a", "loss_b"), loss_kind=np.array(r.kind), **extra
+    )
+
+
+def write_interpolation(out_dir, r: Interpolation, **extra) -> Path:
+    """interp.npz (``interpolation_arrays`` and ``extra`` arrays)."""
+    return _save(Path(out_dir) / "interp.npz", **interpolation_arrays(r), **extra)
+
+
+def density_arrays(r: Density) -> dict:
+    """What density.npz holds."""
+    return dict(
+        **fields(r, "nodes", "weights", "grid", "density", "sigma", "steps_done", "alphas", "betas"),
+        n_params=np.int64(r.n_params),
     )
 
 
 def write_density(out_dir, r: Density) -> Path:
-    return _save(
-        Path(out_dir) / "density.npz",
-        **fields(r, "nodes", "weights", "grid", "density", "sigma", "steps_done", "alphas", "betas"),
-        n_params=np.int64(r.n_params),
-    )
+    return _save(Path(out_dir) / "density.npz", **density_arrays(r))

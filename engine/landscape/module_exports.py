@@ -23,7 +23,7 @@ from engine.landscape.vtk import write_vts
 
 
 def layout(loss: ModuleLoss) -> dict:
-    """The arrays that name θ's pieces."""
+    """The arrays that name θ's pieces (``loss``: anything with ``names``, ``shapes``, ``batch_size``)."""
     return dict(
         param_names=np.array(loss.names),
         param_shapes=np.array([",".join(map(str, s)) for s in loss.shapes]),
@@ -31,14 +31,19 @@ def layout(loss: ModuleLoss) -> dict:
     )
 
 
-def write_plane(out_dir, p: PlaneResult, loss: ModuleLoss, vts: bool = True) -> list[Path]:
-    """plane.npz (and plane.vts): the plane's arrays, the layout, and the filter norms of θ, d1 and
-    d2 (``*_filter_norms``: every filter of every tensor of ≥ 2 dimensions, in parameter order)."""
+def save_plane(path, p: PlaneResult, loss: ModuleLoss) -> Path:
+    """The plane.npz file at ``path``: the plane's arrays, the layout, and the filter norms of θ, d1
+    and d2 (``*_filter_norms``: every filter of every tensor of ≥ 2 dimensions, in parameter order)."""
     norms = {
         f"{k}_filter_norms": MD.filter_norms(loss.shapes, v)
         for k, v in (("theta", p.theta), ("d1", p.d1), ("d2", p.d2))
     }
-    out = [exports._save(Path(out_dir) / "plane.npz", **exports._plane_arrays(p), **norms, **layout(loss))]
+    return exports._save(path, **exports._plane_arrays(p), **norms, **layout(loss))
+
+
+def write_plane(out_dir, p: PlaneResult, loss: ModuleLoss, vts: bool = True) -> list[Path]:
+    """plane.npz (``save_plane``) and plane.vts in ``out_dir``."""
+    out = [save_plane(Path(out_dir) / "plane.npz", p, loss)]
     if vts:
         out.append(write_vts(Path(out_dir) / "plane.vts", p.alpha, p.beta, p.loss))
     return out
@@ -55,11 +60,26 @@ def write_interpolation(out_dir, r: Interpolation, loss: ModuleLoss) -> Path:
 
 
 def write_hessian(out_dir, r: ModuleHessian, loss: ModuleLoss) -> Path:
-    """hessian.npz of ``--hessian``: the top eigenpairs, the trace and its probes, the layout, and
-    the formed Hessian with its spectrum when P was small enough to form it."""
+    """hessian.npz (``save_hessian``) in ``out_dir``."""
+    return save_hessian(Path(out_dir) / "hessian.npz", r, loss)
+
+
+def save_hessian(path, r: ModuleHessian, loss: ModuleLoss) -> Path:
+    """The hessian.npz file at ``path``: the top eigenpairs (and the bottom ones when asked for), the
+    trace and its probes, the layout, the formed Hessian with its spectrum when it was formed, and
+    the SLQ density's arrays
+    (``density_*``, as density.npz names them) when it was asked for."""
     formed = {} if r.hessian is None else dict(hessian=r.hessian, spectrum=r.spectrum)
+    if r.bottom_eigenvalues is not None:
+        formed.update(
+            bottom_eigenvalues=r.bottom_eigenvalues,
+            bottom_eigenvectors=r.bottom_eigenvectors,
+            bottom_residuals=r.bottom_residuals,
+        )
+    if r.density is not None:
+        formed.update({f"density_{k}": v for k, v in exports.density_arrays(r.density).items()})
     return exports._save(
-        Path(out_dir) / "hessian.npz",
+        path,
         eigenvalues=r.eigenvalues,
         eigenvectors=r.eigenvectors,
         residuals=r.residuals,

@@ -20,6 +20,13 @@ what plane.npz's ``param_names`` lists). ``ModuleLoss`` provides them for any ``
 - **Losses** as engine.landscape.losses: "sum" Σ_α ‖f(x_α) − y_α‖², "mean" that over N,
   "cross-entropy" (1/N) Σ_α [log Σ_c e^{f_c} − f_{y_α}] for integer labels (mlp.loss_of_outputs).
   Outputs are (N,) / (N, 1) for one output, (N, e) otherwise; targets as ``mlp.as_targets``.
+  Or a **callable** ``loss_fn(model, batch) -> scalar tensor``, the batch's mean loss, for models
+  whose outputs are tuples or dicts and for losses outside the (inputs, targets) pattern: the
+  batches are those given (``net.batches``: a data loader's, each as it came, whatever its size)
+  or the chunks of (X, Y) as ``(x, y)`` pairs, and L = Σ_b n_b ℓ_b / N, the samples' mean over
+  batches of n_b samples (the first tensor's length). ``model`` is the module with θ's tensors
+  in place (``torch.func.functional_call`` of a wrapper whose child is the module), so the
+  callable may use any of its submodules and methods.
 - **Exact Hessian-vector products**, forward-over-reverse (``torch.func.jvp`` of
   ``torch.func.grad``) summed over the chunks: one forward-mode pass through the backward, and
   no graph kept between calls. Several vectors at once
@@ -67,8 +74,10 @@ class ModuleLoss:
     The input is checked whole here, including one forward pass on the first chunk.
     """
 
-    def __init__(self, net, kind: str = "sum", batch_size: int | None = None, dtype: str = "float64", device="cpu"):
-        self.kind = mlp.check_loss(kind)
+    def __init__(self, net, kind="sum", batch_size: int | None = None, dtype: str = "float64", device="cpu"):
+        self.custom = callable(kind)
+        self.kind = "custom" if self.custom else mlp.check_loss(kind)
+        self.loss_fn = kind if self.custom else None
         if dtype not in DTYPES:
             raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
         self.dtype, self.device = DTYPES[dtype], check_device(device)
@@ -88,19 +97,60 @@ class ModuleLoss:
         self.n_params = sum(self.sizes)
         self.theta = torch.cat([self._as_tensor(p.detach()).reshape(-1) for _, p in named])
         self.buffers = {name: self._as_tensor(b) for name, b in self.module.named_buffers()}
-        self.X = self._inputs(net.X)
+        batches = getattr(net, "batches", None)
+        self.classifier = self.kind == "cross-entropy"
+        if self.custom:
+            self._init_custom(net, batches)
+            return
+        X, Y = (net.X, net.Y) if batches is None else stacked_batches(batches)
+        self.X = self._inputs(X)
         self.n_samples = len(self.X)
         self.n_outputs = self._output_width()
-        targets = mlp.as_targets(net.Y, self.n_outputs, self.kind)
+        targets = mlp.as_targets(_numpy(Y), self.n_outputs, self.kind)
         if len(targets) != self.n_samples:
             raise EngineInputError(f"X has {self.n_samples} samples but Y has {len(targets)}")
         if self.kind == "cross-entropy":
             self.Y = torch.as_tensor(targets.astype(np.int64), device=self.device)
         else:
             self.Y = torch.as_tensor(targets.reshape(self.n_samples, -1), dtype=self.dtype, device=self.device)
-        self.classifier = self.kind == "cross-entropy"
         # the per-chunk sums add up to N·L for "mean" and "cross-entropy", to L for "sum"
         self.scale = 1.0 if self.kind == "sum" else 1.0 / self.n_samples
+
+    def _init_custom(self, net, batches) -> None:
+        """The callable's batches, converted to ``dtype`` on ``device``, and one call checked."""
+        if batches is None:
+            X, Y = self._inputs(net.X), torch.as_tensor(_numpy(net.Y), device=self.device)
+            if len(Y) != len(X):
+                raise EngineInputError(f"X has {len(X)} samples but Y has {len(Y)}")
+            Y = Y if Y.dtype in (torch.int64, torch.int32, torch.bool) else Y.to(self.dtype)
+            batches = list(zip(X.split(self.batch_size), Y.split(self.batch_size)))
+        self._batches = [self._converted(batch) for batch in batches]
+        if not self._batches:
+            raise EngineInputError("data: the data loader yielded no batches")
+        self._sizes = [batch_length(batch) for batch in self._batches]
+        if self.fixed_batch is not None and any(n != self.fixed_batch for n in self._sizes):
+            raise EngineInputError(
+                f"loss: this archive was exported with a fixed batch of {self.fixed_batch}; a loss callable takes "
+                f"the batches as they are, so give batches of exactly {self.fixed_batch} samples"
+            )
+        self.n_samples = sum(self._sizes)
+        self.n_outputs = None
+        self.scale = 1.0 / self.n_samples
+        self._wrapper = _loss_of_batch(self.module, self.loss_fn)
+        value = self._custom_call(self.theta, self._batches[0], None, check=True)
+        if not torch.isfinite(value):
+            raise EngineInputError(f"loss: the loss callable returned {float(value)} on the first batch")
+
+    def _converted(self, batch):
+        """``batch`` with every array or tensor on ``device``: floating ones in ``dtype``, the rest kept."""
+        if isinstance(batch, (torch.Tensor, np.ndarray)):
+            t = torch.as_tensor(batch)
+            return t.to(self.device, self.dtype if t.is_floating_point() else t.dtype)
+        if isinstance(batch, Mapping):
+            return {k: self._converted(v) for k, v in batch.items()}
+        if isinstance(batch, (tuple, list)):
+            return type(batch)(self._converted(v) for v in batch) if type(batch) in (tuple, list) else batch
+        return batch
 
     # ── checks ────────────────────────────────────────────────────────────────────────────────
 
@@ -123,7 +173,7 @@ class ModuleLoss:
         return t.to(self.device, self.dtype if t.is_floating_point() else t.dtype, copy=True)
 
     def _inputs(self, X) -> torch.Tensor:
-        X = np.asarray(X)
+        X = _numpy(X)
         if X.ndim < 1 or len(X) < 1:
             raise EngineInputError(f"inputs X have shape {X.shape}; expected at least one sample, batch first")
         if X.dtype.kind not in "biuf":
@@ -228,8 +278,11 @@ class ModuleLoss:
             return mlp.loss_of_outputs(f.T, y, "cross-entropy") * len(y)
         return (f.reshape(len(y), -1) - y).square().sum()
 
-    def _pieces(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, int]]:
-        """(inputs, their targets, valid rows) per chunk."""
+    def _pieces(self) -> Iterator[tuple[object, object, int]]:
+        """(inputs, their targets, valid rows) per chunk; for a loss callable (the batch, None, its samples)."""
+        if self.custom:
+            yield from ((batch, None, n) for batch, n in zip(self._batches, self._sizes))
+            return
         start = 0
         for x, valid in self._chunks(self.X):
             yield x, self.Y[start : start + valid], valid
@@ -241,6 +294,10 @@ class ModuleLoss:
         flat, merged = self.flat(flat), self.merged_buffers(buffers)
         total, correct = 0.0, 0
         with torch.no_grad():
+            if self.custom:
+                for batch, _, n in self._pieces():
+                    total += float(self._custom_call(flat, batch, merged).double()) * n
+                return total * self.scale, None
             for x, y, valid in self._pieces():
                 f = self._forward(flat, x, merged)[:valid]
                 total += float(self._chunk_sum(f, y).double())
@@ -252,9 +309,29 @@ class ModuleLoss:
         """L(θ) in float64 (the chunk sums are added in float64 whatever ``dtype``)."""
         return self.loss_and_accuracy(flat, buffers)[0]
 
-    def _objective(self, x: torch.Tensor, y: torch.Tensor, valid: int):
+    def _objective(self, x, y, valid: int):
         """θ ↦ this chunk's share of L, for torch.func."""
+        if self.custom:
+            return lambda flat: self._custom_call(flat, x) * (valid * self.scale)
         return lambda flat: self._chunk_sum(self._forward(flat, x)[:valid], y) * self.scale
+
+    def _custom_call(self, flat: torch.Tensor, batch, buffers=None, check: bool = False) -> torch.Tensor:
+        """The loss callable's value on ``batch`` with θ = ``flat`` in place; with ``check``, any
+        failure or a value that is not a scalar tensor is one line naming the loss."""
+        own = self.buffers if buffers is None else buffers
+        state = {f"model.{k}": v for k, v in {**self.unflatten(flat), **own}.items()}
+        with self._lock, self._evaluation():
+            if not check:
+                return torch.func.functional_call(self._wrapper, state, (batch,))
+            try:
+                value = torch.func.functional_call(self._wrapper, state, (batch,))
+            except Exception as error:  # the user's code: any failure is one line about the loss
+                text = _first_line(error)
+                raise EngineInputError(f"loss: the loss callable failed on the first batch: {text}") from None
+        if not isinstance(value, torch.Tensor) or value.numel() != 1:
+            what = f"shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
+            raise EngineInputError(f"loss: the loss callable returned {what}; it must return a scalar tensor")
+        return value.reshape(())
 
     def chunk_objectives(self) -> list:
         """θ ↦ each chunk's share of L, one function per chunk: they add up to L, for torch.func
@@ -285,3 +362,62 @@ class ModuleLoss:
                 some = rows[i : i + group]
                 out[i : i + len(some)] += one(some[0])[None] if len(some) == 1 else torch.func.vmap(one)(some)
         return out.T.reshape(V.shape)
+
+
+def _loss_of_batch(model, loss_fn):
+    """``loss_fn(model, batch)`` as a module whose only child is the model, so that
+    ``functional_call`` puts θ in the model's place under the names "model.<parameter>". (Made
+    here, not at import: torch is imported lazily.)"""
+
+    class LossOfBatch(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, batch):
+            return loss_fn(self.model, batch)
+
+    return LossOfBatch()
+
+
+def batch_length(batch) -> int:
+    """Samples in a batch: the length of its first tensor or array, depth first."""
+    if isinstance(batch, (torch.Tensor, np.ndarray)):
+        if batch.ndim == 0:
+            raise EngineInputError("data: a batch's first tensor is a scalar; batches are batch first")
+        return int(batch.shape[0])
+    items = batch.values() if isinstance(batch, Mapping) else batch if isinstance(batch, (tuple, list)) else ()
+    for item in items:
+        with contextlib.suppress(EngineInputError):
+            return batch_length(item)
+    raise EngineInputError(f"data: a batch of type {type(batch).__name__} holds no tensor to count its samples by")
+
+
+def stacked_batches(batches) -> tuple[object, object]:
+    """(X, Y): the (inputs, targets) pairs of a data loader joined along the batch, whatever
+    each batch's size. A named loss needs exactly such pairs."""
+    xs, ys = [], []
+    for i, batch in enumerate(batches):
+        if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
+            raise EngineInputError(
+                f"data: batch {i} is a {type(batch).__name__}, not an (inputs, targets) pair; for other batches "
+                "pass loss=callable(model, batch)"
+            )
+        xs.append(_numpy(batch[0]))
+        ys.append(_numpy(batch[1]))
+    if not xs:
+        raise EngineInputError("data: the data loader yielded no batches")
+    shapes = {x.shape[1:] for x in xs}
+    if len(shapes) > 1:
+        raise EngineInputError(f"data: the batches' inputs have different sample shapes {sorted(shapes)}")
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _numpy(a) -> np.ndarray:
+    """An array or tensor (on any device) as a numpy array."""
+    return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0][:200]}" if text else type(error).__name__

@@ -1,13 +1,13 @@
-"""The toolkit tab's four modes on any PyTorch model: the jobs ``main.py landscape MODEL.pt2
---data D.npz`` runs (engine.landscape.module_*), chosen by the window's settings.
+"""The toolkit tab's four modes on any PyTorch model, chosen by the window's settings: the
+operations the command line and the API run (engine.landscape.operations).
 
-- plane: ``module_plane_job`` (``--plane N --directions filter|layer|random|hessian [--ignore
-  biasbn]``), the Hessian's top two eigenvectors by ``hessian_directions_job``;
-- pca: the user's training checkpoints on their PCA plane, ``checkpoint_plane_job``
+- plane: ``operations.plane_job`` (``--plane N --directions filter|layer|random|hessian|
+  hessian-extremes [--ignore biasbn]``);
+- pca: the user's training checkpoints on their PCA plane, ``operations.trajectory_job``
   (``--trajectory CKPT …``); a module is not trained here;
-- interpolation: ``module_interpolation_job`` to a second model, with the accuracy along the
+- interpolation: ``operations.interpolation_job`` to a second model, with the accuracy along the
   line for a classifier (``--interpolate MODEL2``);
-- density: ``module_hessian_job`` with its SLQ density (``--hessian --density``), the top
+- density: ``operations.hessian_job`` with its SLQ density (``--hessian --density``), the top
   eigenvalues and the Hutchinson trace (100 probes) beside it; the Hessian is not formed for
   the window.
 
@@ -24,12 +24,10 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.io.module_network import ModuleNetwork, check_state_dict, read_checkpoint, read_module_network
 from engine.io.pt2_program import read_exported_module
-from engine.landscape import networks
-from engine.landscape.module_hessian import check_options, hessian_directions_job, module_hessian_job
-from engine.landscape.module_interpolation import module_interpolation_job
+from engine.landscape import networks, operations
+from engine.landscape.module_hessian import check_options
 from engine.landscape.module_loss import ModuleLoss
-from engine.landscape.module_plane import check_grid, module_plane_job
-from engine.landscape.module_trajectory import checkpoint_plane_job
+from engine.landscape.module_plane import check_grid
 
 TOP_K = 3  # eigenvalues shown beside the density
 # Hutchinson probes for the trace beside it (the command line's --hessian default): one product
@@ -101,24 +99,16 @@ def module_mode_job(s, net: ModuleNetwork, second: str | None = None, checkpoint
     rest = lambda job, text: subjob(job, 0.1, 1.0, text)
     if s.mode == "plane":
         ignore = "biasbn" if s.ignore == "biases" else s.ignore
-        d1 = d2 = None
-        if s.normalization == "hessian":  # the top two eigenvectors, by Lanczos on exact products
-            d1, d2 = yield from subjob(hessian_directions_job(loss, seed=s.seed), 0.1, 0.3, "Hessian directions: ")
-            rest = lambda job, text: subjob(job, 0.3, 1.0, text)
-        job = module_plane_job(loss, s.points, s.extent, s.normalization, ignore, s.seed, d1, d2)
-        plane = yield from rest(job, "plane: ")
+        plane = yield from rest(operations.plane_job(loss, s.points, s.extent, s.normalization, ignore, s.seed), "")
         message = f"{s.points}×{s.points} plane of {loss.n_params} parameters, {s.normalization}"
         return dict(plane=plane, message=message)
     if s.mode == "pca":
-        pca = yield from rest(checkpoint_plane_job(loss, read, s.points), "")
+        pca = yield from rest(operations.trajectory_job(loss, read, s.points), "")
         return dict(pca=pca, message=f"{len(read)} checkpoints on their PCA plane")
     if s.mode == "interpolation":
-        job = module_interpolation_job(loss, loss.flatten(read), loss.state_buffers(read), s.interp_points)
-        curve = yield from rest(job, "")
+        curve = yield from rest(operations.interpolation_job(loss, read, s.interp_points), "")
         accuracy = "" if curve.accuracy is None else f", accuracy barrier {curve.accuracy_barrier:.3g}"
         return dict(interpolation=curve, message=f"barrier {curve.barrier:.3g}{accuracy}")
-    job = module_hessian_job(
-        loss, TOP_K, TRACE_PROBES, s.seed, max_full=0, density_probes=s.probes, steps=s.lanczos_steps
-    )
-    h = yield from rest(job, "Hessian: ")
+    options = dict(top_k=TOP_K, probes=TRACE_PROBES, seed=s.seed, full=False)
+    h = yield from rest(operations.hessian_job(loss, **options, density_probes=s.probes, steps=s.lanczos_steps), "")
     return dict(density=h.density, hessian=h, message=f"λ_max ≈ {h.eigenvalues[0]:.4g}, tr H ≈ {h.trace:.4g}")

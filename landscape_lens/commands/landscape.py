@@ -49,8 +49,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--directions",
         default="filter",
-        choices=("random", "filter", "layer", "hessian"),
-        help="default: filter; hessian: the top two eigenvectors (a module only)",
+        choices=("random", "filter", "layer", "hessian", "hessian-extremes"),
+        help="default: filter; hessian: the top two eigenvectors; hessian-extremes: the bottom and the top (a module)",
     )
     parser.add_argument(
         "--ignore",
@@ -74,6 +74,14 @@ def add_arguments(parser) -> None:
         help="a module's top eigenpairs, Hutchinson trace and (up to 3000 parameters) full Hessian: hessian.npz",
     )
     parser.add_argument("--top-k", type=int_in(1, 100), default=3, metavar="K", help="--hessian's eigenpairs (3)")
+    parser.add_argument(
+        "--bottom-k", type=int_in(0, 100), default=0, metavar="K", help="--hessian's most negative eigenpairs (0)"
+    )
+    parser.add_argument(
+        "--full-hessian",
+        action="store_true",
+        help="form the whole Hessian (one product a parameter); by default only where it costs no more than the rest",
+    )
     parser.add_argument(
         "--probes", type=int_in(1, 1000), help="probes: --density's (default 10), --hessian's trace's (default 100)"
     )
@@ -232,15 +240,12 @@ def module_landscape(args, net) -> dict:
     from engine.core.lazy import torch
     from engine.core.runtime import configure_torch_threads
     from engine.io.module_network import read_checkpoint
-    from engine.landscape import module_exports
+    from engine.landscape import module_exports, operations
     from engine.landscape.module_hessian import check_options as check_hessian_options
-    from engine.landscape.module_hessian import module_hessian_job
-    from engine.landscape.module_interpolation import module_interpolation_job
     from engine.landscape.module_loss import ModuleLoss
-    from engine.landscape.module_plane import check_grid, module_plane_job
+    from engine.landscape.module_plane import check_grid
     from engine.landscape.module_toolkit import loss_kind, read_end_state
     from engine.landscape.module_trajectory import check_count as check_checkpoint_count
-    from engine.landscape.module_trajectory import checkpoint_plane_job
     from landscape_lens.progress_bar import progress_bar
 
     configure_torch_threads(os.cpu_count() or 1)  # the command line uses every core
@@ -260,7 +265,7 @@ def module_landscape(args, net) -> dict:
     check_grid(n, args.extent or 1.0)
     hessian_probes, density_probes = args.probes or 100, _density_probes(args) if args.density else 0
     if args.hessian:
-        check_hessian_options(loss, args.top_k, hessian_probes, density_probes, args.steps)
+        check_hessian_options(loss, args.top_k, hessian_probes, density_probes, args.steps, bottom_k=args.bottom_k)
     if args.trajectory:
         check_checkpoint_count(len(args.trajectory), loss.n_params)
     states = [read_checkpoint(path, net) for path in args.trajectory or ()]
@@ -285,24 +290,18 @@ def module_landscape(args, net) -> dict:
     run = lambda job, what: _run(job, f"landscape {Path(args.network).name}: {what}", progress_bar)
     wants_plane = args.plane is not None or not (args.interpolate or states or args.hessian)
     if states:
-        r = run(checkpoint_plane_job(loss, states, n, args.extent), "checkpoints' PCA plane")
+        r = run(operations.trajectory_job(loss, states, n, args.extent), "checkpoints' PCA plane")
         summary["files"] += [str(p) for p in module_exports.write_checkpoint_plane(out, r, loss, args.trajectory, vts)]
         summary["pca"] = {"explained": r.explained, "checkpoints": len(states), "loss_end": float(r.runs[0].loss[-1])}
         summary["plane"] = _plane_summary(r.plane)
     elif wants_plane:
-        d1 = d2 = None
-        if args.directions == "hessian":
-            from engine.landscape.module_hessian import hessian_directions
-
-            d1, d2 = hessian_directions(loss, seed=args.seed)
         grid = _sweep_grid(args, kind, out) if args.executor else None
-        job = module_plane_job(loss, n, args.extent or 1.0, args.directions, ignore, args.seed, d1, d2, grid)
+        job = operations.plane_job(loss, n, args.extent or 1.0, args.directions, ignore, args.seed, grid=grid)
         p = run(job, "plane")
         summary["files"] += [str(path) for path in module_exports.write_plane(out, p, loss, vts)]
         summary["plane"] = _plane_summary(p)
     if other is not None:
-        theta_b = loss.flatten(other)
-        r = run(module_interpolation_job(loss, theta_b, loss.state_buffers(other), args.points), "line")
+        r = run(operations.interpolation_job(loss, other, args.points), "line")
         summary["files"].append(str(module_exports.write_interpolation(out, r, loss)))
         summary["interpolation"] = {"loss_a": r.loss_a, "loss_b": r.loss_b, "barrier": r.barrier}
         if r.accuracy is not None:
@@ -310,10 +309,9 @@ def module_landscape(args, net) -> dict:
                 accuracy_a=r.accuracy_a, accuracy_b=r.accuracy_b, accuracy_barrier=r.accuracy_barrier
             )
     if args.hessian:
-        job = module_hessian_job(
-            loss, args.top_k, hessian_probes, args.seed, density_probes=density_probes, steps=args.steps
-        )
-        h = run(job, "Hessian")
+        full = True if args.full_hessian else None
+        options = dict(top_k=args.top_k, bottom_k=args.bottom_k, probes=hessian_probes, seed=args.seed, full=full)
+        h = run(operations.hessian_job(loss, **options, density_probes=density_probes, steps=args.steps), "Hessian")
         summary["files"].append(str(module_exports.write_hessian(out, h, loss)))
         if h.density is not None:
             from engine.landscape import exports
@@ -322,6 +320,8 @@ def module_landscape(args, net) -> dict:
         summary["hessian"] = {
             "eigenvalues": h.eigenvalues,
             "residuals": h.residuals,
+            "bottom_eigenvalues": h.bottom_eigenvalues,
+            "bottom_residuals": h.bottom_residuals,
             "trace": h.trace,
             "trace_se": h.trace_se,
             "probes": len(h.trace_samples),
