@@ -12,7 +12,7 @@ Rows, all measured in this one run, interleaved, best of --repeats:
 Ratios are peer (or helper) time over engine time, for wall and CPU time (process CPU, all
 threads). "% peak" is the engine's useful GFLOP/s (the multiply-adds of one network forward per
 point) over a 1500² matmul of the same dtype on as many threads, through the BLAS the kernel uses
-(numpy's OpenBLAS on the CPU: engine.landscape.slices.blas_matmul; torch's MKL is printed too).
+(numpy's OpenBLAS on the CPU: engine.landscape.compute.blas_matmul; torch's MKL is printed too).
 The floor, timed here on one thread in CPU seconds: the workload's sigmoids alone (torch.sigmoid
 in the kernel's chunk size) plus the kernel's products alone at its shapes (a chunk's per-point
 20×21 @ 21×21 products and its output layer's (P·N)×21 @ 21×2 ones): what no kernel built from

@@ -14,7 +14,7 @@ Rows (wall seconds, process CPU seconds):
            thread, best of --repeats. Beside it, the plane's GEMM floor: the products every
            point must make (layers 2.., 2·n_l·(n_{l-1} + 1)·N multiply-adds each; layer 1 is made
            once for the grid) at this machine's one-thread GEMM peak, a 1500² matmul through the
-           BLAS the kernel uses (numpy's; engine.landscape.slices.blas_matmul), measured here.
+           BLAS the kernel uses (numpy's; engine.landscape.compute.blas_matmul), measured here.
   pca      200 GD steps from the loaded weights, the PCA plane and its 51 × 51 grid: ours end to
            end (engine.landscape.trajectory_pca.pca_plane_job); the peer cannot train or fit the
            plane, so its row is its evaluation of the same PCA grid (extrapolated as above).
@@ -43,8 +43,8 @@ from engine.core import mlp  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
 from engine.landscape import density, directions, plane, trajectory_pca  # noqa: E402
+from engine.landscape.compute import blas_matmul  # noqa: E402
 from engine.landscape.networks import Network, read_network, write_network  # noqa: E402
-from engine.landscape.slices import blas_matmul  # noqa: E402
 
 WIDTHS, N, GRID, EXTENT, STEPS = (784, 128, 128, 10), 1000, 51, 1.0, 200
 DTYPES = {"float64": torch.float64, "float32": torch.float32}

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from engine.core.errors import EngineInputError
-from engine.landscape import exports, module_exports
+from engine.landscape import exports
 from engine.landscape.density import Density
 from engine.landscape.interpolation import Interpolation as InterpolationResult
 from engine.landscape.module_hessian import ModuleHessian
@@ -73,7 +73,7 @@ class Plane(PlaneResult, Layout):
 
     def save(self, path) -> Path:
         """plane.npz at ``path`` (docs/EXPORTS.md, "Any PyTorch model")."""
-        return module_exports.save_plane(path, self, self._layout())
+        return exports.save_plane(path, self, self._layout())
 
     def plot(self, levels: int = 30):
         """Contours over the heatmap, θ marked at the centre; a matplotlib Figure."""
@@ -99,7 +99,7 @@ class Interpolation(InterpolationResult, Layout):
 
     def save(self, path) -> Path:
         """interp.npz at ``path`` (docs/EXPORTS.md)."""
-        return exports._save(path, **exports.interpolation_arrays(self), **module_exports.layout(self._layout()))
+        return exports._save(path, **exports.interpolation_arrays(self), **exports.layout(self._layout()))
 
     def plot(self):
         """The loss along the line (and the accuracy on a second axis); a matplotlib Figure."""
@@ -125,7 +125,7 @@ class Hessian(ModuleHessian, Layout):
 
     def save(self, path) -> Path:
         """hessian.npz at ``path`` (docs/EXPORTS.md), the density's arrays in it when there is one."""
-        return module_exports.save_hessian(path, self, self._layout())
+        return exports.save_hessian(path, self, self._layout())
 
     def plot(self):
         """The extreme eigenvalues with their error estimates, and the density when there is one."""
@@ -168,7 +168,7 @@ class TrajectoryPlane(PCAPlane, Layout):
 
     def save(self, path) -> Path:
         """plane.npz at ``path`` as ``--trajectory`` writes it (docs/EXPORTS.md)."""
-        return exports._save(path, **exports.pca_plane_arrays(self), **module_exports.layout(self._layout()))
+        return exports._save(path, **exports.pca_plane_arrays(self), **exports.layout(self._layout()))
 
     def plot(self, levels: int = 30):
         """Contours of the loss with the checkpoints' path; a matplotlib Figure."""

@@ -29,7 +29,7 @@ from engine.core.lazy import torch
 from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress
 from engine.core.runtime import configure_torch_threads
-from engine.landscape.slices import DTYPES, check_device
+from engine.landscape.compute import DTYPES, check_device
 
 MAX_PROBES = 1000
 MAX_STEPS = 1000

@@ -1,19 +1,25 @@
 """Random directions for slices and planes, normalised as Li et al. 2018 do (docs/MATH.md B8, B12.1).
 
-A raw direction is a standard Gaussian in the flat layout of engine.core.mlp. Its scale then
-decides what a plot shows: with unit directions a step t moves every network by the same
-Euclidean length, which means a lot for small weights and little for large ones, so plots of two
-networks cannot be compared. Li et al. rescale instead:
+A direction lives in θ's flat layout: the parameter tensors in order, each flattened. The layout
+is given as an ``Arch`` (paper B's MLPs: W1, b1, W2, b2, … as engine.core.mlp lays them out) or as
+the tensors' shapes (any module: ``ModuleLoss.shapes``, its ``named_parameters()`` in order). A raw
+direction is a standard Gaussian, row k of ``np.random.default_rng(seed).standard_normal((count,
+P))``. Its scale then decides what a plot shows: with unit directions a step t moves every
+network by the same Euclidean length, which means a lot for small weights and little for large
+ones, so plots of two networks cannot be compared. Li et al. rescale instead, tensor by tensor:
 
-- ``random``: the whole direction to unit norm (this app's default for paper B's slices);
-- ``filter``: each filter to the norm of the same filter of θ. For a Linear layer a filter is
-  one output neuron's row of W_l, so row p of the direction's W_l gets norm ‖θ's W_l[p]‖;
-- ``layer``: each weight matrix W_l to the norm of θ's W_l.
+- ``random``: nothing per tensor; the whole direction to unit norm (this app's default for
+  paper B's slices);
+- ``filter``: a tensor of two or more dimensions is a stack of filters along its first axis (a
+  convolution's output channels, a linear layer's rows: one output neuron's row of W_l); filter
+  i of the direction is scaled to the norm of θ's filter i;
+- ``layer``: such a tensor as a whole to the norm of θ's tensor.
 
-Biases (Li et al.'s 1-D parameters): with ``ignore="biases"`` (their ``--xignore biasbn``) the
-direction's bias components are zero; otherwise ``filter`` and ``layer`` copy θ's biases into
-the direction, as their ``normalize_directions_for_weights`` does, and ``random`` keeps the
-Gaussian bias components before the unit scaling.
+One-dimensional tensors (biases, batch norm's weights and biases) and scalars: with ``ignore``
+"biases" or "biasbn" (Li et al.'s ``--xignore biasbn``; the two names say the same) the direction
+is zero there; otherwise ``filter`` and ``layer`` copy θ's values into it, as their
+``normalize_directions_for_weights`` does, and ``random`` keeps the Gaussian draw before the
+unit scaling.
 
 Seeded: the same (seed, index) gives the same direction on every machine (numpy's PCG64).
 """
@@ -26,7 +32,7 @@ from engine.core.errors import EngineInputError
 from engine.core.mlp import Arch
 
 NORMALIZATIONS = ("random", "filter", "layer")
-IGNORE = ("none", "biases")
+IGNORE = ("none", "biases", "biasbn")
 
 
 def check_normalization(name: str) -> str:
@@ -40,6 +46,22 @@ def check_ignore(name: str | None) -> str:
     if name not in IGNORE:
         raise EngineInputError(f"unknown --ignore {name!r}; choose one of: {', '.join(IGNORE)}")
     return name
+
+
+def shapes_of(layout) -> tuple[tuple[int, ...], ...]:
+    """The parameter tensors' shapes, in θ's order: an ``Arch``'s blocks, or the shapes themselves."""
+    if isinstance(layout, Arch):
+        return tuple(tuple(b.shape) for b in layout.blocks)
+    return tuple(tuple(int(n) for n in shape) for shape in layout)
+
+
+def _blocks(layout) -> list[tuple[slice, tuple]]:
+    out, pos = [], 0
+    for shape in shapes_of(layout):
+        size = int(np.prod(shape, dtype=np.int64))
+        out.append((slice(pos, pos + size), shape))
+        pos += size
+    return out
 
 
 DRAWS_PER_BLOCK = 1 << 16  # ~2 ms of Gaussian draws
@@ -66,49 +88,55 @@ def unit_rows(d: np.ndarray) -> np.ndarray:
     return d / np.linalg.norm(d, axis=-1, keepdims=True)
 
 
-def filter_norms(arch: Arch, v) -> list[np.ndarray]:
-    """The norms of every filter (row of each W_l) of a flat vector ``v`` (..., P): one array
-    (..., n_l) per layer. What a filter-normalised direction shares with θ."""
+def filter_norms(layout, v) -> np.ndarray:
+    """The norm of every filter (first-axis slice of each tensor of ≥ 2 dimensions; a row of each
+    W_l) of the flat ``v`` (..., P), concatenated in parameter order (layer 1's rows first): what a
+    filter-normalised direction shares with θ."""
     v = np.asarray(v, float)
-    out = []
-    for l in range(1, arch.n_layers + 1):
-        blk = arch.block(f"W{l}")
-        out.append(np.linalg.norm(v[..., blk.slice].reshape(*v.shape[:-1], *blk.shape), axis=-1))
-    return out
+    parts = [
+        np.linalg.norm(v[..., s].reshape(*v.shape[:-1], shape[0], -1), axis=-1)
+        for s, shape in _blocks(layout)
+        if len(shape) >= 2
+    ]
+    return np.concatenate(parts, axis=-1) if parts else np.zeros((*v.shape[:-1], 0))
 
 
-def normalize(arch: Arch, theta, d, normalization: str = "filter", ignore: str = "none") -> np.ndarray:
-    """Rescale raw directions ``d`` ((P,) or (K, P)) as ``normalization`` says; a new array."""
+def normalize(layout, theta, d, normalization: str = "filter", ignore: str = "none") -> np.ndarray:
+    """Raw directions ``d`` ((P,) or (K, P)) rescaled as ``normalization`` says; a new array."""
     check_normalization(normalization)
     ignore = check_ignore(ignore)
+    blocks = _blocks(layout)
+    n = blocks[-1][0].stop if blocks else 0
     theta = np.asarray(theta, float)
     d = np.array(d, dtype=float, copy=True)
-    if d.shape[-1] != arch.n_params or theta.shape != (arch.n_params,):
-        raise EngineInputError(f"directions have shape {d.shape} and θ {theta.shape}; expected (…, {arch.n_params})")
-    biases = [arch.block(f"b{l}").slice for l in range(1, arch.n_layers + 1)] if arch.bias else []
-    if ignore == "biases":
-        for b in biases:
-            d[..., b] = 0.0
-    if normalization == "random":
-        return unit_rows(d)
+    if d.shape[-1] != n or theta.shape != (n,):
+        raise EngineInputError(f"directions have shape {d.shape} and θ {theta.shape}; expected (…, {n})")
     tiny = np.finfo(float).tiny
-    for l in range(1, arch.n_layers + 1):
-        blk = arch.block(f"W{l}")
-        W = theta[blk.slice].reshape(blk.shape)
-        D = d[..., blk.slice].reshape(*d.shape[:-1], *blk.shape)  # a view: scaled in place
-        if normalization == "filter":
-            D *= (np.linalg.norm(W, axis=-1) / np.maximum(np.linalg.norm(D, axis=-1), tiny))[..., None]
-        else:
-            D *= (np.linalg.norm(W) / np.maximum(np.linalg.norm(D, axis=(-2, -1)), tiny))[..., None, None]
-    if ignore == "none":
-        for b in biases:
-            d[..., b] = theta[b]
+    lead = d.shape[:-1]
+    for s, shape in blocks:
+        if len(shape) < 2:
+            if ignore != "none":
+                d[..., s] = 0.0
+            elif normalization != "random":
+                d[..., s] = theta[s]
+            continue
+        if normalization == "random":
+            continue
+        axes = -1 if normalization == "filter" else (-2, -1)
+        W = theta[s].reshape(shape[0], -1)
+        D = d[..., s].reshape(*lead, shape[0], -1)
+        norm = lambda a: np.linalg.norm(a, axis=axes, keepdims=True)
+        d[..., s] = (D * (norm(W) / np.maximum(norm(D), tiny))).reshape(*lead, -1)
+    if normalization == "random":
+        d /= np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), tiny)
     return d
 
 
 def directions(
-    arch: Arch, theta, count: int = 2, seed: int = 0, normalization: str = "filter", ignore: str = "none"
+    layout, theta, count: int = 2, seed: int = 0, normalization: str = "filter", ignore: str = "none"
 ) -> np.ndarray:
     """``count`` seeded, normalised directions (count, P): row k is the k-th standard Gaussian
-    draw of ``np.random.default_rng(seed)`` (shape (count, P)), then ``normalize``."""
-    return normalize(arch, theta, gaussian_draws(count, arch.n_params, seed), normalization, ignore)
+    draw of ``np.random.default_rng(seed)`` (shape (count, P)), then ``normalize``. ``layout``:
+    an ``Arch`` or the parameter tensors' shapes."""
+    n = sum(int(np.prod(shape, dtype=np.int64)) for shape in shapes_of(layout))
+    return normalize(layout, theta, gaussian_draws(count, n, seed), normalization, ignore)

@@ -4,6 +4,15 @@ Goodfellow et al.'s linear interpolation: past the segment too (α over at least
 each end shows whether it sits in a basin. Paper B's use: the constructed minimum against the
 global minimum that ``nonattr-path`` reaches, whose straight segment rises where the path does
 not. Both networks must have the same architecture; the data are network A's.
+
+Two kernels: paper B's MLPs through the batched affine kernel (``interpolation_job``), and any
+module point by point (``module_interpolation_job``), with the accuracy along the line for
+classifiers (linear mode connectivity, Frankle et al. 2020). For a module, batch norm's running
+statistics belong to each end: when the second model brings its own (``buffers_b``), every
+floating-point buffer is interpolated with the parameters, so α = 0 and α = 1 are exactly the two
+models. Past the segment the statistics are extrapolated too, and a running variance that turns
+negative there gives a NaN loss: the line has left both models. Integer buffers
+(``num_batches_tracked``) stay model A's.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.mlp import Arch
 from engine.core.progress import Job
-from engine.landscape.plane import MAX_POINTS, affine_losses_job
+from engine.landscape.plane import MAX_POINTS, affine_losses_job, points_job
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,7 +37,7 @@ class Interpolation:
     loss_a: float  # L(θ_a), float64
     loss_b: float
     kind: str = "sum"
-    # classifiers (engine.landscape.module_interpolation): the share of correct labels along the line
+    # classifiers (module_interpolation_job): the share of correct labels along the line
     accuracy: np.ndarray | None = None  # (M,)
     accuracy_a: float | None = None
     accuracy_b: float | None = None
@@ -83,4 +92,46 @@ def interpolation_job(
     )
     return Interpolation(
         alpha, loss, theta_a, theta_b, mlp.loss(arch, theta_a, X, Y, kind), mlp.loss(arch, theta_b, X, Y, kind), kind
+    )
+
+
+# Points of a module's line: each is a pass over all the data.
+MAX_MODULE_POINTS = 10_001
+
+
+def module_interpolation_job(
+    loss, theta_b, buffers_b=None, points: int = 201, lo: float = -0.5, hi: float = 1.5
+) -> Job[Interpolation]:
+    """Job: ``points`` values of α evenly over [lo, hi] on the line from ``loss.theta`` (model A,
+    its buffers) to ``theta_b`` (with ``buffers_b``: {name: tensor} of model B, or None to keep A's).
+    ``loss``: a ``ModuleLoss``."""
+    if not 2 <= points <= MAX_MODULE_POINTS:
+        raise EngineInputError(f"interpolation points {points} must be within 2 .. {MAX_MODULE_POINTS}")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise EngineInputError(f"interpolation range [{lo}, {hi}] must be finite with lo < hi")
+    theta_a, theta_b = loss.theta, loss.flat(theta_b)
+    step = theta_b - theta_a
+    a_buf = loss.buffers
+    b_buf = loss.merged_buffers(buffers_b) or a_buf
+    mixed = [k for k, v in a_buf.items() if v.is_floating_point() and b_buf[k] is not v]
+
+    def buffers_at(t: float):
+        return {k: (1 - t) * a_buf[k] + t * b_buf[k] for k in mixed} or None
+
+    alpha = np.linspace(lo, hi, points)
+    evaluate = lambda i: loss.loss_and_accuracy(theta_a + float(alpha[i]) * step, buffers_at(float(alpha[i])))
+    values, accuracy = yield from points_job(points, evaluate, "line point")
+    loss_a, acc_a = loss.loss_and_accuracy(theta_a)
+    loss_b, acc_b = loss.loss_and_accuracy(theta_b, {k: b_buf[k] for k in mixed} or None)
+    return Interpolation(
+        alpha,
+        values,
+        theta_a.double().cpu().numpy(),
+        theta_b.double().cpu().numpy(),
+        loss_a,
+        loss_b,
+        loss.kind,
+        accuracy if loss.classifier else None,
+        acc_a,
+        acc_b,
     )

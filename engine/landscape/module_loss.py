@@ -46,7 +46,7 @@ from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
 from engine.core.validation import integer
-from engine.landscape.slices import DTYPES, check_device
+from engine.landscape.compute import DTYPES, check_device
 
 # Samples per chunk when none is asked for. On a CIFAR-shaped ResNet-20 in float64 a gradient
 # raised the peak memory by 8 MB a sample and each vector of an HVP by 12 MB more a sample:

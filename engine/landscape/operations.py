@@ -56,11 +56,11 @@ def plane_job(
     PlaneResult
     """
     from engine.landscape import module_hessian as MH
-    from engine.landscape import module_plane, plane
+    from engine.landscape import plane
 
     fast = mlp_backend(loss) if d1 is None and grid is None and not directions.startswith("hessian") else None
     # the MLP kernel takes up to plane.MAX_GRID points a side, a pass of the module per point fewer
-    (plane if fast is not None else module_plane).check_grid(points, extent)
+    plane.check_grid(points, extent, plane.MAX_GRID if fast is not None else plane.MAX_MODULE_GRID)
     if ignore not in IGNORE:
         raise EngineInputError(f"unknown ignore {ignore!r}; choose one of: {', '.join(IGNORE)}")
     if d1 is None and directions not in DIRECTIONS:
@@ -82,7 +82,7 @@ def plane_job(
         )
         p = yield from subjob(job, *rest, "plane: ")
         return _replaced(p, ignore=ignore)
-    job = module_plane.module_plane_job(loss, points, extent, directions, ignore, seed, d1, d2, grid)
+    job = plane.module_plane_job(loss, points, extent, directions, ignore, seed, d1, d2, grid)
     return (yield from subjob(job, *rest, "plane: "))
 
 
@@ -97,7 +97,7 @@ def hessian_job(loss: ModuleLoss, **options) -> Job:
 def interpolation_job(loss: ModuleLoss, state_b: Mapping, points: int = 201, lo: float = -0.5, hi: float = 1.5):
     """Job: the line from θ (with its buffers) to ``state_b``'s parameters and buffers (a
     state_dict of the same module), ``points`` values of α over [lo, hi]."""
-    from engine.landscape.module_interpolation import module_interpolation_job
+    from engine.landscape.interpolation import module_interpolation_job
 
     theta_b, buffers_b = loss.flatten(state_b), loss.state_buffers(state_b)
     return (yield from module_interpolation_job(loss, theta_b, buffers_b, points, lo, hi))
@@ -107,7 +107,7 @@ def trajectory_job(loss: ModuleLoss, states: Sequence[Mapping], points: int = 51
     """Job: ``states`` (state_dicts, oldest first, at least three) on their PCA plane, and the
     loss over it around the last one; each state checked against the model first, named by its
     index when it does not match."""
-    from engine.landscape.module_trajectory import check_count, checkpoint_plane_job
+    from engine.landscape.trajectory_pca import check_count, checkpoint_plane_job
 
     check_count(len(states), loss.n_params)
     for i, state in enumerate(states):

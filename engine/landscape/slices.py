@@ -9,10 +9,9 @@ point).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,37 +22,15 @@ from engine.core.lazy import torch
 from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, run_to_completion
 from engine.core.runtime import configure_torch_threads
+from engine.landscape.compute import DTYPES, WORKER_THREADS, check_device
 from engine.landscape.directions import gaussian_draws, unit_rows
 
-
-class _Dtypes(Mapping):
-    """ "float64" / "float32" -> the torch dtype, looked up when used (torch loads on first use)."""
-
-    def __getitem__(self, name: str):
-        if name not in ("float64", "float32"):
-            raise KeyError(name)
-        return getattr(torch, name)
-
-    def __iter__(self):
-        return iter(("float64", "float32"))
-
-    def __len__(self) -> int:
-        return 2
-
-
-DTYPES = _Dtypes()
 # Points per chunk: whole directions of P points. On 2—21—21—1 with 20 samples (one thread, CPU s
 # of the whole K = 5000 workload, best of 7 interleaved): float64 0.93 s at 8 directions, 0.94 at
 # 12, 0.96 at 16; float32 0.47 s at 8, 0.46 at 12 and 16. Smaller chunks pay the ~40 µs of calls
 # a chunk makes more often (float64 1.31 s at one direction); larger ones leave the cache.
 DEFAULT_CHUNK = {"float64": 808, "float32": 1616}
 CUDA_CHUNK = 200_000  # on a GPU one launch per layer should cover many directions
-# Two Python threads with one torch thread each (torch releases the GIL inside its kernels); two
-# OpenMP threads inside each product collapsed 10–60x whenever the machine was busy. Choosing one
-# thread when the machine is busy does not pay: with 4 other runnable tasks on the 2 cores, 2
-# threads took 1.15–1.46 s against 1.45–2.03 s for 1 (K = 2000, float32), for the same CPU time,
-# since dynamic chunking lets a preempted thread's share go to the other.
-WORKER_THREADS = min(2, os.cpu_count() or 1)
 
 
 def random_directions(arch: Arch, theta, K: int, seed: int = 0, normalization: str = "unit") -> np.ndarray:
@@ -126,32 +103,6 @@ def evaluate_job(
     if errors:
         raise errors[0]
     return np.concatenate(parts)
-
-
-def check_device(device: str) -> torch.device:
-    """ "cpu", or "cuda" when torch sees a GPU; anything else is a clear input error."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise EngineInputError(f"unknown device {device!r}; choose 'cpu' or 'cuda'") from None
-    if dev.type not in ("cpu", "cuda"):
-        raise EngineInputError(f"device {device!r} is not supported; choose 'cpu' or 'cuda'")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise EngineInputError(f"device {device!r}: this torch ({torch.__version__}) sees no CUDA GPU; use 'cpu'")
-    return dev
-
-
-def blas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """``out = a @ b``, batched and broadcast as ``torch.matmul``. On the CPU the product goes
-    through numpy's OpenBLAS, which releases the GIL: torch's MKL takes its AVX2 paths on AMD
-    CPUs, and there its batched 21×21 @ 21×20 float64 products ran 4× slower (0.65 against
-    2.6 ms a chunk of 808 points; a 1500² float64 matmul 49 against 45 GFLOP/s, float32 99
-    against 64; benchmarks/bench_landscape.py prints both BLAS's rates)."""
-    if out.device.type == "cpu":
-        np.matmul(a.numpy(), b.numpy(), out=out.numpy())
-    else:
-        torch.matmul(a, b, out=out)
-    return out
 
 
 def slice_kernel(

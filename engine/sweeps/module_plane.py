@@ -61,7 +61,7 @@ def _loss(source: PlaneSource):
 
 
 def compute_row(source: PlaneSource, cell) -> dict:
-    from engine.landscape.module_plane import plane_row
+    from engine.landscape.plane import plane_row
 
     (i,) = cell
     row = plane_row(_loss(source), source.theta, source.d1, source.d2, source.alpha[i], source.beta)

@@ -218,7 +218,7 @@ def read_any_network(args):
     behaviour as before); otherwise the file as any nn.Module (engine.io.module_network)."""
     from engine.core.errors import EngineInputError
     from engine.io.module_network import read_module_network
-    from engine.landscape.module_toolkit import read_any_network
+    from engine.landscape.toolkit import read_any_network
 
     flags, exported = _module_flags(args), Path(args.network).suffix.lower() == ".pt2"
     if flags and not (exported or args.model):
@@ -240,12 +240,12 @@ def module_landscape(args, net) -> dict:
     from engine.core.lazy import torch
     from engine.core.runtime import configure_torch_threads
     from engine.io.module_network import read_checkpoint
-    from engine.landscape import module_exports, operations
+    from engine.landscape import exports, operations
     from engine.landscape.module_hessian import check_options as check_hessian_options
     from engine.landscape.module_loss import ModuleLoss
-    from engine.landscape.module_plane import check_grid
-    from engine.landscape.module_toolkit import loss_kind, read_end_state
-    from engine.landscape.module_trajectory import check_count as check_checkpoint_count
+    from engine.landscape.plane import MAX_MODULE_GRID, check_grid
+    from engine.landscape.toolkit import loss_kind, read_end_state
+    from engine.landscape.trajectory_pca import check_count as check_checkpoint_count
     from landscape_lens.progress_bar import progress_bar
 
     configure_torch_threads(os.cpu_count() or 1)  # the command line uses every core
@@ -262,7 +262,7 @@ def module_landscape(args, net) -> dict:
     loss = ModuleLoss(net, kind, args.batch_size, args.dtype, args.device)
     ignore = "biasbn" if args.ignore == "biases" else args.ignore
     n = args.plane or 51
-    check_grid(n, args.extent or 1.0)
+    check_grid(n, args.extent or 1.0, MAX_MODULE_GRID)
     hessian_probes, density_probes = args.probes or 100, _density_probes(args) if args.density else 0
     if args.hessian:
         check_hessian_options(loss, args.top_k, hessian_probes, density_probes, args.steps, bottom_k=args.bottom_k)
@@ -291,18 +291,18 @@ def module_landscape(args, net) -> dict:
     wants_plane = args.plane is not None or not (args.interpolate or states or args.hessian)
     if states:
         r = run(operations.trajectory_job(loss, states, n, args.extent), "checkpoints' PCA plane")
-        summary["files"] += [str(p) for p in module_exports.write_checkpoint_plane(out, r, loss, args.trajectory, vts)]
+        summary["files"] += [str(p) for p in exports.write_checkpoint_plane(out, r, loss, args.trajectory, vts)]
         summary["pca"] = {"explained": r.explained, "checkpoints": len(states), "loss_end": float(r.runs[0].loss[-1])}
         summary["plane"] = _plane_summary(r.plane)
     elif wants_plane:
         grid = _sweep_grid(args, kind, out) if args.executor else None
         job = operations.plane_job(loss, n, args.extent or 1.0, args.directions, ignore, args.seed, grid=grid)
         p = run(job, "plane")
-        summary["files"] += [str(path) for path in module_exports.write_plane(out, p, loss, vts)]
+        summary["files"] += [str(path) for path in exports.write_plane(out, p, loss, vts)]
         summary["plane"] = _plane_summary(p)
     if other is not None:
         r = run(operations.interpolation_job(loss, other, args.points), "line")
-        summary["files"].append(str(module_exports.write_interpolation(out, r, loss)))
+        summary["files"].append(str(exports.write_interpolation(out, r, loss)))
         summary["interpolation"] = {"loss_a": r.loss_a, "loss_b": r.loss_b, "barrier": r.barrier}
         if r.accuracy is not None:
             summary["interpolation"].update(
@@ -312,10 +312,8 @@ def module_landscape(args, net) -> dict:
         full = True if args.full_hessian else None
         options = dict(top_k=args.top_k, bottom_k=args.bottom_k, probes=hessian_probes, seed=args.seed, full=full)
         h = run(operations.hessian_job(loss, **options, density_probes=density_probes, steps=args.steps), "Hessian")
-        summary["files"].append(str(module_exports.write_hessian(out, h, loss)))
+        summary["files"].append(str(exports.write_hessian(out, h, loss)))
         if h.density is not None:
-            from engine.landscape import exports
-
             summary["files"].append(str(exports.write_density(out, h.density)))
         summary["hessian"] = {
             "eigenvalues": h.eigenvalues,

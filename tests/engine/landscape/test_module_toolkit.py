@@ -15,11 +15,11 @@ from torch import nn
 
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
-from engine.landscape import module_directions as MD
-from engine.landscape.module_interpolation import module_interpolation_job
+from engine.landscape import directions as MD
+from engine.landscape.interpolation import module_interpolation_job
 from engine.landscape.module_loss import ModuleLoss
-from engine.landscape.module_plane import module_plane_job, plane_row, points_job
-from engine.landscape.module_trajectory import check_count, checkpoint_plane_job
+from engine.landscape.plane import module_plane_job, plane_row, points_job
+from engine.landscape.trajectory_pca import check_count, checkpoint_plane_job
 from tests.models import CLASSES, images, trained_cnn
 
 EPS = np.finfo(np.float64).eps

@@ -1,4 +1,4 @@
-"""engine.landscape.toolkit on any PyTorch model (module_toolkit), as the window runs it: the file
+"""engine.landscape.toolkit on any PyTorch model (module_mode_job), as the window runs it: the file
 is read inside the job, every mode reports its progress, a cancel stops the points, and bad
 files and settings are one line before any point is evaluated."""
 
