@@ -18,7 +18,7 @@ The names load on first use, so the command line starts without torch.
 import os
 
 # Before torch loads: OpenMP keeps its thread count per thread, so every fresh Python thread (a job
-# worker, a wait_for helper) otherwise ran torch on every core, 30–50× slower on these tiny
+# worker, a wait_for helper) otherwise ran torch on every core, many times slower on these tiny
 # networks on a busy machine (engine.core.runtime.configure_torch_threads explains the choice).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 

@@ -2,8 +2,8 @@
 
 ``from engine.core.lazy import torch`` binds a stand-in that imports torch the first time one of
 its attributes is read (``torch.zeros``, ``torch.float64``), then is torch for every later read.
-torch takes 1.7–2.7 s to import and scipy.optimize about 1 s; the engine's modules use them only
-inside functions, so the window (which imports those modules for their types and jobs) no longer
+torch and scipy.optimize each take a noticeable while to import; the engine's modules use them
+only inside functions, so the window (which imports those modules for their types and jobs) no longer
 waits for either: the application imports them on a background thread once it is shown
 (gui.app.preload_numerics).
 """

@@ -267,7 +267,7 @@ def loss_of_outputs(f: torch.Tensor, y: torch.Tensor, kind: str = "sum") -> torc
         picked = f.gather(-2, y.expand(*f.shape[:-2], 1, y.shape[-1])).squeeze(-2)
         # log Σ e^{f_c} = m + log Σ e^{f_c − m}, with f_c − m kept where e^{·} is a normal number:
         # terms below the smallest normal cannot change a sum ≥ 1, and denormal results made exp
-        # ~60x slower (0.7 of 1.1 ms a point of a 784—128—128—10 plane)
+        # dominate a whole plane point's cost (benchmarks/README.md)
         m = f.amax(dim=-2, keepdim=True)
         shifted = (f - m).clamp_min(math.log(torch.finfo(f.dtype).tiny) + 1.0)
         return (m.squeeze(-2) + shifted.exp().sum(-2).log() - picked).mean(-1)
@@ -312,7 +312,7 @@ def loss_and_grad(arch: Arch, theta, X, Y, kind: str = "sum") -> tuple[float, np
 
 # torch.func's forward-mode AD keeps its levels in process-wide state: two threads computing a
 # Hessian at once (the λ slider's live readout beside a re-slice) failed with "forward AD level"
-# errors. One at a time; each takes ~50 ms at 504 parameters.
+# errors. One at a time: each is short at the papers' sizes, so the wait is too.
 _HESSIAN_LOCK = threading.Lock()
 
 

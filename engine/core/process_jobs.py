@@ -2,9 +2,9 @@
 
 Why: paper A's training is Python between small torch calls, and a thread running it holds the
 GIL most of the time. The window's thread takes the GIL back at every call from Qt into Python
-while it paints (each item's ``paint``, ``boundingRect``…), and it waited at each one: a repaint
-of four plots took 7.8 ms of wall time for 3.8 ms of processor time beside a Python-bound
-thread, 3.0 ms alone (issue #26). Run in a process of its own, the job shares no GIL with the
+while it paints (each item's ``paint``, ``boundingRect``…), and it waited at each one: beside a
+Python-bound thread a repaint took about twice its processor time in wall time (issue #26;
+benchmarks/README.md). Run in a process of its own, the job shares no GIL with the
 window; the window's job thread only waits on a pipe and unpickles the updates.
 
 ``in_worker_process(factory, *args)`` is a job (a generator yielding ``Progress``) that runs
@@ -12,7 +12,7 @@ window; the window's job thread only waits on a pipe and unpickles the updates.
 per request, so pause, step and cancel act between the job's yields exactly as on a thread, and
 closing it closes the job in the worker. A job's exception is raised again here, with the
 worker's traceback as its cause. Workers are kept in a small pool and started ahead of need
-(``prestart``): a fresh one takes ~2 s to import torch.
+(``prestart``): a fresh one must import torch first, which is slow.
 
 Identity survives the pipe where the window relies on an object being the same from one update
 to the next (a run's ``Context``, its meshes' arrays): an immutable object the worker sends again

@@ -2,7 +2,8 @@
 
 The same generator drives the GUI worker (which forwards ``partial`` to the views, pauses
 and cancels between yields), the command line and the tests (``run_to_completion``).
-Yield often -- at least every ~50 ms of work -- so pause and cancel stay responsive.
+Yield often -- at least as often as ``wait_for``'s default ``every_s`` -- so pause and cancel stay
+responsive (the job contract of docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ class _Closed(Exception):
 
 def on_helper_thread(job: Job[R], message: str) -> Job[R]:
     """Job: drive ``job`` on ``wait_for``'s helper thread, for jobs whose every step can be long
-    (a Hessian-vector product of a large model). Yields every ~50 ms with ``job``'s latest
-    progress; a close stops ``job`` at its next step. The numbers are exactly ``job``'s."""
+    (a Hessian-vector product of a large model). Yields every ``wait_for`` interval with ``job``'s
+    latest progress; a close stops ``job`` at its next step. The numbers are exactly ``job``'s."""
     latest = Progress(0.0, message)
 
     def call(stop: threading.Event) -> R:

@@ -10,10 +10,10 @@ _configured = False
 def configure_torch_threads(threads: int = 1) -> None:
     """One intra-op thread per worker, for torch and for the BLAS under numpy/scipy.
 
-    On networks this small a thread hand-off costs more than the arithmetic: measured 0.6 ms
-    against 56 ms a step with torch's default thread count on a busy 2-core machine, and
-    scipy's multi-threaded OpenBLAS made each L-BFGS run 14x slower. Work that is big enough
-    to share is split across Python threads instead (see engine.landscape.slices).
+    On networks this small a thread hand-off costs more than the arithmetic: with torch's default
+    thread count a step on a busy machine was many times slower than on one thread, and so was
+    each L-BFGS run under scipy's multi-threaded OpenBLAS (benchmarks/README.md). Work that is big
+    enough to share is split across Python threads instead (see engine.landscape.slices).
     """
     global _configured
     if not _configured:
@@ -27,12 +27,12 @@ def configure_torch_threads(threads: int = 1) -> None:
 def import_lazy_torch_modules() -> None:
     """Import what torch loads lazily on the first optimizer step or torch.func call.
 
-    Both import torch._dynamo, which took 1.5–5 s on this 2-core machine with the GIL mostly
+    Both import torch._dynamo, which takes seconds on a small machine with the GIL mostly
     held: run inside a job, it froze the window at the start of the first run of every session.
     The app pays it once at start-up instead, before the window is shown. The first
     forward-mode product (torch.func.hessian's jvp, in paper B's first Hessian) TorchScript-compiles
-    torch's jvp decompositions, with the GIL held in the compiler: the window's 10 ms timer
-    stalled 400–460 ms there during nonattr-fig3's first run.
+    torch's jvp decompositions, with the GIL held in the compiler: the window's timers stalled
+    there for dozens of ticks during nonattr-fig3's first run.
     """
     import torch._decomp.decompositions_for_jvp  # noqa: F401
     import torch._dynamo  # noqa: F401
@@ -43,10 +43,10 @@ def release_free_heap() -> bool:
     there is no glibc. Why a long-running window needs it (measured by the soak, issue #27):
     glibc raises its mmap threshold to the size of each large block freed (up to 32 MiB), so a
     job's temporaries (arrays, images) come from the heap afterwards, and a heap gives back
-    only what lies above its last live block. The window's heap in use stayed flat at ~300 MB
-    over 20 minutes while its free pages grew from 40 to 150 MB, and RSS with them. A fixed
-    threshold kept them near 30 MB, but made numpy's megabyte temporaries 6× slower (each a
-    fresh mmap); returning free pages once work has stopped costs the jobs nothing."""
+    only what lies above its last live block. Over the soak the window's heap in use stayed flat
+    while its free pages grew several-fold, and RSS with them. A fixed threshold kept them small,
+    but made numpy's megabyte temporaries several times slower (each a fresh mmap); returning
+    free pages once work has stopped costs the jobs nothing."""
     trim = _malloc_trim()
     if trim is None:  # not glibc (macOS, Windows, musl): nothing to do
         return False

@@ -36,8 +36,8 @@ MAX_STEPS = 1000
 MAX_BASIS_FLOATS = 400_000_000  # probes × steps × P kept for re-orthogonalisation: 3.2 GB
 GRID = 1001  # points of the smoothed density
 SIGMA = 0.01  # the Gaussians' width as a share of the node range
-# Past this many parameters one backward per probe beats torch's vmapped batch: on 784—128—128—10
-# (118,282 parameters, 1,000 samples) 10 single HVPs took 0.40 s, one batch of 10 took 0.71 s.
+# Past this many parameters one backward per probe beats torch's vmapped batch, as it did on
+# 784—128—128—10 (118,282 parameters, 1,000 samples; benchmarks/README.md).
 BATCHED_HVP_MAX_PARAMS = 20_000
 
 

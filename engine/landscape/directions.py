@@ -64,7 +64,7 @@ def _blocks(layout) -> list[tuple[slice, tuple]]:
     return out
 
 
-DRAWS_PER_BLOCK = 1 << 16  # ~2 ms of Gaussian draws
+DRAWS_PER_BLOCK = 1 << 16  # Gaussian draws per call: short enough to hand the GIL back often
 
 
 def gaussian_draws(count: int, dim: int, seed: int = 0, what: str = "number of directions") -> np.ndarray:
@@ -74,8 +74,8 @@ def gaussian_draws(count: int, dim: int, seed: int = 0, what: str = "number of d
     if count < 1:
         raise EngineInputError(f"{what} {count} must be at least 1")
     # Drawn a block of rows at a time, the same numbers as one call: numpy's generator holds the
-    # GIL for a whole call, and paper B's 5000 directions in one took ~150 ms, the window's
-    # longest stall in nonattr-fig3's run; between blocks the GUI thread gets its turn.
+    # GIL for a whole call, and paper B's 5000 directions in one call were the window's longest
+    # stall in nonattr-fig3's run; between blocks the GUI thread gets its turn.
     rng, out = np.random.default_rng(seed), np.empty((count, dim))
     rows = max(1, DRAWS_PER_BLOCK // max(dim, 1))
     for start in range(0, count, rows):

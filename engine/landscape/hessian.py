@@ -27,9 +27,9 @@ from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, run_to_completion, wait_for
 from engine.core.runtime import configure_torch_threads
 
-# Forming and diagonalising the Hessian costs ~P² memory and ~P³ time. At 2965 parameters
-# (2—52—52—1, random start, this busy 2-core machine) forming took 6.9 s and eigvalsh 7.2 s,
-# Lanczos and Hutchinson 44 s; beyond a few thousand the P³ term makes Lanczos the cheaper.
+# Forming and diagonalising the Hessian costs ~P² memory and ~P³ time. Near this limit (2—52—52—1,
+# random start) forming and eigvalsh together still took well under Lanczos and Hutchinson; beyond
+# a few thousand parameters the P³ term makes Lanczos the cheaper (benchmarks/README.md).
 FULL_SPECTRUM_MAX_PARAMS = 3000
 # Lanczos vectors kept between ARPACK restarts. At the random start of 2—200—200—1, whose
 # extremes sit in a dense cluster, 60 needed 1206 HVPs where scipy's default (2k+1 or 20) needed
@@ -70,8 +70,8 @@ def hvp_function(arch: Arch, theta, X, Y) -> Callable[[torch.Tensor], torch.Tens
     """``hvp(V)`` = H @ V for V of shape (P,) or (m, P), float64 tensors, H at ``theta``.
 
     The gradient g = ∇L is built once with its graph kept; each product is then one backward
-    pass, H v = ∇(g·v). On 2—200—200—1 that took 5 ms per product against 22 ms for torch.func's
-    jvp of grad, which redoes the forward and backward every time (4 ms vs 7 ms batched).
+    pass, H v = ∇(g·v): several times cheaper per product on 2—200—200—1 than torch.func's jvp of
+    grad, which redoes the forward and backward every time, and cheaper batched too.
     """
     t, Xt, yt = mlp.tensors(theta, X, mlp.as_targets(Y))
     t.requires_grad_(True)
@@ -176,7 +176,7 @@ def _lowest_operator(hvp, n, stop, top, top_v):
 
     Lanczos converges at a rate set by an eigenvalue's gap relative to the spectrum's width; a
     few huge Gauss–Newton eigenvalues make that width enormous and the search for the lowest
-    crawl (10k HVPs and 121 s on 2—200—200—1, against 56 HVPs lifted). Moving them to top[0],
+    crawl (10k HVPs on 2—200—200—1, against 56 HVPs lifted). Moving them to top[0],
     not to 0, keeps them above every eigenvalue not found, so none can pass for a lowest one.
     """
     return _hessian_operator(hvp, n, stop, lift=(top_v, top[0] - top))

@@ -48,8 +48,8 @@ MAX_PROBES = 10_000
 # Identity columns per block when the Hessian is formed: P × 64 float64 is 1.5 MB at P = 3000.
 FULL_BLOCK = 64
 # The gradient's graphs are kept for the products when all the chunks' graphs together hold at
-# most this. On benchmarks/bench_any_model.py's ResNet-20 (128 inputs, float32, one thread) a
-# product on the kept graph took 1.2 s, one that redoes the forward 2.5 s.
+# most this. On benchmarks/bench_any_model.py's ResNet-20 a product on the kept graph took about
+# half as long as one that redoes the forward.
 RETAINED_GRAPH_MAX_BYTES = 2 << 30
 # Lanczos steps before ARPACK takes over: the basis and its products are 2 × steps P-vectors in
 # float64, held within LANCZOS_BASIS_BYTES. The top eigenvalue of that ResNet-20 met a 1e-3
@@ -107,8 +107,8 @@ def module_hvp(loss, flat=None, max_graph_bytes: int = RETAINED_GRAPH_MAX_BYTES)
         rows = lambda V: loss.hvp(theta, V.T).T
     else:
         leaf, g = kept
-        # one backward per vector: autograd's batched backward (is_grads_batched, a vmap) took
-        # 1.7× as long as a loop on the ResNet-20 of benchmarks/bench_any_model.py
+        # one backward per vector: autograd's batched backward (is_grads_batched, a vmap) was
+        # slower than a loop on the ResNet-20 of benchmarks/bench_any_model.py
         one = lambda v: torch.autograd.grad(g, leaf, v, retain_graph=True)[0]
         rows = lambda V: torch.stack([one(v) for v in V])
 
@@ -508,8 +508,8 @@ def _lanczos_run(
     """Job: up to ``steps`` Lanczos steps from unit float64 ``q``: (the basis Q (m, n), its products
     HQ, both tensors, the tridiagonal T (m, m), whether the k Ritz values at the ``which`` end met
     ``bound`` (``extreme_eigenpairs_job`` says against what scale)). The basis is in torch, on
-    torch's threads: numpy's BLAS threads, spinning on a busy machine, took 7× the CPU time of this
-    arithmetic on the ResNet-20 of benchmarks/bench_any_model.py."""
+    torch's threads: numpy's BLAS threads, spinning on a busy machine, took several times the CPU
+    time of this arithmetic on the ResNet-20 of benchmarks/bench_any_model.py."""
     n = len(q)
     Q, HQ = torch.empty(steps, n, dtype=torch.float64), torch.empty(steps, n, dtype=torch.float64)
     alphas, betas = [], []

@@ -54,8 +54,8 @@ from engine.landscape.compute import DTYPES, check_device
 DEFAULT_BATCH_SIZE = 64
 MAX_BATCH_SIZE = 1 << 20
 # Vectors × samples in one vmapped HVP (≈ 3 GB on that ResNet in float64); at most HVP_GROUP
-# vectors. Vmapped, 8 vectors took 0.21 s against 0.57 s one by one on the 873-parameter test
-# CNN (64 samples), 8.0 s against 10.6 s on the ResNet (8 samples), one thread each.
+# vectors. Vmapped, a group of vectors beat the same vectors one by one, on the 873-parameter
+# test CNN and on the ResNet alike (benchmarks/README.md).
 HVP_SAMPLES = 256
 HVP_GROUP = 8
 
@@ -193,8 +193,8 @@ class ModuleLoss:
     def _first_outputs(self) -> tuple[object, int]:
         """(The model's outputs on the first chunk, its rows), which also settle the inputs' memory
         layout. An image batch (N, C, H, W) is tried channels-last first, the layout in which
-        oneDNN's convolutions work on the CPU: on benchmarks/bench_any_model.py's ResNet-20 a
-        forward took 0.20 s against 0.31 s, a Hessian-vector product 8 % less. The values are the
+        oneDNN's convolutions work on the CPU: on benchmarks/bench_any_model.py's ResNet-20 both a
+        forward and a Hessian-vector product were faster that way. The values are the
         same; a model that cannot take that layout (a ``view`` of its input) gets it contiguous."""
         layouts = (torch.channels_last, torch.contiguous_format) if self.X.ndim == 4 else (torch.contiguous_format,)
         for i, layout in enumerate(layouts):

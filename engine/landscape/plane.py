@@ -5,22 +5,23 @@ Every point a toolkit mode evaluates lies in a low-dimensional affine subspace: 
 with m = 2 for a plane (random or PCA directions) and m = 1 for an interpolation. The forward
 pass is linear in the parameters up to the first nonlinearity, so layer 1's pre-activation at
 every point is Z_0 + Σ_m c_m Z_m with Z_0 = W1 Xᵀ and Z_m = D1_m Xᵀ formed ONCE for the whole
-grid: for a 784—128—128—10 MLP on 1,000 samples that product is 85% of a forward pass. Deeper
+grid: for an MLP with a wide input layer that product is most of a forward pass. Deeper
 layers build each point's own weights W_l + Σ_m c_m D_{l,m} (one small GEMM over a chunk of
 points) and run one batched GEMM of the network's true size. Chunks hold 2 MiB of activations.
 
 Evaluation is torch, batched, its products through numpy's BLAS (compute.blas_matmul), chunks
 shared by ``WORKER_THREADS`` Python threads of one BLAS thread each (engine.core.runtime): a
-chunk's products are large, so the threads hardly slow each other (the 118k-parameter plane of
-benchmarks/bench_toolkit.py took 2.53 s of CPU on two threads against 2.48 s on one).
+chunk's products are large, so the threads hardly slow each other (the CPU time of the
+118k-parameter plane of benchmarks/bench_toolkit.py barely grows from one thread to two).
 ``device="cuda"`` runs the same kernel on a GPU.
 
 **Any module** (``module_plane_job``): a module's forward is opaque, so every grid point is one
 ``ModuleLoss`` evaluation over all the data, chunk by chunk. The points run on a helper thread
-(``wait_for``), so the job yields every ~50 ms however long one point takes, and a cancel stops
-the loop at the next point. A grid is evaluated row by row (``plane_row``): each row is a pure
-function of (θ, d1, d2, α_i, β), which is what a distributed run hands out. Its side is at most
-``MAX_MODULE_GRID`` points (each point is a pass over all the data).
+(``wait_for``), so the job yields as often as the job contract asks however long one point
+takes, and a cancel stops the loop at the next point. A grid is evaluated row by row
+(``plane_row``): each row is a pure function of (θ, d1, d2, α_i, β), which is what a distributed
+run hands out. Its side is at most ``MAX_MODULE_GRID`` points (each point is a pass over all the
+data).
 """
 
 from __future__ import annotations
@@ -42,12 +43,9 @@ from engine.landscape.slices import evaluate_job
 
 # Bytes of activations per chunk (points × widest layer × samples × the dtype's size): 2 MiB, so a
 # chunk's layers stay in cache (1 MiB of L2 a core, 32 MiB of L3 shared, on the 2-core benchmark
-# machine). The 51 × 51 plane of 784—128—128—10 on 1,000 samples (benchmarks/bench_toolkit.py), best
-# of 3 interleaved, one thread / two: float64 2.41 / 1.32 s at 2 points a chunk, 2.74 / 1.44 at 1,
-# 2.38–2.67 / 1.36–1.39 at 3–4 and 2.90 / 1.68 at 12 (the old 12 MB); float32 1.31 / 0.68 at 4 points,
-# 1.33 / 0.76 at 2 and 1.51 / 0.81 at 12. The main products alone ran at 47 GFLOP/s in 2-point
-# chunks and 38 in 12-point ones. 2—21—21—1 (201²) and 10—64—64—64—1 (81²) were faster too: 0.087 s
-# against 0.134, 1.91 against 2.04 (one thread).
+# machine). On the planes of benchmarks/bench_toolkit.py, small and large, 2 MiB chunks beat both
+# smaller ones (more calls) and the old 12 MB (out of cache), on one thread and two; the
+# measurements are in benchmarks/README.md.
 CHUNK_BYTES = 2 << 20
 CUDA_CHUNK_ACTIVATIONS = 1 << 27
 MAX_GRID = 1001  # points per plane axis: 10^6 evaluations
@@ -70,9 +68,9 @@ def affine_kernel(
 
     With biases, every hidden layer's activations get a last row of ones and the next layer's
     weights a last column b_l, so each bias rides inside its product instead of costing a pass
-    over z: on 784—128—128—10 that pass was ~15% of a point. The row of ones is made by the
-    layer before, from a constant pre-activation ``ONE_PREIMAGE`` (layer 1: a constant block of
-    its precomputed products; deeper: an extra output row [0 … 0, v]).
+    over z: on 784—128—128—10 that pass was a sizeable share of a point. The row of ones is made
+    by the layer before, from a constant pre-activation ``ONE_PREIMAGE`` (layer 1: a constant block
+    of its precomputed products; deeper: an extra output row [0 … 0, v]).
     """
     stack = torch.cat([base[None], dirs.reshape(-1, base.shape[-1])])  # (m + 1, P): θ0, then D
     M, L = len(stack), arch.n_layers
@@ -101,8 +99,8 @@ def affine_kernel(
 
     def buffers(Q: int) -> list:
         """Per layer: the points' weights (Q, ·) and outputs (Q, rows, N), kept between chunks.
-        Fresh multi-MB tensors every chunk cost page faults: a 784—128—128—10 point took
-        1.33 ms of CPU that way against 0.67 ms with these buffers."""
+        Fresh multi-MB tensors every chunk cost page faults, which doubled a 784—128—128—10
+        point's CPU time."""
         bufs = getattr(local, "bufs", None)
         if bufs is None or bufs[0][1].shape[0] < Q:
             new = lambda *shape: torch.empty(*shape, dtype=stack.dtype, device=stack.device)

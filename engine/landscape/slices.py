@@ -25,10 +25,9 @@ from engine.core.runtime import configure_torch_threads
 from engine.landscape.compute import DTYPES, WORKER_THREADS, check_device
 from engine.landscape.directions import gaussian_draws, unit_rows
 
-# Points per chunk: whole directions of P points. On 2—21—21—1 with 20 samples (one thread, CPU s
-# of the whole K = 5000 workload, best of 7 interleaved): float64 0.93 s at 8 directions, 0.94 at
-# 12, 0.96 at 16; float32 0.47 s at 8, 0.46 at 12 and 16. Smaller chunks pay the ~40 µs of calls
-# a chunk makes more often (float64 1.31 s at one direction); larger ones leave the cache.
+# Points per chunk: whole directions of P points, about 8 of them in float64 and twice that in
+# float32, where the K = 5000 workload on 2—21—21—1 was fastest (benchmarks/README.md). Smaller
+# chunks pay the fixed cost of a chunk's calls more often; larger ones leave the cache.
 DEFAULT_CHUNK = {"float64": 808, "float32": 1616}
 CUDA_CHUNK = 200_000  # on a GPU one launch per layer should cover many directions
 
@@ -56,9 +55,9 @@ def evaluate_job(
     stays at one chunk per thread. With ``threads=2`` chunks run on two Python threads, each with one
     torch thread (torch releases the GIL inside its kernels): each takes the next chunk as it
     finishes one (a thread the scheduler holds back leaves its share to the other) and keeps what
-    it computed, and the job's thread only wakes every 50 ms to report. A future per chunk, with
-    this thread woken to collect each, took 10 % of the speed-up: 1.71–1.78× on two threads against
-    1.84–1.91× for the same chunks split in two (benchmarks/bench_landscape.py)."""
+    it computed, and the job's thread only wakes at its reporting interval to report. A future per
+    chunk, with this thread woken to collect each, lost a share of the two threads' speed-up against
+    the same chunks split in two (benchmarks/bench_landscape.py; benchmarks/README.md)."""
     configure_torch_threads()
     bounds = [(i, min(i + chunk, n_items)) for i in range(0, n_items, chunk)]
     parts: list = [None] * len(bounds)
@@ -214,14 +213,14 @@ class _Plan:
 
 def squared_errors(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Σ (f − y)² over the last axis, overwriting ``f`` (a plan's buffer): in place, with no
-    temporary. ``linalg.vecdot`` multiplied into a fresh tensor: 0.040 s of the float64 reference
-    workload's CPU against 0.015 now, the subtraction included (benchmarks/bench_landscape.py)."""
+    temporary. ``linalg.vecdot`` multiplied into a fresh tensor and cost the float64 reference
+    workload more than twice the CPU time, the subtraction included (benchmarks/bench_landscape.py)."""
     return torch.sum(f.sub_(y).square_(), -1)
 
 
 def transposed(a: torch.Tensor) -> torch.Tensor:
-    """``a.mT``, contiguous. On the CPU numpy makes the copy: 5000 21×21 float64 blocks took it
-    3–4 ms against torch's 9–17."""
+    """``a.mT``, contiguous. On the CPU numpy makes the copy, several times faster than torch on
+    paper B's many small blocks."""
     if a.device.type == "cpu":
         return torch.from_numpy(np.ascontiguousarray(a.mT.numpy()))
     return a.mT.contiguous()

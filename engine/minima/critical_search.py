@@ -92,7 +92,7 @@ def _levenberg_marquardt(arch, X, Y, theta, cancelled):
 
 def find_critical_point(arch, X, Y, theta0, stop=None, newton_steps: int = NEWTON_STEPS) -> CriticalSearch:
     """``stop``: a threading.Event set when the job is cancelled (engine.core.progress.wait_for)."""
-    configure_torch_threads()  # one BLAS thread: a multi-threaded one made each Jacobian 18x slower here
+    configure_torch_threads()  # one BLAS thread: a multi-threaded one made each Jacobian many times slower
     fun = lambda p: mlp.loss_and_grad(arch, p, X, Y)
     theta0 = np.asarray(theta0, float)
     cancelled = lambda: stop is not None and stop.is_set()

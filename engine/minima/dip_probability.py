@@ -240,7 +240,7 @@ def dip_fractions_job(
     predicted = predicted_dip_fraction(HF)
     yield Progress(0.0, f"predicted {predicted:.3g}; sampling {n} directions", partial={"predicted": predicted})
     z = np.random.default_rng(seed).standard_normal((n, family.dim))
-    quadratic = float((((z @ HF) * z).sum(1) < 0).mean())  # a BLAS product: einsum took 18 s at dim 504
+    quadratic = float((((z @ HF) * z).sum(1) < 0).mean())  # a BLAS product: einsum crawled at dim 504
     L_star = mlp.loss(arch, theta, X, Y)
     margin = 1e-12 * max(1.0, abs(L_star)) if margin is None else margin
     ts_t = torch.as_tensor(np.asarray(ts, float))

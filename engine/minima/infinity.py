@@ -1,7 +1,7 @@
 """B10: a suboptimal minimum at infinity (biases → ∞) — the recipe, L(b), GD drift, L-BFGS escape.
 
 ``infinity_job`` is the one pipeline: ``reproduce nonattr-infinity`` and the GUI preset run it.
-GD yields by elapsed time (every ~20 ms), the L-BFGS run goes through progress.wait_for.
+GD yields by elapsed time (every ``YIELD_EVERY_S``), the L-BFGS run goes through progress.wait_for.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def gd_from_infinity(
     X, Y, W, v, b0: float = 15.0, lr: float = 0.01, steps: int = 200_000, record: int = 400
 ) -> Job[GDTrajectory]:
     """Plain GD on all parameters of the one-hidden-layer net from shared bias b0 (analytic numpy
-    gradient: ~20x faster than autograd at this size). Yields every ~20 ms of work.
+    gradient: far faster than autograd at this size). Yields every ``YIELD_EVERY_S`` of work.
     Near infinity the Hessian in (v, b_out) is ≈ 2N·11ᵀ, so stability needs lr < 1/(N (width + 1))."""
     X, y = np.asarray(X, float), mlp.as_targets(Y)
     W, v = np.array(W, float), np.array(v, float)

@@ -128,7 +128,8 @@ def construction_job(s: Figure3Settings) -> Job[tuple[Construction, int]]:
     draw new data. Returns (construction, data seed); partials are the Steps so far."""
     last = None
     for k in range(s.data_tries):
-        # On a helper thread: the first torch call of a process compiles kernels for ~0.2 s.
+        # On a helper thread: the first torch call of a process compiles kernels, for longer than
+        # a job may go without yielding.
         X, Y = yield from wait_for(lambda stop: data_draw(s, k), f"data draw {k + 1}")
         try:
             c = yield from subjob(

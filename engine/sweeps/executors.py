@@ -33,7 +33,7 @@ CODE_ROOT = str(Path(__file__).resolve().parents[2])
 EXECUTORS = ("local", "ray")
 RAY_MAX_RETRIES = 3  # a lost worker's (or node's) tasks are run again, never silently dropped
 CONNECT_TIMEOUT_S = 5.0
-START_TIMEOUT_S = 120.0  # ray.init of a local Ray took 2-3 s here; a cluster's first contact, longer
+START_TIMEOUT_S = 120.0  # generous: ray.init of a local Ray takes seconds; a cluster's first contact, longer
 CLOSE_TIMEOUT_S = 30.0
 
 
@@ -68,7 +68,7 @@ def run_job(job):
 def one_torch_thread_here() -> None:
     """One intra-op thread for torch on *this* thread. configure_torch_threads acts once per process,
     and OpenMP keeps its thread count per thread: a fresh Python thread runs torch with every core,
-    which measured 30-50x slower on a busy 2-core machine (a 3-cell task: 25 s against 0.5 s), and
+    which measured many times slower on a busy 2-core machine (benchmarks/README.md), and
     a different thread count could change a reduction's last bit between executors."""
     import torch
 
@@ -103,7 +103,7 @@ class LocalExecutor:
 
     def __init__(self, workers: int | None = None):
         # One by default: the GD loop's small torch calls hold the GIL, and on a quiet 2-core
-        # machine two threads took 3.57 s for bench_sweep's grid against one's 2.80 s.
+        # machine two threads took longer over bench_sweep's grid than one.
         self.workers = int(workers or 1)
         self._todo: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
@@ -157,8 +157,8 @@ class LocalExecutor:
 
 
 def _check_reachable(address: str) -> None:
-    """One TCP connect to HOST:PORT, so an unreachable cluster is one line after seconds, not a
-    30 s client time-out or a hang in the GCS client."""
+    """One TCP connect to HOST:PORT (``CONNECT_TIMEOUT_S``), so an unreachable cluster is one line
+    soon, not the Ray client's much longer time-out or a hang in the GCS client."""
     hostport = address.removeprefix("ray://")
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
@@ -251,8 +251,8 @@ class RayExecutor:
         return out
 
     def close(self) -> None:
-        """Have the driver cancel every task still out, and return once it has; Ray's shutdown
-        (a second or two) finishes behind, on a thread that the interpreter waits for at exit."""
+        """Have the driver cancel every task still out, and return once it has; Ray's shutdown,
+        which is slow, finishes behind, on a thread that the interpreter waits for at exit."""
         try:
             self._conn.send(("close",))
             deadline = time.monotonic() + CLOSE_TIMEOUT_S

@@ -97,7 +97,8 @@ def compute_cell(ctx: Fig4Context, cell) -> dict:
 
 def cell_cost(ctx: Fig4Context, cell) -> float:
     """Seconds, roughly, for packing cells into tasks (the numbers never depend on it): per step,
-    ~0.15 ms of torch overhead per chunk and ~0.7 ns per sample, neuron and input (measured on 2 cores)."""
+    torch's fixed overhead per chunk plus a cost per sample, neuron and input, both measured on
+    2 cores (benchmarks/README.md)."""
     l = cell[0]
     s, (n, d) = ctx.settings, ctx.X_train.shape
     chunks = -(-s.n_inits // max(1, CELL_CHUNK_NEURONS // l))

@@ -61,7 +61,7 @@ def compute_cell(s: Fig5Settings, cell) -> dict:
 
 def cell_cost(s: Fig5Settings, cell) -> float:
     _, d, l = cell
-    return 2e-4 + 1.5e-8 * s.samples * l * (d + 2)  # normal draws and the balances, ~15 ns each
+    return 2e-4 + 1.5e-8 * s.samples * l * (d + 2)  # a cost per normal draw and balance (measured)
 
 
 def plan(s: Fig5Settings) -> SweepPlan:

@@ -88,7 +88,7 @@ def compute_cell(s: MinimaSettings, cell) -> dict:
 
 
 def cell_cost(s: MinimaSettings, cell) -> float:
-    return 0.2 + 0.03 * cell[1]  # measured: 0.6 s for 20 splits a layer, mostly Hessians
+    return 0.2 + 0.03 * cell[1]  # fitted to measured cells, mostly Hessians (benchmarks/README.md)
 
 
 def plan(s: MinimaSettings) -> SweepPlan:

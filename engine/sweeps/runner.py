@@ -8,7 +8,7 @@ line) cancels the outstanding tasks and keeps every finished cell on disk; a lat
 
 Cells go to the executor packed in tasks: one cell per task on ``local`` (nothing to amortise;
 a cancel waits for at most one cell) and, on ``ray``, consecutive cells of about t = √(2oW/n)
-estimated seconds (``task_seconds``): Ray's per-task overhead o (1-3 ms here) weighed
+estimated seconds (``task_seconds``): Ray's per-task overhead o (``TASK_OVERHEAD_S``) weighed
 against the tail at the end, for W seconds of work on n workers. A paper-size Fig. 4 grid gets
 tasks of about a second, a test grid of tiny cells a few cells each. The packing never changes
 a number: every cell is computed on its own.
@@ -28,7 +28,7 @@ from engine.sweeps.executors import make_executor
 from engine.sweeps.grid import Cell, cell_name, check_grid
 from engine.sweeps.store import CellStore
 
-TASK_OVERHEAD_S = 2e-3  # a Ray task's round trip: 2.6 ms alone, under 1.1 ms many at once (bench_sweep.py)
+TASK_OVERHEAD_S = 2e-3  # a Ray task's round trip, alone or many at once (bench_sweep.py; benchmarks/README.md)
 MIN_TASK_S, MAX_TASK_S = 0.02, 2.0  # task sizes are kept within these, whatever the estimates say
 POLL_S = 0.05  # the job yields at least this often
 

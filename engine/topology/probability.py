@@ -22,7 +22,7 @@ from engine.topology.two_layer import INITS, TwoLayerNet, sample_init
 
 Seed = int | Sequence[int]  # anything np.random.default_rng takes; a tuple gives independent streams
 CLOSED_FORM_SCHEMES = ("xavier_normal", "kaiming_normal")
-# Work between two yields of the jobs below, ~10 ms each, so pause and cancel act quickly.
+# Work between two yields of the jobs below: small batches, so pause and cancel act quickly.
 MC_NUMBERS_PER_BATCH = 50_000  # normal draws of one Monte Carlo batch
 CLOSED_FORM_CELLS_PER_BLOCK = 5_000  # F-distribution CDFs of one block of closed-form rows
 

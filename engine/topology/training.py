@@ -29,7 +29,7 @@ from engine.topology.two_layer import (
 )
 
 OPTIMIZERS = ("gd", "sgd", "adam", "momentum", "flow")
-_YIELD_S = 0.03  # yield at least this often (the contract asks for <= 50 ms)
+_YIELD_S = 0.03  # yield at least this often, inside the job contract's bound (docs/ARCHITECTURE.md)
 _YIELD_ROWS = 20  # ... and at least every this many recorded rows, for live plots
 
 
@@ -45,7 +45,7 @@ class TrainConfig:
     weight_decay: float = 0.0  # L2 term λθ added to the gradient (breaks conservation)
     seed: int = 0  # minibatch order for "sgd"
     # "flow" solver tolerances. The ReLU vector field jumps by O(1/N) whenever a data point
-    # crosses a neuron's kink, so tighter tolerances cost ~15x more evaluations for changes
+    # crosses a neuron's kink, so tighter tolerances cost many times the evaluations for changes
     # below 1e-5 in θ; c_k is still conserved to ~1e-11 at these settings.
     rtol: float = 1e-8
     atol: float = 1e-10
@@ -161,8 +161,8 @@ def _train_discrete(net, params, X, Y, config) -> Job[Trajectory]:
     rec = _Recorder(net, config)
     Xt, Yt = torch.from_numpy(X), torch.from_numpy(Y)
     tensors = [torch.tensor(a) for a in (params.W1, params.W2, params.b1, params.b2) if a is not None]
-    # The first optimizer of a process imports torch._dynamo (~1 s, 13 s on a busy machine):
-    # built on a helper thread, so pause and cancel still act meanwhile.
+    # The first optimizer of a process imports torch._dynamo, which is slow (slower still on a busy
+    # machine): built on a helper thread, so pause and cancel still act meanwhile.
     opt = yield from wait_for(lambda stop: _make_optimizer(config, tensors), "preparing the optimizer")
     gen = torch.Generator().manual_seed(config.seed)
     batch = config.batch_size if config.optimizer == "sgd" else None
@@ -210,7 +210,7 @@ def _make_optimizer(config: TrainConfig, tensors):
 
 def _train_flow(net, params, X, Y, config) -> Job[Trajectory]:
     """Exact gradient flow θ' = −∇L(θ) (− λθ with weight decay), stepped by the adaptive RK45
-    solver one internal step at a time so we can yield every ~30 ms; recorded times are read
+    solver one internal step at a time so we can yield every ``_YIELD_S``; recorded times are read
     off its dense output. Sign flips are detected between recorded rows, so a small stride
     localizes them."""
     rec = _Recorder(net, config)

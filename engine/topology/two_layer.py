@@ -125,7 +125,7 @@ def loss_and_grads(net: TwoLayerNet, X: torch.Tensor, Y: torch.Tensor, W1, W2, b
 
 def loss_and_grads_np(net: TwoLayerNet, X: np.ndarray, Y: np.ndarray, W1, W2, b1=None, b2=None):
     """NumPy twin of loss_and_grads for one network. The exact-flow ODE calls it ~10⁵ times
-    on small arrays, where torch's per-call overhead would cost ~6x the arithmetic."""
+    on small arrays, where torch's per-call overhead would cost several times the arithmetic."""
     Z = X @ W1.T if b1 is None else X @ W1.T + b1
     g = net.gamma
     A = np.where(Z > 0, Z, g * Z)

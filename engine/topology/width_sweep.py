@@ -171,7 +171,7 @@ def _gd_batched(X, y, W1, W2, lr: float, steps: int):
         F = (A * W2).sum(-1)  # (N, R) logits
         G = (torch.sigmoid(F) - y[:, None]) / n
         g2 = (G.unsqueeze(2) * A).sum(0)  # (R, L)
-        # ReLU'(Z) as sign(A) (1 where Z > 0, else 0): a float multiply, ~3x cheaper than a bool mask.
+        # ReLU'(Z) as sign(A) (1 where Z > 0, else 0): a float multiply, cheaper than a bool mask.
         dZ = (G.unsqueeze(2) * W2).view(n, R * L) * torch.sign(A.view(n, R * L))
         W1f.sub_(lr * (dZ.T @ X))
         W2.sub_(lr * g2)
@@ -220,11 +220,12 @@ def train_cell(
 
 
 # Two chunks at once on two cores. Each trains for SLICE_S between the job's yields (a step of a
-# full chunk takes ~1 ms), so pause and cancel act quickly even on a loaded machine, where a slice
-# of CPU work can take several times as long in wall time; the numbers do not depend on the slicing.
+# full chunk is much shorter), so pause and cancel act quickly even on a loaded machine, where a
+# slice of CPU work can take several times as long in wall time; the numbers do not depend on the
+# slicing.
 WORKER_THREADS = min(2, os.cpu_count() or 1)
 SLICE_S = 0.01
-INITS_PER_YIELD = 16  # drawing one run's init takes ~0.3 ms
+INITS_PER_YIELD = 16  # runs' inits drawn between yields: each draw is quick
 
 
 @dataclass
@@ -275,7 +276,7 @@ def breast_cancer_sweep(settings: SweepSettings, chunk: int = 64, threads: int =
     configure_torch_threads()
     s = settings
     chunk, threads = integer("chunk", chunk, 1), integer("threads", threads, 1)
-    # The first load imports scikit-learn (~1 s): on a helper thread, so the job still yields.
+    # The first load imports scikit-learn, which is slow: on a helper thread, so the job still yields.
     split = yield from wait_for(lambda stop: datasets.breast_cancer(seed=SPLIT_SEED), "loading breast cancer")
     yield Progress(0.0, "sweep: breast cancer loaded")
     X, y = torch.from_numpy(split.X_train), torch.from_numpy(split.Y_train[:, 0])
@@ -313,7 +314,7 @@ def breast_cancer_sweep(settings: SweepSettings, chunk: int = 64, threads: int =
         W1_final[rows, :width], W2_final[rows, :width] = c.W1.numpy(), c.W2.numpy()
 
     # OpenMP keeps its thread count per thread: without the initializer each pool thread would run
-    # torch on every core (30-50x slower on a busy 2-core machine; engine.sweeps.executors).
+    # torch on every core (many times slower on a busy machine; engine.sweeps.executors).
     with ThreadPoolExecutor(threads, initializer=torch.set_num_threads, initargs=(1,)) as pool:
         while pending or active:
             if len(active) < threads and pending:
