@@ -2,7 +2,7 @@
 
 Run under Xvfb: ``xvfb-run -a -s "-screen 0 1920x1200x24" python3 benchmarks/bench_gl_readback.py``.
 A QuadricView showing Q(c) and a path renders at ``--size``. Each repeat splits a render as the
-render queue does (``gui/views/offscreen_gl.py``): the draw on the calling thread (``begin_render``),
+render queue does (``gui/rendering/offscreen_gl.py``): the draw on the calling thread (``begin_render``),
 the wait until Mesa's rasteriser threads have finished (``Drawing.ready``, polled) and the readback
 (``end_render``); a render read back at once waited for the rasteriser on the GUI thread.
 Then the framebuffer is read again both ways, in alternating order: ``glReadPixels`` returning

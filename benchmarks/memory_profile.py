@@ -158,7 +158,7 @@ def collector_objects() -> tuple[collections.Counter, dict[str, list]]:
     from PySide6.QtOpenGL import QOpenGLBuffer
     from PySide6.QtWidgets import QGraphicsScene
 
-    from gui.views.gl_cells import GLCells
+    from gui.rendering.gl_cells import GLCells
 
     torch = sys.modules.get("torch")  # imported by the app when it needs it, never by a profile
     wanted = {"items_2d": GraphicsObject, "items_gl": GLGraphicsItem, "scenes": QGraphicsScene}

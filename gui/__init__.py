@@ -3,6 +3,6 @@
 import OpenGL
 
 # PyOpenGL calls glGetError after every GL call unless told not to, before OpenGL.GL is first
-# imported: about a quarter of a 3D view's render (7.6 -> 5.6 ms of Python per view). A broken
+# imported: about a quarter of the Python in a 3D view's render. A broken
 # render still shows: the tests check the views' pixels.
 OpenGL.ERROR_CHECKING = False

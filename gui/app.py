@@ -26,8 +26,8 @@ def create_app(argv=None) -> QApplication:
         QApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
         app = QApplication(list(argv or sys.argv[:1]))
     # The GUI thread waits for the GIL at every Python call Qt makes (each pyqtgraph item's
-    # paint, each slot) while a worker trains in Python; at the default 5 ms hand-over a repaint
-    # of a few dozen items could wait ~100 ms. 1 ms keeps those waits short.
+    # paint, each slot) while a worker trains in Python; at Python's default hand-over interval
+    # a repaint of a few dozen items could wait long. The shorter interval keeps those waits short.
     sys.setswitchinterval(0.001)
     pg.setConfigOptions(antialias=True)
     parameter_items.install()  # before any parameter tree: setting a field leaks nothing
@@ -41,7 +41,7 @@ PRELOAD_AFTER_MS = 300
 
 
 def preload_png_writer() -> None:
-    """What File ▸ Export's first 3D PNG imported on the GUI thread: 3 s from a cold disk."""
+    """What File ▸ Export's first 3D PNG imported on the GUI thread, slowly from a cold disk."""
     import imageio.plugins.pillow  # noqa: F401  (imageio.v3 imports it only on a first write)
     import imageio.v3  # noqa: F401
     from PIL import Image
@@ -51,7 +51,7 @@ def preload_png_writer() -> None:
 
 def preload_numerics(then=None) -> threading.Thread:
     """Import torch (with what it loads lazily on a first optimizer step), scipy and the PNG
-    writer on a thread, while the window is already up: 2–4 s of imports that used to come
+    writer on a thread, while the window is already up: slow imports that used to come
     before it. A job that starts sooner imports what it needs itself; Python's import locks make
     the two wait, never load twice. ``then``: called on that thread once they are in."""
 
@@ -108,8 +108,8 @@ def preload_in_background(app: QApplication) -> threading.Thread:
 def freeze_start_up() -> None:
     """Move every object alive now (modules, classes, the window: ~330,000, nearly all of them
     for good) to the collector's permanent generation (``gc.freeze``). A full collection walked
-    them all, 233 ms with the GIL held, on whichever thread had allocated: seen as 170–390 ms
-    stalls of the GUI thread during runs (a worker's collection). It now walks only what was
+    them all with the GIL held, on whichever thread had allocated: seen as stalls of the GUI
+    thread during runs (a worker's collection). It now walks only what was
     made since (~56,000 objects after minutes of the soak). Collected first, on the calling
     thread (the GUI thread's, so Qt wrappers in the garbage go where they live): none kept."""
     gc.collect()

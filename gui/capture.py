@@ -30,14 +30,14 @@ STANDARD_SIZES = {"1920×1080": (1920, 1080), "3840×2160": (3840, 2160)}  # Non
 def render_gl(view, size: tuple[int, int], samples: int = 4) -> np.ndarray:
     """Render a GLViewWidget off-window at ``size`` and return RGB pixels (H, W, 3).
 
-    One multisampled framebuffer of exactly the requested size (gui.views.gl_cells) instead of
+    One multisampled framebuffer of exactly the requested size (gui.rendering.gl_cells) instead of
     renderToArray's 1024² tiles: a single pass is several times faster at 1080p and gives
     antialiased edges. pyqtgraph's field of view is horizontal, so a 16:9 frame of a tall
     on-screen view would crop its top and bottom. The render's fov is chosen so that the central
     square of what the user framed (side = the view's shorter edge) is always in the frame,
     whatever its shape.
     """
-    from .views.gl_cells import GLCells, paint_labels, widened_fov
+    from .rendering.gl_cells import GLCells, paint_labels, widened_fov
 
     w, h = int(size[0]), int(size[1])
     square = min(1.0, max(view.height(), 1) / max(view.width(), 1))  # its tan vs. the width's
@@ -90,7 +90,7 @@ def even_size(size: tuple[int, int]) -> tuple[int, int]:
 def grab_widget(widget) -> QImage:
     """``widget.grab()`` with every 3D view's newest picture: views still waiting for their turn
     in the render queue (a live update changed them) render first."""
-    from .views.offscreen_gl import render_queue
+    from .rendering.offscreen_gl import render_queue
 
     render_queue().flush()
     return widget.grab().toImage()
@@ -329,7 +329,7 @@ class LiveRecorder(QObject):
 
     def mark_changed(self, _payload=None):
         """Something new is drawn. Grab here when due, not only on the timer: a run's stream of
-        updates keeps the event loop so busy that timers starve (seen: none for 15 s)."""
+        updates keeps the event loop so busy that timers starve."""
         self._changed = True
         if self.active:
             self._grab_if_due()

@@ -34,10 +34,9 @@ from .worker import JobRunner
 
 LANES = ("main", "preview", "probe", "walk", "setup", "raster")
 # The C heap's free pages go back to the system once every job has been idle this long (see
-# engine.core.runtime.release_free_heap): longer than between a drag's previews (50–100 ms),
-# short enough that a window kept busy still gets there (at 3 s, under the soak's 2.3 actions a
-# second, it seldom did; at 0.5 s it came 127 times in 20 minutes). A release costs ~10 ms per
-# 150 MB given back.
+# engine.core.runtime.release_free_heap): longer than between a drag's previews, short enough
+# that a window kept busy still gets there (a much longer wait, under the soak's pace of actions,
+# seldom came). A release takes time in proportion to what it gives back.
 RELEASE_HEAP_AFTER_MS = 500
 
 
@@ -192,7 +191,7 @@ class AppController(QObject):
     ) -> None:
         """A preview on its lane; once its result has arrived, ``follow(result)`` (if it gives a
         job) runs on the probe lane, and its result goes to ``on_probe``. Side by side on two
-        cores the probe's Hessian slowed the preview from ~30 ms to 0.5 s now and then, so the
+        cores the probe's Hessian slowed the preview many times over now and then, so the
         probe always waits for its preview."""
         self._follow = (follow, on_probe)
         self.submit("preview", job, self._on_preview)

@@ -2,7 +2,7 @@
 
 pyqtgraph makes QObjects without a Qt parent that only Python owns, through reference cycles:
 parameters, the event filters (EventProxy) and signal throttles (SignalProxy, with their
-QTimer) of a ParameterTree's items, plots' context menus (views/plot_style.own_menus). Once
+QTimer) of a ParameterTree's items, plots' context menus (rendering/plot_style.own_menus). Once
 their window was gone, Python's cycle collector deleted them, at whatever allocation of whatever
 thread it ran: inside Qt's QObject::disconnect, which calls disconnectNotify holding the
 signal-slot mutexes (PySide looks the override up in Python, an allocation), ~QObject of such an
@@ -33,7 +33,7 @@ def delete_after(widget: QWidget, objects) -> None:
 
 def _stray(value) -> bool:
     """A live, parentless, Python-owned QObject that is not a widget (a widget's Qt parent must
-    be a widget: see views/plot_style.own_menus for pyqtgraph's menus)."""
+    be a widget: see rendering/plot_style.own_menus for pyqtgraph's menus)."""
     return (
         isinstance(value, QObject)
         and not isinstance(value, QWidget)

@@ -1,12 +1,12 @@
 """Live updates drawn one part per turn of the event loop, each part at its own pace.
 
 A live run changes every view of a workspace at once. Drawn together, Qt repaints them all in
-one turn of the event loop: ~75 ms for the topology tab under Mesa's llvmpipe, during which
+one turn of the event loop, a long one for the topology tab under Mesa's llvmpipe, during which
 nothing else (a click, a timer, the next update) is handled. ``Pacer`` keeps the latest pending
-draw of each named part and runs one per turn, so a turn costs one part's repaint (≤ ~20 ms).
+draw of each named part and runs one per turn, so a turn costs one part's repaint.
 Parts that are costly and change slowly (plots) run at most every ``intervals[name]`` seconds;
 the rest as often as turns allow. A final result is drawn one part per turn with no part held
-to its interval (``drain``: the tab's last repaint of ~60 ms became turns of ≤ ~15 ms), or at
+to its interval (``drain``: the tab's one long last repaint became a few short turns), or at
 once (``flush``: a replayed frame, a session, whose next step needs it drawn).
 """
 

@@ -25,6 +25,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from PySide6.QtCore import QSettings
 
 from engine.core.errors import EngineInputError
+from engine.core.npz import member_read
 from engine.io.session_arrays import check_workspace_results
 
 from .parameter_values import apply_all, values_of_state
@@ -146,9 +147,28 @@ def write_session(path, manifest: dict) -> None:
         raise
 
 
-def _read_array(z: zipfile.ZipFile, name: str) -> np.ndarray:
-    """One array, its header checked before its data is read (a header may claim 8 TB)."""
-    with z.open(name) as raw:
+def _array_places(content) -> dict[str, str]:
+    """Where each array a manifest's content refers to sits in the saved state ("arrays/3.npy" ->
+    "workspaces/topology/results/trajectory/c"), for messages; malformed parts are skipped (the
+    content is checked when it is decoded)."""
+    places, todo = {}, [(content, "")]
+    while todo:
+        value, at = todo.pop()
+        if isinstance(value, list):
+            todo += [(v, f"{at}[{i}]") for i, v in enumerate(value)]
+        elif isinstance(value, dict) and isinstance(value.get("__array__"), str):
+            places.setdefault(value["__array__"], at.lstrip("/"))
+        elif isinstance(value, dict) and isinstance(value.get("__dict__"), list):
+            pairs = [p for p in value["__dict__"] if isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)]
+            todo += [(v, f"{at}/{k}") for k, v in pairs]
+    return places
+
+
+def _read_array(z: zipfile.ZipFile, name: str, where: str = "session", place: str = "") -> np.ndarray:
+    """One array, its header checked before its data is read (a header may claim 8 TB). A damaged
+    member is refused naming ``where`` (the file) and the array (with its ``place`` in the state)."""
+    what = f"array {name}" + (f" ({place})" if place else "")
+    with member_read(where, what), z.open(name) as raw:
         buffer = io.BytesIO(raw.read(MAX_ARRAY_BYTES + 1))
     if buffer.getbuffer().nbytes > MAX_ARRAY_BYTES:
         raise EngineInputError(f"array {name} is larger than {MAX_ARRAY_BYTES} bytes")
@@ -173,14 +193,22 @@ def read_session(path) -> dict:
         with zipfile.ZipFile(path) as z:
             if z.getinfo("manifest.json").file_size > MAX_MANIFEST_BYTES:
                 raise EngineInputError(f"{path.name}'s manifest is larger than {MAX_MANIFEST_BYTES} bytes")
-            body = json.loads(z.read("manifest.json"))
+            where = f"session {path.name}"
+            with member_read(where, "its manifest.json"):
+                manifest = z.read("manifest.json")
+            body = json.loads(manifest)
             if not (isinstance(body, dict) and body.get("format") == FORMAT):
                 raise EngineInputError(f"{path.name} is not a Landscape Lens session")
             if body.get("version") != VERSION:
                 raise EngineInputError(
                     f"{path.name} is session format version {body.get('version')}; this app reads version {VERSION}"
                 )
-            arrays = {name: _read_array(z, name) for name in z.namelist() if name.startswith("arrays/")}
+            places = _array_places(body.get("content"))
+            arrays = {
+                name: _read_array(z, name, where, places.get(name, ""))
+                for name in z.namelist()
+                if name.startswith("arrays/")
+            }
             return _decode(body["content"], arrays)
     except EngineInputError:
         raise
@@ -188,7 +216,16 @@ def read_session(path) -> dict:
         raise EngineInputError(f"cannot open session {path.name}: its manifest is nested too deeply") from None
     except FileNotFoundError:
         raise EngineInputError(f"session file {path} does not exist") from None
-    except (zipfile.BadZipFile, KeyError, EOFError, ValueError, TypeError, OSError, zipfile.LargeZipFile) as error:
+    except (
+        zipfile.BadZipFile,
+        KeyError,
+        EOFError,
+        ValueError,
+        TypeError,
+        OSError,
+        zipfile.LargeZipFile,
+        NotImplementedError,  # a central directory asking for a zip version or flag zipfile lacks
+    ) as error:
         raise EngineInputError(
             f"cannot open session {path.name}: the file is damaged, "
             f"truncated or not a session ({type(error).__name__}: {error})"

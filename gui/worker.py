@@ -4,7 +4,7 @@ The GUI thread never computes. Updates are throttled to ~60 per second, and a ne
 only after the GUI has drawn the last: a job may yield far faster than a software-rendered
 window can draw, and since partials are cumulative snapshots only the newest matters, so the
 rest are dropped instead of queueing up behind a busy GUI. Pause, step and cancel are checked
-between yields, which engine jobs keep well under 200 ms apart.
+between yields, which engine jobs keep close together (docs/ARCHITECTURE.md, "The job protocol").
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ class JobRunner(QObject):
             self.progressed.emit(update)
         # The next update may come once this one is drawn. A zero-delay timer fires only after
         # the repaints it caused and the input that waited: acknowledging at once let a stream
-        # of updates starve Qt's timers for seconds (a 10 ms timer measured one tick in 15 s).
+        # of updates starve Qt's timers (a short timer hardly ticked at all).
         if thread is not None:
             QTimer.singleShot(0, lambda: thread is self._thread and thread.acknowledge())
 

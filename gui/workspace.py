@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QWidget
 
 from engine.core.progress import Job
 
-from .views.camera import camera_of, set_camera
+from .rendering.camera import camera_of, set_camera
 
 
 class Workspace(QWidget):

@@ -344,6 +344,93 @@ def test_session_files_that_are_deep_huge_or_not_sessions(tmp_path):
         assert "\n" not in str(error.value)
 
 
+def saved_session(path):
+    """A session as File ▸ Save session writes it (deflated members), holding a trajectory's arrays."""
+    manifest = good_manifest()
+    rng = np.random.default_rng(0)
+    T, l = 60, 3
+    manifest["workspaces"]["topology"]["results"] = {
+        "trajectory": {
+            "step": np.arange(T),
+            "W1": rng.normal(size=(T, l, 2)),
+            "W2": rng.normal(size=(T, 1, l)),
+            "loss": np.geomspace(1.0, 1e-3, T),
+            "c": rng.normal(size=(T, l)),
+        }
+    }
+    session.write_session(path, manifest)
+    return path
+
+
+def position_classes(path) -> dict[str, list[tuple[int, str]]]:
+    """Every byte of a zip by what it is: (position, member) in local headers, in compressed data,
+    and in the central directory (its end record included)."""
+    classes = {"header": [], "data": [], "directory": []}
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+        directory = z.start_dir
+    raw = path.read_bytes()
+    for info in infos:
+        at = info.header_offset
+        names, extra = (
+            int.from_bytes(raw[at + 26 : at + 28], "little"),
+            int.from_bytes(raw[at + 28 : at + 30], "little"),
+        )
+        data = at + 30 + names + extra
+        classes["header"] += [(i, info.filename) for i in range(at, data)]
+        classes["data"] += [(i, info.filename) for i in range(data, data + info.compress_size)]
+    classes["directory"] = [(i, "") for i in range(directory, len(raw))]
+    return classes
+
+
+@pytest.mark.parametrize("where", ["header", "data", "directory"])
+def test_a_session_with_a_byte_flipped_anywhere_is_refused_in_one_line(tmp_path, where):
+    """One byte flipped in a saved session, at positions all through its local headers, its
+    deflated members or its central directory: the file opens as saved (a field zipfile does not check)
+    or is refused in one line, and a flip inside a member's compressed data names the file and
+    the member (an array with its place in the state), never escaping as zlib.error."""
+    good = saved_session(tmp_path / "talk.lens")
+    original, raw = session.read_session(good), good.read_bytes()
+    arrays = ("step", "W1", "W2", "loss", "c")
+    places = session._array_places(json.loads(zipfile.ZipFile(good).read("manifest.json"))["content"])
+    positions = position_classes(good)[where]
+    assert len(positions) > 100
+    positions = positions[:: max(1, len(positions) // 600)]  # a few hundred of each class is plenty
+    bad, refused = tmp_path / "flipped.lens", 0
+    for position, member in positions:
+        flipped = bytearray(raw)
+        flipped[position] ^= 0xFF
+        bad.write_bytes(flipped)
+        try:
+            opened = session.read_session(bad)
+        except EngineInputError as error:
+            refused += 1
+            message = str(error)
+            assert "\n" not in message, (position, message)
+            if where == "data":  # the member's own bytes: named with the file
+                named = f"array {member} ({places[member]})" if member.startswith("arrays/") else member
+                assert "session flipped.lens" in message and named in message, (position, message)
+            continue
+        saved = opened["workspaces"]["topology"]["results"]["trajectory"]
+        want = original["workspaces"]["topology"]["results"]["trajectory"]
+        assert all(np.array_equal(saved[k], want[k]) for k in arrays), position
+    assert refused > len(positions) // 3  # a local header holds fields zipfile never reads (version, time)
+
+
+def test_a_damaged_session_is_one_line_on_the_command_line(capsys, tmp_path):
+    """screenshot --session reads the file before any window opens: a flip inside an array's
+    deflated bytes is one line naming the file and the array, with no traceback above it."""
+    good = saved_session(tmp_path / "talk.lens")
+    member = [(p, m) for p, m in position_classes(good)["data"] if m == "arrays/4.npy"]
+    raw = bytearray(good.read_bytes())
+    raw[member[len(member) // 2][0]] ^= 0xFF
+    bad = tmp_path / "damaged.lens"
+    bad.write_bytes(raw)
+    status, err = run_cli(capsys, ["screenshot", "--session", str(bad), "--out", str(tmp_path / "x.png")])
+    assert_one_line(status, err)
+    assert "damaged.lens" in err and "array arrays/4.npy (workspaces/topology/results/trajectory/c)" in err, err
+
+
 # ------------------------------------------------------------------------------- panel fields
 @pytest.mark.parametrize(
     "values",

@@ -44,6 +44,14 @@ def test_no_two_way_imports_between_gui_packages():
     assert two_way(gui_edges()) == []
 
 
+def test_what_the_views_draw_with_imports_no_view():
+    """gui/rendering/ (cameras, off-screen GL, the plots' style) is below the views and every
+    part that holds views: none of them is imported there, not even inside a function."""
+    edges = gui_edges()
+    assert "rendering" in edges["views"]  # the reader sees the views' imports of it
+    assert edges["rendering"] & {"views", "workspaces", "clips", "panels", "capture", "main_window"} == set()
+
+
 QT = ("PySide6", "shiboken6", "pyqtgraph", "OpenGL")
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +26,28 @@ MAX_ARCHIVE_BYTES = 4_000_000_000
 # network or data is read), text. Not objects, datetimes, timedeltas or structured records.
 PLAIN_KINDS = "biufcUS"
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+# What opening and reading one damaged member of a zip raises: a local header or CRC that does not
+# match (BadZipFile), a corrupt deflate stream (zlib.error), one that ends early (EOFError), or a
+# flag, version or compression method zipfile does not implement (NotImplementedError).
+DAMAGED_MEMBER = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError)
+
+
+@contextmanager
+def member_read(where: str, what: str) -> Iterator[None]:
+    """Around the opening and reading of one archive member: what a damaged member raises becomes
+    one EngineInputError naming the file (``where``) and the member (``what``, e.g. "array W1")."""
+    try:
+        yield
+    except DAMAGED_MEMBER as error:
+        kind = (
+            type(error).__name__
+            if type(error).__module__ == "builtins"
+            else type(error).__module__ + "." + type(error).__name__
+        )
+        cause = "uses a zip feature this app does not read" if isinstance(error, NotImplementedError) else "is damaged"
+        message = f"{where}: cannot read {what}: the file {cause} ({kind}: {error})"
+        # one line, whatever bytes a damaged name holds (a flipped byte may be a newline)
+        raise EngineInputError("".join(c if c.isprintable() else repr(c)[1:-1] for c in message)) from None
 
 
 def check_npy_header(stream, name: str, where: str = "", limit: int = MAX_ARRAY_BYTES):
@@ -50,6 +75,15 @@ def check_npy_header(stream, name: str, where: str = "", limit: int = MAX_ARRAY_
     return shape, fortran, dtype
 
 
+def open_zip(path) -> zipfile.ZipFile:
+    """``zipfile.ZipFile(path)``; a central directory asking for what zipfile does not implement
+    (a damaged version or flag field) raises the BadZipFile that callers word for any damage."""
+    try:
+        return zipfile.ZipFile(path)
+    except NotImplementedError as error:
+        raise zipfile.BadZipFile(f"{error}") from None
+
+
 def npz_names(path) -> list[str]:
     """The array names of an ``.npz``, as ``np.load`` shows them (no data read)."""
     with zipfile.ZipFile(path) as z:
@@ -59,18 +93,19 @@ def npz_names(path) -> list[str]:
 def read_npz(path, keys=None) -> dict[str, np.ndarray]:
     """{name: array} of the ``.npz`` at ``path`` (only ``keys`` when given), every member's header
     checked before any data is read. Limits and dtypes raise EngineInputError naming the array and
-    the limit; a damaged zip raises what zipfile / numpy raise (BadZipFile, OSError, ValueError,
-    EOFError), for the caller to word; a missing file raises FileNotFoundError."""
+    the limit, and so does a damaged member (``member_read``); a damaged archive raises what
+    zipfile / numpy raise (BadZipFile, OSError, ValueError), for the caller to word; a missing
+    file raises FileNotFoundError."""
     path = Path(path)
     with open(path, "rb") as f:
         if f.read(6) == b"\x93NUMPY":
             raise EngineInputError(f"{path}: a single .npy array, not an .npz archive of named arrays")
-    with zipfile.ZipFile(path) as z:
+    with open_zip(path) as z:
         members = {(n[:-4] if n.endswith(".npy") else n): n for n in z.namelist()}
         wanted = [k for k in members if keys is None or k in keys]
         total = 0
         for key in wanted:
-            with z.open(members[key]) as raw:
+            with member_read(str(path), f"array {key}"), z.open(members[key]) as raw:
                 shape, _, dtype = check_npy_header(raw, key, str(path))
             total += math.prod(shape) * dtype.itemsize
             if total > MAX_ARCHIVE_BYTES:
@@ -79,7 +114,7 @@ def read_npz(path, keys=None) -> dict[str, np.ndarray]:
                 )
         arrays = {}
         for key in wanted:
-            with z.open(members[key]) as raw:
+            with member_read(str(path), f"array {key}"), z.open(members[key]) as raw:
                 arrays[key] = np.lib.format.read_array(raw, allow_pickle=False)
         return arrays
 

@@ -112,6 +112,14 @@ def _read_state_dict(path) -> dict:
             # On its way to refusing a TorchScript archive (below) torch warns in two lines that it
             # dispatches to torch.jit.load; the refusal is this function's to word, in one line.
             warnings.filterwarnings("ignore", message=".*looks like a TorchScript archive", category=UserWarning)
+            # A pickle torch.save did not write (pickle.dump, protocol 4 or 5) makes the restricted
+            # unpickler warn in two lines that it may not read that protocol; it is refused below.
+            warnings.filterwarnings(
+                "ignore",
+                message="Detected pickle protocol",
+                category=UserWarning,
+                module=r"torch\._weights_only_unpickler",
+            )
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         if "Weights only load failed" not in str(e) or "Unsupported operand" in str(e):

@@ -361,7 +361,11 @@ def _trace(model):
     is read child by child."""
     fx = torch.fx
     if isinstance(model, fx.GraphModule):
-        return copy.deepcopy(model.graph)  # shapes are annotated on the copy, never on the caller's graph
+        # a copy, so that shapes are annotated on it and never on the caller's graph; with plain
+        # positional inputs (an exported graph's pytree input handling is not needed to read it)
+        graph = fx.Graph()
+        graph.output(graph.graph_copy(model.graph, {}))
+        return graph
     try:
         return fx.symbolic_trace(model).graph
     except Exception as err:  # fx raises many kinds: TraceError, TypeError, RuntimeError ...
@@ -867,8 +871,9 @@ def initial_negative_share(model_factory_or_model, draws: int = 20, seed: int = 
     Raises
     ------
     EngineInputError
-        ``draws`` or ``seed`` is not a valid integer, the factory does not return a module, or the
-        model has no hidden units.
+        ``draws`` or ``seed`` is not a valid integer, the factory does not return a module, the
+        model has no hidden units, or a model (not a factory) has a layer whose module has no
+        ``reset_parameters()`` (an exported graph's), so its draws could not differ.
     """
     draws = integer("draws", draws, 1)
     seed = integer("seed", seed, 0, 2**63 - 1)
@@ -881,6 +886,8 @@ def initial_negative_share(model_factory_or_model, draws: int = 20, seed: int = 
     factory: Callable = model_factory_or_model if is_factory else None
     totals: dict[str, float] = {}
     layers = shapes = None
+    if not is_factory:
+        _check_resettable(model_factory_or_model, _structure(model_factory_or_model))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for _ in range(draws):
@@ -898,6 +905,20 @@ def initial_negative_share(model_factory_or_model, draws: int = 20, seed: int = 
             for inv in _invariants(layers, model.state_dict(), shapes):
                 totals[inv.name] = totals.get(inv.name, 0.0) + inv.negative_share
     return {name: total / draws for name, total in totals.items()}
+
+
+def _check_resettable(model, layers: list[_Layer]) -> None:
+    """EngineInputError unless every parameter the invariants read belongs to a module with
+    ``reset_parameters()``: otherwise each draw would repeat the weights the model holds."""
+    modules = dict(model.named_modules())
+    for layer in layers:
+        for param in (layer.weight, layer.bias, *(r.param for r in layer.reads)):
+            owner = "" if param is None else param.rpartition(".")[0]
+            if param is not None and not callable(getattr(modules.get(owner), "reset_parameters", None)):
+                raise EngineInputError(
+                    f"{param} belongs to no module with reset_parameters() (an exported graph has none), so every "
+                    "draw would repeat the weights the model holds; pass a factory that builds the model"
+                )
 
 
 def invariants_report(layers: Sequence[LayerInvariants]) -> dict:

@@ -17,8 +17,8 @@ from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QPointF, QRect, QSi
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
+from ..rendering.gl_cells import GLCells, paint_labels
 from ..style import theme_colors
-from ..views.gl_cells import GLCells, paint_labels
 from .model import GL_SOURCE, Clip
 from .timeline import FrameState
 

@@ -18,14 +18,14 @@ from engine.core.progress import Job
 from engine.minima.pipeline import Figure3, walk_endpoints, walk_job
 
 from ..present.minima import slices_data, split_label
+from ..rendering.plot_style import set_plot_fonts
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
-from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
 from ..views.spectral_density_view import SpectralDensityView
 from ..views.spectrum_view import SpectrumView
 from .model import TITLE_CELL, Cell, Clip, KeyFrame, Timing, even_size
-from .scene import adopt_off_screen, dispose_widgets
+from .off_screen import adopt_off_screen, dispose_widgets
 
 ROWS = 61  # λ values along the walk: one slice computation each
 CLIP_POINTS = 41  # t values per slice curve: smooth at 1080p, 2.5× cheaper than the panel's 101

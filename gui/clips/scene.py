@@ -11,48 +11,28 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from shiboken6 import isValid
 
 from engine.core.errors import EngineInputError
 from engine.topology.invariants import sign_flip_events
 
 from ..panels.invariants_panel import InvariantsPanel
-from ..present.topology import present_row
+from ..present.topology import present_row, shape_name, sign_change_words, sub
+from ..rendering.camera import camera_of
 from ..style import neuron_color
-from ..views.camera import camera_of
-from ..views.neuron_quadrics import NeuronQuadrics, shape_name, sub
+from ..views.neuron_quadrics import NeuronQuadrics
 from ..views.training_curves import TrainingCurves
-
-
-def adopt_off_screen(widget, owner) -> None:
-    """Make ``widget`` (a clip's own plot) an off-screen window that ``owner`` (the workspace,
-    a QWidget of the window) owns. Only Python owned these plots before, through pyqtgraph's
-    reference cycles, so the cycle collector destroyed them, at whatever allocation and on
-    whatever thread it ran (plot_style.own_menus says how that deadlocked); now Qt deletes
-    them with the window, or ``dispose_widgets`` when the scene is dropped. Shown off screen
-    (MinimaScene.show): a widget never shown gets no resize events, so the compositor's resize
-    would not lay it out (axes kept their first width, cut labels)."""
-    widget.setParent(owner, Qt.WindowType.Window)
-    widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+from .minima_scene import MinimaScene, minima_story_clip, walk_of
+from .off_screen import adopt_off_screen, dispose_widgets
 
 
 def key_frame_camera(view) -> dict:
-    """A 3D view's camera as a key frame holds it: gui.views.camera's, without the fov (a clip
+    """A 3D view's camera as a key frame holds it: gui.rendering.camera's, without the fov (a clip
     keeps each view's own), the azimuth in [0, 360)."""
     camera = camera_of(view)
     del camera["fov"]
     camera["azimuth"] %= 360.0
     return camera
-
-
-def dispose_widgets(widgets) -> None:
-    """Delete a dropped scene's own widgets on the GUI thread, at the event loop's next turn."""
-    for widget in widgets:
-        if isValid(widget):
-            widget.hide()
-            widget.deleteLater()
 
 
 CLIP_MESH_QUANTUM = 2e-4  # × extent² in c: surfaces quantised, so a frame is a function of its row
@@ -202,9 +182,7 @@ class TopologyScene:
             )
         s, k, jumped = past[-1]
         more = f"   (+{len(past) - 1} earlier)" if len(past) > 1 else ""
-        if jumped:
-            return f"◆ v{sub(k + 1)} jumped the barrier at step {s}: a finite step, impossible for gradient flow{more}"
-        return f"● v{sub(k + 1)} flipped sign at step {s}{more}"
+        return sign_change_words(k, s, jumped) + more
 
     def headers(self, row: int) -> list[tuple[str, QColor]]:
         """One line over each neuron's view: which neuron, its c_k and the shape of Q(c_k)."""
@@ -223,7 +201,6 @@ def story_for(preset: str, size=(1920, 1080), fps: int = 30, seconds: float = 8.
     """The preset's default clip: paper A's training story, or paper B's walk along λ (which
     has no orbit: its story has no 3D view)."""
     from ..presets import preset_named
-    from .minima_scene import minima_story_clip
     from .model import story_clip
 
     if preset_named(preset).workspace == "minima":
@@ -239,7 +216,6 @@ def scene_for(workspaces: dict, preset: str, on_progress=None):
     from engine.core.progress import run_to_completion
 
     from ..presets import preset_named
-    from .minima_scene import MinimaScene, walk_of
 
     key = preset_named(preset).workspace
     if key == "minima":

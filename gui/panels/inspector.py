@@ -86,8 +86,8 @@ def _table(headers) -> QTableWidget:
 
 def _fill(table: QTableWidget, rows: list[list], backgrounds: list | None = None):
     """Fill ``table`` afresh, keeping its current row. Emptied first, signals blocked: replacing
-    the items of a filled table one by one re-announced the selection at each, ~300 ms for the
-    41 steps of nonattr-fig3 against 8 ms."""
+    the items of a filled table one by one re-announced the selection at each, many times slower
+    for the 41 steps of nonattr-fig3."""
     current = table.currentRow()
     blocked = table.blockSignals(True)
     try:

@@ -84,7 +84,7 @@ class InvariantsPanel(QScrollArea):
 
     def _room_height_at(self, width: int) -> int:
         """The height the label takes with the held room's text, laid out once a width: a live
-        update's refit laid the room out again each time (three rich-text layouts, ~5 ms)."""
+        update's refit laid the room out again each time (three rich-text layouts)."""
         if self._room_height is None or self._room_height[0] != width:
             shown = self.label.text()
             self.label.setText(self._room)
@@ -100,7 +100,7 @@ class InvariantsPanel(QScrollArea):
     def _set_text(self, text: str):
         self.label.setText(text)
         # Live updates change digits, not lines: the height for this width is known already
-        # (heightForWidth lays the rich text out again, ~10 ms a call under a live run).
+        # (heightForWidth lays the rich text out again at each call, costly under a live run).
         shape = (re.sub(r"\d", "0", text), self.width())
         if shape != self._fitted_shape:
             self._fit()

@@ -19,9 +19,9 @@ from engine.topology.quadrics import hyperbola, quadric_sheets
 SURFACE_RESOLUTION, GHOST_RESOLUTION = 56, 20
 REMESH_TOLERANCE = 2e-3  # × extent²: a live run re-meshes Q(c) only when c moved this much
 # The meshes kept for reuse, by their arrays' bytes: one frame's worth for eight neurons, each a
-# full-resolution Q(c) of two sheets (441 KB) and its ghost (54 KB). A mesh costs ~6 ms to make.
+# full-resolution Q(c) of two sheets (441 KB) and its ghost (54 KB), each costly to make again.
 # Counted in entries (256), the cache kept every c a live run re-meshed at, up to 113 MB: the
-# largest part of what a soak's heap gained (heaptrack: 12.9 of 27.4 MB grown in 10 minutes).
+# largest part of what a soak's heap gained (heaptrack).
 MESH_CACHE_BYTES = 4 * 2**20
 
 

@@ -161,18 +161,23 @@ def lock_text(k: int, sign: int) -> str:
     )
 
 
+def sign_change_words(k: int, step: int, jumped: bool, joiner: str = ": ") -> str:
+    """The words for neuron k's output weight changing sign at ``step``, in every caption that
+    tells it (a view's, a clip's): a flip, or a jump over the barrier and what that means
+    (after ``joiner``)."""
+    if jumped:
+        return f"◆ v{sub(k + 1)} jumped the barrier at step {step}{joiner}a finite step, impossible for gradient flow"
+    return f"● v{sub(k + 1)} flipped sign at step {step}"
+
+
 def event_text(k: int, events: list[tuple[int, int, bool]]) -> str:
     """Caption words for the latest sign change, matching the marker's colour."""
     if not events:
         return ""
     _, step, jumped = events[-1]
     more = f" (+{len(events) - 1} more)" if len(events) > 1 else ""
-    if jumped:
-        return (
-            f"<br><span style='color:#9e38c7'>◆ v{sub(k + 1)} jumped the barrier at step {step}"
-            f" — a finite step, impossible for gradient flow</span>{more}"
-        )
-    return f"<br><span style='color:#b38600'>● v{sub(k + 1)} flipped sign at step {step}</span>{more}"
+    colour = "#9e38c7" if jumped else "#b38600"
+    return f"<br><span style='color:{colour}'>{sign_change_words(k, step, jumped, ' — ')}</span>{more}"
 
 
 # ------------------------------------------------------------------ the layout
@@ -226,8 +231,8 @@ def _room(layout: dict, config: TrainConfig, c: np.ndarray, locked: list[int]) -
     """The most text a live run of this layout shows, which its views hold room for from the
     preview on: each caption with its drift and, for a neuron free to flip, the flip line; the
     invariants with their start column and the drift note. Text that grew mid-run relaid the
-    window out (the 3D views, then every plot under the invariants: 60–100 ms of the GUI thread a
-    time, 2–3 times in a fig3-free run)."""
+    window out (the 3D views, then every plot under the invariants, on the GUI thread, a few
+    times in a fig3-free run)."""
     l, steps = layout["l"], layout["total_steps"]
     captions = []
     for k in range(l):
@@ -562,8 +567,8 @@ class _Paced:
 
 def preview_job(values: Values) -> Job[Context]:
     """Job: what the panel's network is laid out for before a run (Q(c) at its start): a Reset,
-    or a preset that waits for Run. Loading a data set and drawing the weights took ~1 ms and
-    the layout's meshes 2–9 ms on the GUI thread for each of paper A's presets."""
+    or a preset that waits for Run. Loading a data set, drawing the weights and making the
+    layout's meshes were done on the GUI thread before."""
     yield Progress(math.nan, "laying out the network")
     return setup_context(training_setup(values))
 
@@ -582,8 +587,8 @@ def training_job(values: Values, steps: int | None = None, laid_out: Context | N
     ``Presented(trajectory, state)``; the first partial lays the views out. ``laid_out``: the
     context the views show now (most often the preview of this very network): its layout is
     kept when the run's is the same, its context says so (``layout_kept``), and the window then
-    lays nothing out again when it shows that preview (laying out took ~20 ms on the GUI
-    thread, and a repaint of every view, as the run began)."""
+    lays nothing out again when it shows that preview (laying out again cost the GUI thread a
+    layout and a repaint of every view as the run began)."""
     yield Progress(0.0, "loading the data and drawing the initial weights")
     setup = training_setup(values, steps)
     context = setup_context(setup)

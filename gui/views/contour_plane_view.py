@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
+from ..rendering.plot_style import add_legend, follow_theme
 from ..style import NEURON_COLORS
 from .plane_view import PlaneView
-from .plot_style import add_legend, follow_theme
 
 END_MARK = 11  # px: a path's start (disc) and end (square)
 STAYED_RING = 26  # px: the ring around a path that never left its start, larger than any mark there

@@ -6,8 +6,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from ..rendering.plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
 from ..style import NEURON_COLORS
-from .plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
 
 STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine}
 GLYPHS = {"solid": SOLID, "dash": DASHED, "dot": DASHED}

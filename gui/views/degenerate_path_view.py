@@ -6,7 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import SHADED, SOLID, FittedAxis, follow_theme, key_text, limit_ticks, own_menus, set_title
+from ..rendering.plot_style import SHADED, SOLID, FittedAxis, follow_theme, key_text, limit_ticks, own_menus, set_title
 
 LOSS_COLOR = "#0072B2"
 EIG_COLOR = "#D55E00"

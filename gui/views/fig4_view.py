@@ -16,8 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from engine.core.errors import EngineInputError
 from engine.topology.width_sweep import SweepProgress, SweepResult, SweepSettings
 
-from .heatmap_plot import HeatmapPlot
-from .plot_style import (
+from ..rendering.plot_style import (
     add_legend,
     clear_plot,
     densify,
@@ -26,6 +25,7 @@ from .plot_style import (
     readable_colormap,
     set_plot_fonts,
 )
+from .heatmap_plot import HeatmapPlot
 
 LINE_CMAP = readable_colormap("plasma")
 
@@ -37,8 +37,8 @@ class SweepClock:
     """The caption's count and ETA. The rate is taken from the first cells' arrival on, not from
     the start: a sweep's start-up (Ray's workers, each task's first imports) is no rate, and
     counted in, it made the first estimates several times too long. The first arrival is a burst:
-    workers that started together finish their first cells a few milliseconds apart, and a rate
-    over those milliseconds said "ETA 1 s" with 46 of 50 runs to go."""
+    workers that started together finish their first cells almost at once, and a rate over that
+    burst gave a far too short ETA with 46 of 50 runs to go."""
 
     def __init__(self, now=time.monotonic):
         self._now = now

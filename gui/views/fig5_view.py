@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from engine.core.errors import EngineInputError
 from engine.topology.probability import CLOSED_FORM_SCHEMES, MapSettings, ProbabilityMaps
 
+from ..rendering.plot_style import set_plot_fonts
 from .heatmap_plot import HeatmapPlot
-from .plot_style import set_plot_fonts
 
 NAMES = {"xavier_normal": "Xavier normal", "kaiming_normal": "Kaiming normal"}
 SCHEMES = {scheme: NAMES[scheme] for scheme in CLOSED_FORM_SCHEMES}

@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from .plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors, set_colorbar_font
+from ..rendering.plot_style import follow_theme, limit_ticks, own_menus, set_axis_colors, set_colorbar_font
 
 
 class FunctionHeatmaps(QWidget):

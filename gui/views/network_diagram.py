@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from .plot_style import own_menus, set_title
+from ..rendering.plot_style import own_menus, set_title
 
 NODE, ORIGIN, COPY = "#BBBBBB", "#0072B2", "#E69F00"
 EDGE_BINS = 4  # edges are drawn as a few items by weight class, not one item per edge

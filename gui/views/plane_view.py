@@ -9,8 +9,8 @@ import pyqtgraph as pg
 import pyqtgraph.opengl as gl
 from PySide6.QtWidgets import QBoxLayout, QWidget
 
-from .offscreen_gl import OffscreenGLView
-from .plot_style import follow_theme, limit_ticks, own_menus, set_colorbar_colors
+from ..rendering.offscreen_gl import OffscreenGLView
+from ..rendering.plot_style import follow_theme, limit_ticks, own_menus, set_colorbar_colors
 
 COLORMAP = "viridis"
 SURFACE_SIZE = 10.0  # the surface is drawn in a 10 × 10 × 5 box whatever the data's units

@@ -16,9 +16,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QFont
 
 from ..present.topology import MAX_SHOWN_POINTS, decimate  # noqa: F401  (the rows drawn, chosen in the job)
+from ..rendering.camera import camera_of, set_camera
+from ..rendering.offscreen_gl import OffscreenGLView
 from ..style import neuron_color, theme_colors
-from .camera import camera_of, set_camera
-from .offscreen_gl import OffscreenGLView
 
 # Surfaces are drawn first and do not write depth, so the trajectory lying *on* the surface is
 # never hidden by z-fighting or by the translucent sheet in front of it.

@@ -11,8 +11,8 @@ import numpy as np
 import pyqtgraph as pg
 
 from ..present.topology import sub, twin
+from ..rendering.plot_style import add_legend, legend_to_empty_corner, own_menus
 from ..style import neuron_color
-from .plot_style import add_legend, legend_to_empty_corner, own_menus
 from .quadric_view import time_colors
 
 FLIP_MARK = ("star", (255, 200, 0), "v flips sign (free neuron)")

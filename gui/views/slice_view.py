@@ -1,10 +1,10 @@
 """Random-direction slices L(θ + t d) (paper Fig. 3a/c): K curves as a density, their min
 envelope, L* and the descent line as lines on top.
 
-The K curves are drawn as a count image (gui.views.curve_density): per pixel column, how many
+The K curves are drawn as a count image (gui.present.curve_density): per pixel column, how many
 curves pass each row, histogram-equalised (any monotone scaling of the counts, the logarithm
-included, gives the same ranks) on a perceptual blue map. 5,000 translucent paths took Qt's
-raster engine 0.1–0.6 s to paint and saturated where directions crowd; the image is re-counted
+included, gives the same ranks) on a perceptual blue map. 5,000 translucent paths were slow for
+Qt's raster engine to paint and saturated where directions crowd; the image is re-counted
 for the visible box after each zoom, pan or resize: on a worker when the view's workspace gives
 it one (``count_elsewhere``), napari's way (the request made here, the count off the GUI thread,
 the image of the latest request shown here), and here otherwise (a clip's own views)."""
@@ -19,8 +19,8 @@ from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor
 
 from ..present import minima as presented
-from .curve_density import DensityRequest, density_image
-from .plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
+from ..present.curve_density import DensityRequest, density_image
+from ..rendering.plot_style import DASHED, SOLID, follow_theme, key_text, own_menus, set_title
 
 CURVE_RGB = (0, 114, 178)
 ENVELOPE_COLOR = "#D55E00"

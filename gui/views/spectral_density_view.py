@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .plot_style import own_menus, set_title
+from ..rendering.plot_style import own_menus, set_title
 
 DENSITY_COLOR = "#0072B2"
 EDGE_COLOR = "#D55E00"

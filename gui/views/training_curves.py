@@ -15,8 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFont
 
 from ..present.topology import drift_state, loss_state, sub
+from ..rendering.plot_style import clear_plot, fit_text_space, follow_theme, own_menus, set_title, sparse_log_labels
 from ..style import neuron_color
-from .plot_style import clear_plot, fit_text_space, follow_theme, own_menus, set_title, sparse_log_labels
 
 CALLOUT_GAP = 0.06  # of the step axis: flips closer than this share one call-out
 
@@ -137,7 +137,7 @@ class TrainingCurves:
 
     def finish(self, only: pg.PlotWidget | None = None):
         """The run is over: the axes fit the data again, of plot ``only`` when given (a run's end
-        fits each in its own turn: both at once were one ~30 ms repaint of four axes)."""
+        fits each in its own turn: both at once were one long repaint of four axes)."""
         plots = (self.loss_plot, self.drift_plot) if only is None else (only,)
         for plot in plots:
             self._held.pop(id(plot), None)

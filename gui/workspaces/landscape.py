@@ -5,7 +5,7 @@ spectral density where the full spectrum would not fit.
 
 Every number comes from engine.landscape.toolkit's job, the same jobs ``main.py landscape`` runs.
 Any PyTorch model loads too (a .pt2 of a conv net with batch norm, or a state_dict with its
-``package.module:factory``): its modes are the module toolkit's (engine.landscape.module_toolkit),
+``package.module:factory``): its modes are the module toolkit's (engine.landscape.toolkit.module_mode_job),
 its PCA plane that of the training checkpoints listed, and a classifier's interpolation shows the
 accuracy along the line under the loss.
 """
@@ -25,9 +25,9 @@ from ..panels.inspector import NETWORK_FILES, TorchFileDialog
 from ..parameter_values import SEED_RANGE, plane_grid_fields
 from ..present import Presented, resolve
 from ..present.landscape import presented_job
+from ..rendering.plot_style import set_colorbar_font, set_plot_fonts
 from ..views.contour_plane_view import ContourPlaneView
 from ..views.curves_view import CurvesView
-from ..views.plot_style import set_colorbar_font, set_plot_fonts
 from ..views.spectral_density_view import SpectralDensityView
 from ..workspace import Workspace
 

@@ -55,6 +55,7 @@ from engine.minima.workbench import history_of
 from ..panels.inspector import InspectorPanel
 from ..parameter_values import SEED_RANGE, plane_grid_fields
 from ..present import Presented
+from ..present.curve_density import density_job
 from ..present.minima import (
     STAGES,
     parse_schedule,
@@ -64,12 +65,11 @@ from ..present.minima import (
     presented_probe,
     presented_resume,
 )
-from ..views.curve_density import density_job
+from ..rendering.plot_style import set_plot_fonts
 from ..views.curves_view import CurvesView
 from ..views.degenerate_path_view import DegeneratePathView
 from ..views.network_diagram import NetworkDiagram
 from ..views.plane_view import PlaneView
-from ..views.plot_style import set_plot_fonts
 from ..views.slice_view import SliceView
 from ..views.spectral_density_view import SpectralDensityView
 from ..views.spectrum_view import SpectrumView
@@ -296,7 +296,7 @@ class MinimaWorkspace(Workspace):
         self._going_live = False  # its inspection was submitted
         self._when_live: list = []
         # A timer the tab owns, not QTimer.singleShot(0, self, ...): a single shot still pending
-        # as a window closed kept the whole window alive (the soak: 2.2 GB in 20 minutes).
+        # as a window closed kept the whole window alive (the soak's memory grew by gigabytes).
         self._previews_timer = QTimer(self, singleShot=True, interval=0)
         self._previews_timer.timeout.connect(self._drop_previews)
         self.inspector.lam.moved.connect(self._on_lambda_moved)
@@ -311,7 +311,7 @@ class MinimaWorkspace(Workspace):
             set_plot_fonts(plot)
 
     def attach(self, controller):
-        # Live λ readouts need a Hessian (≈0.1–2 s at 504 parameters): they run on the probe lane,
+        # Live λ readouts need a Hessian (slow at a few hundred parameters): they run on the probe lane,
         # so the slider never blocks and the main lane stays free for the slices; (c) and the
         # plane at a coarse grid, while λ is dragged, on the preview lane.
         # Their results come back through the callbacks each submission names; a failure goes to

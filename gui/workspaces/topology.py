@@ -42,17 +42,17 @@ from ..present.topology import (
     training_job,
 )
 from ..present.training_setup import check_request, train_config, training_setup, values_of
+from ..rendering.plot_style import set_plot_fonts
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
 from ..views.neuron_quadrics import NeuronQuadrics
-from ..views.plot_style import set_plot_fonts
 from ..views.reduced_view import ReducedView
 from ..views.training_curves import TrainingCurves
 from ..workspace import Workspace
 
 # Seconds between live redraws of each part (gui.pacing): the 3D views as often as the event
-# loop allows; plots, whose repaint costs 4–18 ms each under llvmpipe, a few times a second.
+# loop allows; plots, whose repaint is costly under llvmpipe, a few times a second.
 MAX_LOADED_NEURONS = 16  # a loaded network gets one 3D view per neuron: beyond this, use the command line
 LIVE_INTERVALS = {"loss": 0.2, "drift": 0.2, "invariants": 0.2, "reduced": 0.1, "heatmaps": 0.5}
 
@@ -125,7 +125,7 @@ class TopologyWorkspace(Workspace):
 
     def showEvent(self, event):
         # Training runs in a worker process (make_job): started when the tab is first shown, it
-        # has imported torch by the first Run (~2 s on a 2-core machine). A window that never
+        # has imported torch by the first Run (a slow import). A window that never
         # shows this tab (a screenshot of another one) starts none.
         if not self._worker_started:
             self._worker_started = True
@@ -299,7 +299,7 @@ class TopologyWorkspace(Workspace):
                 self.heatmaps.show_function(start["function"])
         self.invariants.show_values(preview["summary"], None, 0, extra=self._panel_extra())
         # Room for the most text the run will show, held from before it starts until it has ended:
-        # text that grew mid-run laid the window out again (60–100 ms of the GUI thread a time).
+        # text that grew mid-run laid the window out again, on the GUI thread, each time.
         room = L["room"]
         self.quadrics.hold_room(room["captions"])
         self.invariants.hold_room(
@@ -368,7 +368,7 @@ class TopologyWorkspace(Workspace):
             draw("heatmaps", lambda: self.heatmaps.show_function(state["function"]))
         self._state = state
         if final:
-            # Last, one per turn (a window laid out again for all three took ~45 ms): each plot's
+            # Last, one per turn (one long layout of the window for all three at once): each plot's
             # axes fit the whole run, the captions and the panel their own text.
             draw("fit loss axes", lambda: self.curves.finish(self.curves.loss_plot))
             draw("fit drift axes", lambda: self.curves.finish(self.curves.drift_plot))

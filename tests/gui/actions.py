@@ -55,7 +55,7 @@ PRESETS = TOPOLOGY_PRESETS + MINIMA_PRESETS + TOOLKIT_PRESETS
 TABS = 3  # topology, minima, the landscape toolkit
 STEPS = 30  # training steps of a topology run; minima at infinity: GD steps
 
-# Like tests/gui/test_minima_workspace.py's QUICK, plus one split per layer and few restarts.
+# Like tests/gui/workspaces/test_minima_workspace.py's QUICK, plus one split per layer and few restarts.
 MINIMA_QUICK = {
     "slices": {"K": 300, "P": 41},
     "path": {"points": 7},

@@ -41,7 +41,7 @@ def _delete_later(objects) -> None:
     for obj in objects:
         if isValid(obj):
             obj.deleteLater()
-    for _ in range(3):  # a deleted plot posts its menus' deletion (views/plot_style.own_menus)
+    for _ in range(3):  # a deleted plot posts its menus' deletion (rendering/plot_style.own_menus)
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
@@ -51,7 +51,7 @@ def qt_objects_left_to_the_collector() -> list:
     (DEBUG_SAVEALL), together with those earlier collections of a test saved (see
     ``no_qt_object_reaches_the_collector``). The collector runs at any allocation of any
     thread: deleting a Qt object there once deadlocked inside QObject::disconnect
-    (views/plot_style.own_menus), so the app gives it none. Returns them; the caller deletes
+    (rendering/plot_style.own_menus), so the app gives it none. Returns them; the caller deletes
     them and drops the list."""
     from PySide6.QtCore import QObject
     from PySide6.QtWidgets import QGraphicsItem

@@ -17,7 +17,7 @@ def neuron_points(traj, k: int) -> np.ndarray:
 
 def render_square(view, side: int = 400) -> np.ndarray:
     """The view rendered at side × side with its own field of view, RGB, top row first."""
-    from gui.views.gl_cells import GLCells
+    from gui.rendering.gl_cells import GLCells
 
     cells = GLCells()
     try:

@@ -106,7 +106,7 @@ def test_a_3d_label_near_the_right_edge_is_painted_whole_inside_the_picture(qapp
     from PySide6.QtCore import QPointF, Qt
     from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
-    from gui.views.gl_cells import LABEL_MARGIN, paint_labels
+    from gui.rendering.gl_cells import LABEL_MARGIN, paint_labels
 
     font = QFont()
     font.setPointSize(14)

@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QPushButton, QTableWidget, QWidget
 
-from gui.views.offscreen_gl import OffscreenGLView
+from gui.rendering.offscreen_gl import OffscreenGLView
 
 from .conftest import wait_until_idle
 

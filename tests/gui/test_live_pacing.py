@@ -88,7 +88,7 @@ def test_drain_draws_one_part_per_turn_none_held_to_its_interval(qapp, qtbot):
 def _two_views(qtbot):
     import pyqtgraph.opengl as gl
 
-    from gui.views.offscreen_gl import OffscreenGLView
+    from gui.rendering.offscreen_gl import OffscreenGLView
 
     box = QWidget()
     layout = QHBoxLayout(box)
@@ -138,7 +138,7 @@ def test_changed_views_render_one_per_turn_and_a_grab_is_fresh(qapp, qtbot):
 def test_a_picture_is_read_back_a_turn_after_it_is_drawn(qapp, qtbot, monkeypatch):
     """The GUI thread draws a view's picture and goes on: other events run while Mesa's
     rasteriser threads finish it, and only then is it read back. It is a synchronous render's."""
-    from gui.views import gl_cells
+    from gui.rendering import gl_cells
 
     box, (first, _) = _two_views(qtbot)
     try:

@@ -78,7 +78,7 @@ def test_deleted_plots_leave_no_menu_or_item_to_the_collector(qapp):
 def test_gl_items_go_with_their_view_and_when_removed(qapp):
     """pyqtgraph's GL items are parentless QObjects (a grid and its line plot refer to each
     other in Python only): the view owns them, and removing one deletes it."""
-    from gui.views.offscreen_gl import OffscreenGLView
+    from gui.rendering.offscreen_gl import OffscreenGLView
 
     assert _left() == [], "garbage from before this test"
     view = OffscreenGLView()
@@ -102,7 +102,7 @@ def test_a_plots_menus_are_never_the_collectors_between_its_deletion_and_theirs(
     (tests/gui/test_session.py's second window). Now they are Qt's from the plot's end on."""
     import pyqtgraph as pg
 
-    from gui.views.plot_style import own_menus
+    from gui.rendering.plot_style import own_menus
 
     assert _left() == [], "garbage from before this test"
     host, plot = QWidget(), own_menus(pg.PlotWidget())

@@ -85,7 +85,7 @@ def distance_to_polyline(points: np.ndarray, vertices: np.ndarray) -> np.ndarray
 
 def test_blank_check_can_fail(window):
     # The framebuffer check must be able to fail: an empty scene is flagged as blank.
-    from gui.views.offscreen_gl import OffscreenGLView
+    from gui.rendering.offscreen_gl import OffscreenGLView
 
     empty = OffscreenGLView()
     empty.resize(200, 200)

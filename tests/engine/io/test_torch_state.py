@@ -4,6 +4,7 @@ import pickle
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -171,3 +172,66 @@ def test_a_torchscript_archive_is_refused_in_one_line_without_torchs_warning(sav
         [sys.executable, "main.py", "obstruction", str(script)], cwd=root, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "TorchScript archive" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "write,words",
+    [
+        (lambda path: path.write_bytes(pickle.dumps({"a": [1, 2, 3]}, protocol=4)), "not a readable PyTorch"),
+        (lambda path: path.write_bytes(pickle.dumps({"a": [1, 2, 3]}, protocol=5)), "not a readable PyTorch"),
+        (lambda path: torch.save([torch.zeros(2)], path), "expected a state_dict (a dict of tensors), got list"),
+    ],
+    ids=["pickle.dump protocol 4", "pickle.dump protocol 5", "torch.save of a list"],
+)
+def test_a_raw_pickle_is_refused_in_one_line_without_torchs_warning(saved_mlp, write, words):
+    """A pickle that torch.save did not write makes torch's restricted unpickler warn, in two
+    lines, that it may not read that protocol, above the refusal: the command line must print
+    the refusal alone."""
+    _, _, _, d = saved_mlp
+    raw = d / "raw.pt"
+    write(raw)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(EngineInputError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            torchio.load_state_dict_network(raw, "sigmoid", d / "data.npz")
+    assert [str(w.message) for w in seen] == []
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "main.py", "inspect", str(raw), "--activation", "sigmoid", "--data", str(d / "data.npz")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+    assert "Warning" not in done.stderr
+
+
+def test_a_damaged_compressed_data_file_names_the_file_and_the_array(saved_mlp):
+    """A byte flipped inside a deflated member of the data .npz (np.savez_compressed) is refused
+    in one line naming the file and the array, not raised as zlib.error or a CRC error (or reads
+    the same data)."""
+    _, X, Y, d = saved_mlp
+    np.savez_compressed(d / "packed.npz", X=X, Y=Y)
+    with zipfile.ZipFile(d / "packed.npz") as z:
+        info = z.getinfo("X.npy")
+    raw = bytearray((d / "packed.npz").read_bytes())
+    at = info.header_offset  # the local header's name and extra lengths (its extra is not the directory's)
+    start = (
+        at + 30 + int.from_bytes(raw[at + 26 : at + 28], "little") + int.from_bytes(raw[at + 28 : at + 30], "little")
+    )
+    refused = set()
+    for position in range(start, start + info.compress_size):
+        flipped = bytearray(raw)
+        flipped[position] ^= 0xFF
+        (d / "damaged.npz").write_bytes(flipped)
+        try:
+            net = torchio.load_state_dict_network(d / "model.pt", "sigmoid", d / "damaged.npz")
+        except EngineInputError as error:
+            message = str(error)
+        else:  # deflate's last byte may hold only bits past the end of the stream
+            assert np.array_equal(net.X, X), position
+            continue
+        assert "\n" not in message and "damaged.npz: cannot read array X: the file is damaged" in message, message
+        refused.add(message.split("(")[1].split(":")[0])
+    assert "zlib.error" in refused  # the case that escaped as a traceback

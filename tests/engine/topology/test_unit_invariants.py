@@ -591,3 +591,124 @@ def test_report_is_json_ready_and_numbers_locked_units_from_one():
     assert report["units"] == 16 and report["locked_units"] == len(layers[1].locked)
     assert report["laws"] == {"rescaling": 2, "scale": 0, "none": 0}
     assert set(last) == {"name", "law", "reason", "units", "negative_share", "locked", "c", "outgoing"}
+
+
+# --- exported graphs (torch.export archives read by engine.io.pt2_program) ------------------------
+
+
+def _exported(model, x, path):
+    """``model`` through ``torch.export`` with a dynamic batch, saved and read back as the app reads a .pt2."""
+    from engine.io.pt2_program import read_exported_module
+
+    ep = torch.export.export(model.eval(), (x,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.export.save(ep, path)
+    return read_exported_module(path).module
+
+
+_EXPORTED_CASES = {
+    "deep ReLU MLP with biases": (_mlp_with_locked_units, lambda: torch.zeros(2, 5, dtype=torch.float64)),
+    "plain ReLU CNN": (_cnn_sequential, _example),
+    "functional CNN with a view": (_cnn_functional, _example),
+}
+
+
+@pytest.mark.parametrize("case", list(_EXPORTED_CASES))
+def test_an_exported_graph_gives_the_modules_invariants_names_laws_and_locked_units(tmp_path, case):
+    build, example = _EXPORTED_CASES[case]
+    model = build()
+    graph = _exported(model, example(), tmp_path / "m.pt2")
+    assert not any(node.op == "call_module" for node in graph.graph.nodes)  # ATen calls on get_attr weights
+    expected = _mlp_expected(model) if case.startswith("deep") else _cnn_expected(model)
+    ours, theirs = layer_invariants(graph), layer_invariants(model)
+    names = [name for name, _ in model.named_parameters() if name.endswith("weight")]
+    assert [inv.name for inv in ours] == names[:-1] == [inv.name for inv in theirs]
+    assert [inv.outgoing for inv in ours] == [(name,) for name in names[1:]]
+    for mine, module, c in zip(ours, theirs, expected, strict=True):
+        _close(mine.c, c)  # against the tensors, written out independently
+        _close(mine.c, module.c)
+        assert mine.law == module.law == "rescaling", mine.reason
+        np.testing.assert_array_equal(mine.locked, module.locked)
+    if case.startswith("deep"):
+        assert ours[1].locked.size >= 3  # the case has locked units to agree on
+    # given an example input too, the same
+    for mine, module in zip(layer_invariants(graph, example_input=example()), theirs):
+        _close(mine.c, module.c)
+        assert mine.law == module.law
+
+
+def test_a_state_dict_of_the_module_is_a_checkpoint_of_its_exported_graph(tmp_path):
+    graph = _exported(_cnn_sequential(0), _example(), tmp_path / "m.pt2")
+    other, later = _cnn_sequential(1), _cnn_sequential(2)
+    for inv, c in zip(layer_invariants(graph, other.state_dict()), _cnn_expected(other)):
+        _close(inv.c, c)
+    drift = invariant_drift(graph, [other.state_dict(), later.state_dict()])
+    assert [name for name, _ in drift] == ["0.weight", "3.weight"]
+    for (_name, dc), c0, c1 in zip(drift, _cnn_expected(other), _cnn_expected(later), strict=True):
+        assert dc.shape == (2, c0.size)
+        _close(dc[1], c1 - c0)
+        assert not np.any(dc[0])
+    with pytest.raises(EngineInputError, match="another architecture"):
+        invariant_drift(graph, [_mlp().state_dict()])
+
+
+def test_an_exported_batch_norm_reports_the_training_scale_law_and_why(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(3, 1)
+    ).double()
+    with torch.no_grad():  # running statistics that are not the identity map
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    (inv,) = layer_invariants(_exported(model, _example(), tmp_path / "bn.pt2"))
+    assert inv.law == "scale" == layer_invariants(model)[0].law
+    assert "running statistics" in inv.reason and "in training" in inv.reason
+    # what the reason says of the eval graph: rescaling (w, b) and dividing v changes its function
+    x = torch.randn(3, 2, SIDE, SIDE, dtype=torch.float64)
+    model.eval()
+    with torch.no_grad():
+        y0 = model(x)
+        model[0].weight[0] *= 2.0
+        model[0].bias[0] *= 2.0
+        model[5].weight[:, 0] /= 2.0
+        assert not torch.allclose(model(x), y0, rtol=1e-6, atol=1e-9)
+
+
+def test_exported_non_homogeneous_mixing_and_residual_ops_report_none(tmp_path):
+    torch.manual_seed(0)
+    smooth = nn.Sequential(
+        nn.Linear(5, 4), nn.GELU(), nn.Linear(4, 4), nn.ReLU6(), nn.Linear(4, 3), nn.LayerNorm(3), nn.Linear(3, 1)
+    ).double()
+    x = torch.zeros(2, 5, dtype=torch.float64)
+    layers = layer_invariants(_exported(smooth, x, tmp_path / "s.pt2"))
+    assert [inv.law for inv in layers] == ["none", "none", "none"]
+    assert "gelu" in layers[0].reason and "hardtanh" in layers[1].reason and "layer_norm" in layers[2].reason
+    for inv, c in zip(layers, _mlp_expected(nn.Sequential(*[m for m in smooth if not isinstance(m, nn.LayerNorm)]))):
+        _close(inv.c, c)  # c whatever the law
+    residual = {
+        inv.name: inv
+        for inv in layer_invariants(_exported(_Residual().double(), torch.zeros(2, 4).double(), tmp_path / "r.pt2"))
+    }
+    assert residual["a.weight"].law == "rescaling"
+    assert residual["inp.weight"].law == residual["b.weight"].law == "none"
+    assert "residual sum" in residual["b.weight"].reason
+    assert residual["inp.weight"].outgoing == ("a.weight", "out.weight")
+
+
+def test_an_exported_flatten_from_another_axis_is_not_followed(tmp_path):
+    class Odd(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.head = nn.Conv2d(2, 3, 3), nn.Linear(6, 1)
+
+        def forward(self, x):  # (N, 3, 6, 6) → (N, 18, 6): the head reads along the rows, not per channel
+            return self.head(torch.flatten(F.relu(self.conv(x)), 1, 2)).sum((1, 2))
+
+    (inv,) = layer_invariants(_exported(Odd().double(), _example(), tmp_path / "odd.pt2"))
+    assert inv.law == "none" and "does not follow" in inv.reason
+
+
+def test_initial_negative_share_of_an_exported_graph_needs_a_factory(tmp_path):
+    graph = _exported(_mlp(), torch.zeros(2, 5, dtype=torch.float64), tmp_path / "m.pt2")
+    with pytest.raises(EngineInputError, match="reset_parameters"):
+        initial_negative_share(graph, draws=2)
+    assert set(initial_negative_share(lambda: _mlp(), draws=2)) == {"0.weight", "2.weight"}

@@ -13,7 +13,7 @@ from engine.core.progress import run_to_completion
 from engine.sweeps import fig4
 from engine.sweeps.runner import sweep_job
 
-from .conftest import save_screenshot, wait_until_idle
+from ..conftest import save_screenshot, wait_until_idle
 
 # Not importorskip: Ray is never imported in the window's process, not even by its tests.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed")

@@ -6,7 +6,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QPointF
 
-from gui.views.plot_style import add_legend, legend_to_empty_corner
+from gui.rendering.plot_style import add_legend, legend_to_empty_corner
 
 
 def points_under_legend(plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray) -> int:
@@ -56,7 +56,7 @@ def test_spectrum_ticks_use_the_captions_tolerance(qtbot):
 
 
 def test_subtitles_grow_in_presentation_mode(qtbot):
-    from gui.views.plot_style import SUBTITLE_PT, set_plot_fonts, set_title
+    from gui.rendering.plot_style import SUBTITLE_PT, set_plot_fonts, set_title
 
     plot = pg.PlotWidget()
     qtbot.addWidget(plot)
@@ -72,7 +72,7 @@ def test_subtitles_grow_in_presentation_mode(qtbot):
 def test_two_flat_lines_leave_the_middle_and_sampling_does_not_weigh(qtbot):
     """A long recorded line (2,000 points) at the top and a reference level (two points) at the
     bottom: every corner touches a line, the middle of an edge does not."""
-    from gui.views.plot_style import densify
+    from gui.rendering.plot_style import densify
 
     plot = shown_plot_with_legend(qtbot, 600, 300)
     top_x = np.linspace(0, 1, 2000)

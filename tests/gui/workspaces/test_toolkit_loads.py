@@ -10,7 +10,7 @@ from engine.core import mlp
 from engine.io.netfile import save_network
 from gui.workspaces.landscape import FILE_FIELDS
 
-from .conftest import wait_until_idle
+from ..conftest import wait_until_idle
 
 
 def fields(ws) -> dict:

@@ -9,7 +9,7 @@ import pytest
 from engine.minima.construction import set_split_lambda
 from tests.references import finite_difference_hessian, numpy_loss
 
-from .drawn import assert_cells_centred, plotted, xy
+from ..drawn import assert_cells_centred, plotted, xy
 from .test_minima_workspace import open_quick
 
 EPS = np.finfo(float).eps

@@ -58,7 +58,7 @@ class GLCells:
         """The view's framebuffers at w×h (the view's context is current). A view renders at one
         size at a time, so those of its earlier sizes are deleted: an on-screen view's GLCells
         lives as long as the view, and kept, every size a layout change gave it held its
-        framebuffers for good (the soak's RSS grew by about 30 MB a minute)."""
+        framebuffers for good (the soak's RSS grew all the while)."""
         key = (id(view), w, h)
         if key not in self._fbos:
             for old in [k for k in self._fbos if k[0] == key[0]]:
@@ -132,8 +132,7 @@ class GLCells:
 class Drawing:
     """A view's picture drawn into its framebuffer and not read back yet. Mesa's llvmpipe
     rasterises on threads of its own after the flush: read at once, the GUI thread waited for
-    them, about half of a render (at 800 × 600: the draw 4.5 ms, the rasteriser 5.5–7.3 ms, the
-    read 1.5 ms; benchmarks/bench_gl_readback.py)."""
+    them, about half of a render (benchmarks/bench_gl_readback.py)."""
 
     view: object
     framebuffer: QOpenGLFramebufferObject
@@ -161,8 +160,8 @@ class Drawing:
         try:
             self.framebuffer.bind()
             # Straight into RGBA bytes: toImage converts and flips on the CPU; the compositor
-            # flips for free as it draws. Into an array of ours: PyOpenGL's own buffer took
-            # 3× as long (benchmarks/bench_gl_readback.py).
+            # flips for free as it draws. Into an array of ours: PyOpenGL's own buffer was
+            # slower (benchmarks/bench_gl_readback.py).
             pixels = np.empty((self.h, self.w, 4), np.uint8)
             GL.glReadPixels(0, 0, self.w, self.h, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, pixels)
             GL.glDeleteSync(self.fence)

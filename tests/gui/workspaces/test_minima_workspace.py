@@ -13,7 +13,7 @@ from engine.core.progress import Progress
 from engine.minima.construction import HessianSummary, set_split_lambda
 from engine.minima.verdicts import Verdict
 
-from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
+from ..conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
 # Small enough for a shared 2-core CI box; the presets themselves keep the paper's sizes.
 QUICK = {"slices": {"K": 300, "P": 41}, "path": {"points": 7}, "plane": {"points": 15}}
@@ -278,7 +278,7 @@ def test_split_a_loaded_network_by_hand_and_move_lambda(window, qtbot, tmp_path)
     from engine.io import netfile as netio
     from gui.presets import apply_values
 
-    from ..networks import strict_minimum_net
+    from ...networks import strict_minimum_net
 
     net = strict_minimum_net()
     path = netio.save_network(tmp_path / "own.npz", net.arch, net.params, net.X, net.Y)
@@ -319,7 +319,7 @@ def test_load_a_torch_state_dict_and_find_its_critical_point(window, qtbot, tmp_
     from gui.panels.inspector import TorchFileDialog
     from gui.presets import apply_values
 
-    from ..networks import strict_minimum_net
+    from ...networks import strict_minimum_net
 
     net = strict_minimum_net()
     Ws, _ = mlp.unpack(net.arch, net.params + 0.05)
@@ -528,7 +528,7 @@ def test_a_session_of_a_construction_with_every_split_undone_keeps_no_slider_lam
     """With every split undone the slider moves nothing; the λ it last held was saved, and a
     reopened window, having nothing to set it from, showed none (the soak: "network/lam: None ≠
     0.909"). No λ is saved then, and the reopened tab's state is the saved one."""
-    from .actions import close_window, open_window, readable, same
+    from ..actions import close_window, open_window, readable, same
 
     ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1"}})
     ws.inspector.lam.set_value(0.9)  # as a drag leaves it
@@ -554,7 +554,7 @@ def test_a_session_only_drawn_runs_no_inspection_and_its_controls_act_once_live(
     saved again as it was read, and a split undone before the network is live is undone once it is."""
     from gui import session
 
-    from .actions import readable, same
+    from ..actions import readable, same
 
     ws = fig3
     box, split = ws.inspector.lam, ws.inspector.split

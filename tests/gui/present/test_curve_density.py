@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gui.views.curve_density import curve_density, equalized_levels
+from gui.present.curve_density import curve_density, equalized_levels
 
 
 def brute_force(t, curves, x_range, y_range, width, height):

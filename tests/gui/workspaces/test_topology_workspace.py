@@ -17,8 +17,8 @@ from gui.session import read_session, write_session
 from gui.views.quadric_view import MAX_SHOWN_POINTS
 from gui.views.training_curves import event_callouts
 
-from .conftest import assert_not_blank, gl_pixels, record_gui_thread_calls, save_screenshot, wait_until_idle
-from .drawn import neuron_points, plotted, xy
+from ..conftest import assert_not_blank, gl_pixels, record_gui_thread_calls, save_screenshot, wait_until_idle
+from ..drawn import neuron_points, plotted, xy
 
 TRAINING_PRESETS = [
     "fig3-obstructed",

@@ -14,7 +14,7 @@ from gui.clips import model
 from gui.clips.model import parse_clip, story_clip
 from gui.clips.render import ClipJob, ClipRenderer, render_to_file
 from gui.clips.scene import scene_for
-from gui.views.gl_cells import GLCells
+from gui.rendering.gl_cells import GLCells
 
 SIZE = (320, 180)  # small: the machine's two cores are shared
 
@@ -348,7 +348,7 @@ def test_the_paper_b_scene_draws_view_data_in_plots_of_its_own(qtbot, window, mo
     from gui.clips import minima_scene
     from gui.present import minima as present
 
-    from .conftest import wait_until_idle
+    from ..conftest import wait_until_idle
 
     window.load_preset("nonattr-shallow")
     wait_until_idle(qtbot, window)
@@ -467,7 +467,7 @@ def test_a_clip_films_views_of_its_own_and_draws_nothing_in_the_window(story_win
     """The scene's 3D views, invariants panel and curves are its own, drawn from each row's view
     state: a render draws nothing in the window (it posed the tab's own views row by row, and
     a run that started meanwhile was cut at the clip's row), and turns none of its cameras."""
-    from gui.views.camera import camera_of
+    from gui.rendering.camera import camera_of
 
     workspace = story_window.workspaces["topology"]
     drawn = []
@@ -485,7 +485,7 @@ def test_a_clip_films_views_of_its_own_and_draws_nothing_in_the_window(story_win
 
 def test_a_d1_run_has_no_story_clip_and_says_why(qtbot, window):
     # Its compositor laid out one cell per 3D view and divided by zero (a d = 1 run has none).
-    from .conftest import wait_until_idle
+    from ..conftest import wait_until_idle
 
     window.load_preset("d1-input-signs", steps=20)
     wait_until_idle(qtbot, window)

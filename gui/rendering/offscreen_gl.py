@@ -2,8 +2,8 @@
 
 Why not GLViewWidget: a single QOpenGLWidget in a window makes Qt compose the *whole* window
 with OpenGL at every repaint (each widget's pixels become a texture). Under Mesa's llvmpipe that
-composition cost about 245 ms of a 420 ms live update of the topology tab, and the event loop
-stood still meanwhile. Here each view renders into its own framebuffer through one shared,
+composition was most of a live update of the topology tab, and the event loop stood still
+meanwhile. Here each view renders into its own framebuffer through one shared,
 off-screen GL context (pyqtgraph's GLViewMixin drives the items exactly as GLViewWidget does),
 and the picture is drawn with QPainter: the window stays on Qt's raster backing store.
 

@@ -18,10 +18,10 @@ from engine.core import mlp
 from engine.landscape.slices import loss_rounding
 from tests.references import numpy_loss
 
-from .conftest import wait_until_idle
+from ..conftest import wait_until_idle
 from .test_minima_workspace import QUICK, open_quick
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def scaled_directions(arch, theta, count: int, seed: int, scaling: str) -> np.ndarray:

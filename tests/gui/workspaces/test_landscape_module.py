@@ -18,7 +18,7 @@ from gui.main_window import MainWindow
 from gui.presets import apply_values
 from tests.models import ResidualCNN, crafted_archives, export_cnn, trained_cnn, write_data
 
-from .conftest import fail_on_any_job_but_a_layout, save_screenshot, wait_until_idle
+from ..conftest import fail_on_any_job_but_a_layout, save_screenshot, wait_until_idle
 from .test_landscape_workspace import assert_contours_on_their_levels, assert_density_is_the_quadrature
 
 # Both sides evaluate in float64 (ModuleLoss copies the exported weights into float64; the check

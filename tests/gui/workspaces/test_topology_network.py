@@ -8,7 +8,7 @@ from torch import nn
 import resources
 from gui.session import capture_state, read_session, write_session
 
-from .conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
+from ..conftest import assert_not_blank, gl_pixels, save_screenshot, wait_until_idle
 
 NETWORK = resources.path("networks", "your-network.pt")
 DATA = resources.path("data", "your-network.csv")

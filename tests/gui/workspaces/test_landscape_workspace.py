@@ -7,8 +7,8 @@ import pytest
 
 from engine.core import mlp
 
-from .conftest import save_screenshot, wait_until_idle
-from .drawn import assert_cells_centred, assert_contours_on_their_levels, assert_density_is_the_quadrature
+from ..conftest import save_screenshot, wait_until_idle
+from ..drawn import assert_cells_centred, assert_contours_on_their_levels, assert_density_is_the_quadrature
 from .test_minima_workspace import open_quick
 
 

@@ -7,14 +7,14 @@ from dataclasses import replace
 import numpy as np
 
 from engine.core.progress import Progress, run_to_completion
+from gui.present import curve_density
 from gui.present import minima as present
+from gui.present.curve_density import curve_density as count_curves  # the real one: recounted here
 from gui.present.minima import presented_job, stages
-from gui.views import curve_density
-from gui.views.curve_density import curve_density as count_curves  # the real one: recounted here
 
-from .actions import same
-from .conftest import record_gui_thread_calls, wait_until_idle
-from .test_minima_workspace import open_quick
+from ..actions import same
+from ..conftest import record_gui_thread_calls, wait_until_idle
+from ..workspaces.test_minima_workspace import open_quick
 
 
 def two_partials_then(result):

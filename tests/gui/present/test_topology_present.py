@@ -18,8 +18,8 @@ from gui.present.quadric_meshes import surface_mesh
 from gui.present.topology import present, setup_context, training_job
 from gui.present.training_setup import Values, training_setup
 
-from .conftest import record_gui_thread_calls, wait_until_idle
-from .drawn import neuron_points
+from ..conftest import record_gui_thread_calls, wait_until_idle
+from ..drawn import neuron_points
 
 EPS32 = np.finfo(np.float32).eps
 

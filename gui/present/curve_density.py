@@ -1,6 +1,6 @@
 """K curves on a shared grid as a density image: per pixel column, how many curves pass each row.
 
-Thousands of translucent paths cost Qt's raster engine half a second and still saturate; a count
+Thousands of translucent paths are slow for Qt's raster engine and still saturate; a count
 image costs O(K · columns) in numpy and shows where directions crowd, as datashader does. Each
 curve is a polyline through (t_j, y_kj). Column i spans the x interval [e_i, e_{i+1}] of the
 drawn range; the curve covers every row between its interpolated values at the column's two edges

@@ -15,9 +15,9 @@ from PySide6.QtWidgets import QFileDialog
 
 from engine.io import netfile
 
-from .conftest import save_screenshot, wait_until_idle
+from ..conftest import save_screenshot, wait_until_idle
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUICK = {"slices": {"K": 200, "P": 31}, "path": {"points": 5}, "plane": {"points": 11}}
 
 
