@@ -5,7 +5,7 @@
 - ``ll.plane``, ``ll.hessian``, ``ll.interpolation``, ``ll.trajectory_plane``: the toolkit's
   operations on an ``nn.Module`` (or a model file), data as tensors, a Dataset, a DataLoader or a
   file, and a named loss or a callable ``loss_fn(model, batch)``;
-- ``ll.load``: any result a ``.save(path)`` or the command line wrote;
+- ``ll.load``: any result a ``.save(path)`` or the command line wrote; ``ll.show``: the window on one;
 - the papers' lenses: ``ll.invariants``, ``ll.invariant_drift``, ``ll.initial_negative_share``
   (paper A on any network), ``ll.inspect`` (paper B's report of an MLP), ``ll.persistence`` (the
   basins of a plane);
@@ -38,6 +38,7 @@ _EXPORTS = {
     "initial_negative_share": "landscape_lens.lenses",
     "inspect": "landscape_lens.lenses",
     "persistence": "landscape_lens.lenses",
+    "show": "landscape_lens.show",
     "Recorder": "engine.runs",
     "open_run": "engine.runs",
 }

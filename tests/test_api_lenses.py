@@ -95,3 +95,29 @@ def test_persistence_of_a_plane_is_what_its_file_holds(tmp_path):
             np.testing.assert_array_equal(z[f"persistence_{name}"], getattr(pairs, name))
     with pytest.raises(ll.APIInputError):
         ll.persistence(np.full((3, 3), np.nan))
+
+
+def test_show_opens_the_window_on_the_saved_file_in_its_own_process(tmp_path, monkeypatch):
+    import subprocess
+
+    started = []
+
+    class Window:
+        def __init__(self, argv):
+            started.append(argv)
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Window)
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Linear(2, 3), nn.Tanh(), nn.Linear(3, 1))
+    plane = ll.plane(model, (torch.randn(8, 2), torch.randn(8)), points=3, progress=False)
+    ll.show(plane, wait=True)
+    argv = started[0]
+    assert argv[1:4] == ["-m", "landscape_lens", "show"]
+    np.testing.assert_array_equal(ll.load(argv[4]).loss, plane.loss)
+    with pytest.raises(ll.APIInputError, match="no such file"):
+        ll.show(tmp_path / "missing.npz")
+    with pytest.raises(ll.APIInputError, match="expected an API result"):
+        ll.show(42)

@@ -91,7 +91,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-vts", action="store_true", help="skip plane.vts")
     parser.add_argument("--model", metavar="PACKAGE.MODULE:FACTORY", help="builds the module a state_dict is for")
     parser.add_argument(
-        "--trajectory", nargs="+", metavar="CKPT", help="state_dicts saved in training, oldest first: their PCA plane"
+        "--trajectory",
+        nargs="+",
+        metavar="CKPT",
+        help="state_dicts saved in training, oldest first, or one run folder written by ll.Recorder: their PCA plane",
     )
     parser.add_argument("--batch-size", type=int_in(1, 1 << 20), metavar="B", help="samples per chunk (a module)")
     parser.add_argument(
@@ -266,9 +269,10 @@ def module_landscape(args, net) -> dict:
     hessian_probes, density_probes = args.probes or 100, _density_probes(args) if args.density else 0
     if args.hessian:
         check_hessian_options(loss, args.top_k, hessian_probes, density_probes, args.steps, bottom_k=args.bottom_k)
-    if args.trajectory:
-        check_checkpoint_count(len(args.trajectory), loss.n_params)
-    states = [read_checkpoint(path, net) for path in args.trajectory or ()]
+    names, states = _trajectory(args.trajectory or (), net)
+    if names:
+        check_checkpoint_count(len(names), loss.n_params)
+    states = states or [read_checkpoint(path, net) for path in names]
     other = read_end_state(args.interpolate, net) if args.interpolate else None
 
     out = Path(args.out)
@@ -291,7 +295,7 @@ def module_landscape(args, net) -> dict:
     wants_plane = args.plane is not None or not (args.interpolate or states or args.hessian)
     if states:
         r = run(operations.trajectory_job(loss, states, n, args.extent), "checkpoints' PCA plane")
-        summary["files"] += [str(p) for p in exports.write_checkpoint_plane(out, r, loss, args.trajectory, vts)]
+        summary["files"] += [str(p) for p in exports.write_checkpoint_plane(out, r, loss, names, vts)]
         summary["pca"] = {"explained": r.explained, "checkpoints": len(states), "loss_end": float(r.runs[0].loss[-1])}
         summary["plane"] = _plane_summary(r.plane)
     elif wants_plane:
@@ -328,6 +332,21 @@ def module_landscape(args, net) -> dict:
         }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default))
     return summary
+
+
+def _trajectory(paths, net) -> tuple[list[str], list]:
+    """(the checkpoints' names, their states when read here): files are named by their paths and
+    read later; one run folder (ll.Recorder's) gives its checkpoints, "RUN:step N", each checked
+    against the model's keys and shapes."""
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        from engine.io.module_network import check_state_dict
+        from engine.runs import open_run
+
+        run = open_run(paths[0])
+        steps = [int(step) for step in run.checkpoint_steps]
+        names = [f"{paths[0]}:step {step}" for step in steps]
+        return names, [check_state_dict(name, run.checkpoint(step), net.module) for name, step in zip(names, steps)]
+    return [str(path) for path in paths], []
 
 
 def _sweep_grid(args, kind: str, out: Path):
