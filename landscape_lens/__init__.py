@@ -12,15 +12,10 @@
 - ``ll.Recorder`` in a training loop, and ``ll.open_run`` to read what it wrote;
 - ``ll.APIInputError``: what every bad argument raises (a ``ValueError``), in one line.
 
-The names load on first use, so the command line starts without torch.
+The names load on first use, so the command line starts without torch. Importing the package
+changes nothing in the process (its threads, its torch settings); the command line and the window
+set their own thread counts (``landscape_lens.cli``).
 """
-
-import os
-
-# Before torch loads: OpenMP keeps its thread count per thread, so every fresh Python thread (a job
-# worker, a wait_for helper) otherwise ran torch on every core, many times slower on these tiny
-# networks on a busy machine (engine.core.runtime.configure_torch_threads explains the choice).
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 _EXPORTS = {
     "plane": "landscape_lens.api",

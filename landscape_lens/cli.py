@@ -9,7 +9,14 @@ from __future__ import annotations
 import faulthandler
 import importlib
 import io
+import os
 import sys
+
+# Before torch loads: OpenMP keeps its thread count per thread, so every fresh Python thread (a job
+# worker, a wait_for helper) otherwise ran torch on every core, many times slower on these tiny
+# networks on a busy machine (engine.core.runtime.configure_torch_threads explains the choice).
+# The command line and the window only: ``import landscape_lens`` as a library leaves it alone.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from .arguments import Parser, UsageError, add_look_options
 from .commands import COMMANDS

@@ -229,3 +229,15 @@ def test_the_command_line_on_the_exported_model_equals_the_api(setup, tmp_path):
     np.testing.assert_allclose(cli.loss, api.loss, rtol=1e-10, atol=0)
     np.testing.assert_allclose(from_file.loss, api.loss, rtol=1e-10, atol=0)
     assert cli.param_names == api.param_names
+
+
+def test_importing_the_library_leaves_the_process_alone():
+    """``import landscape_lens`` before torch must not change torch's threads for the user's training."""
+    code = "import os; os.environ.pop('OMP_NUM_THREADS', None); import landscape_lens as ll, torch; "
+    code += "print(os.environ.get('OMP_NUM_THREADS'), torch.get_num_threads())"
+    plain = "import os; os.environ.pop('OMP_NUM_THREADS', None); import torch; print(None, torch.get_num_threads())"
+    outputs = [
+        subprocess.run([sys.executable, "-c", c], cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
+        for c in (code, plain)
+    ]
+    assert outputs[0] == outputs[1] and outputs[0].startswith("None ")
