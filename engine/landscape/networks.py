@@ -21,6 +21,7 @@ import numpy as np
 from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.mlp import Arch
+from engine.core.npz import read_npz, read_xy
 from engine.io import netfile
 
 
@@ -64,8 +65,7 @@ def from_layers(path, Ws, bs, activation, X, Y) -> Network:
 
 def _read_npz(path) -> Network:
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = read_npz(path)  # every header checked first; a damaged member is one line
     except FileNotFoundError:
         raise EngineInputError(f"{path}: no such file") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, AttributeError) as e:
@@ -90,15 +90,7 @@ def _read_data(path) -> tuple[np.ndarray, np.ndarray]:
     """X, Y from a .npz (any Y shape) or a .csv (last column Y)."""
     path = Path(path)
     if path.suffix.lower() == ".npz":
-        if not path.is_file():
-            raise EngineInputError(f"{path}: no such data file")
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                if not {"X", "Y"} <= set(z.files):
-                    raise EngineInputError(f"{path}: a data .npz needs arrays 'X' and 'Y'")
-                return z["X"], z["Y"]
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-            raise EngineInputError(f"{path}: not a readable .npz archive: {e}") from None
+        return read_xy(path)
     from engine.io.torch_state import load_data
 
     return load_data(path)
