@@ -33,8 +33,29 @@ machine the wall clock also measures the other jobs) and wall seconds, one run e
             against PyHessian's trace (tol −∞, so it runs every probe)
   where     the aten operators that take one product's CPU time on our kept graph
 
+With --plane51, instead, issue #55's rows (a 51 × 51 filter plane through the API against
+loss-landscapes, in one run):
+  compile   torch.compile of the folded module (engine.landscape.fast_forward.compiled) on a cold
+            inductor cache, then again on a warm one: wall, and CPU with the C++ compiler's
+  1 point   the loss over all the inputs, as the API evaluates a grid point (ModuleLoss, chunks of
+            64, channels-last), its module evaluated four ways: eager (batch norm as its affine
+            map, engine.landscape.eval_batch_norm), folded (fast_forward.folded, no post-ops),
+            folded with the ReLUs and residual sums as oneDNN post-ops (fast_forward.folded),
+            compiled (with --compile); and loss-landscapes' own point (its Loss metric on its
+            wrapped model), interleaved --point-repeats times, the median; with the break-even
+            number of points past which compiling pays
+  plane     ll.plane(points=n, directions="filter", dtype="float32") as the API is, and with every
+            ModuleLoss evaluating fast_forward.folded(module) (the call module_loss.py takes),
+            against loss-landscapes' random_plane (normalization "filter"), interleaved --repeats
+            times; n = --plane-points, also timed at 2 × 2 and extrapolated to 51 × 51 as a fixed
+            cost plus 51² points
+  MLP       (--mlp) bench_toolkit's 118k-parameter MLP 51 × 51 plane through the API against the
+            command line's engine call (engine.landscape.plane.plane_job), float64
+
 Run: python benchmarks/bench_any_model.py [--probes 10] [--power-iters 100] [--threads N] [--samples 256]
      [--hessian-only] [--repeats N]
+     python benchmarks/bench_any_model.py --plane51 [--plane-points 9] [--point-repeats 5] [--repeats 2]
+     [--compile] [--mlp] [--threads N]
 """
 
 import argparse
@@ -56,7 +77,7 @@ from engine.io.module_network import ModuleNetwork  # noqa: E402
 from engine.landscape.hessian import hutchinson_samples_job, mean_and_stderr  # noqa: E402
 from engine.landscape.module_hessian import module_hvp, top_eigenpairs_job  # noqa: E402
 from engine.landscape.module_loss import ModuleLoss  # noqa: E402
-from engine.landscape.module_plane import module_plane_job  # noqa: E402
+from engine.landscape.plane import module_plane_job  # noqa: E402
 
 CLASSES, GRID, EXTENT, TOL = 10, 11, 1.0, 1e-3
 
@@ -138,12 +159,12 @@ def ours_plane(model, X, Y):
     return run_to_completion(module_plane_job(ours_loss(model, X, Y), GRID, EXTENT, "filter")).loss
 
 
-def loss_landscapes_plane(model, X, Y):
+def loss_landscapes_plane(model, X, Y, n=GRID):
     import loss_landscapes
     from loss_landscapes.metrics import Loss
 
     metric = Loss(nn.CrossEntropyLoss(), X, Y)
-    return loss_landscapes.random_plane(model, metric, 2 * EXTENT, GRID, "filter", deepcopy_model=True)
+    return loss_landscapes.random_plane(model, metric, 2 * EXTENT, n, "filter", deepcopy_model=True)
 
 
 def loss_landscape_3d_plane(model, X, Y):
@@ -359,6 +380,221 @@ def hessian_rows(model, X, Y, args, row):
     print(f"  where one product on the kept graph goes (self CPU): {where_one_product_goes(loss)}")
 
 
+# ── issue #55: a 51 × 51 plane through the API against loss-landscapes, and where a point goes ──
+
+PLANE, CHUNK = 51, 64  # the plane's side and the API's default chunk (ModuleLoss.DEFAULT_BATCH_SIZE)
+
+
+def evaluating(loss, call, mode=True):
+    """``loss`` (a ModuleLoss) evaluating ``call(state, x)`` in place of its module, ``_forward``
+    as ModuleLoss writes it, whatever ModuleLoss itself evaluates; ``mode``: under EvalBatchNorm."""
+    from engine.landscape.eval_batch_norm import EvalBatchNorm
+
+    context = EvalBatchNorm if mode else contextlib.nullcontext
+
+    def forward(flat, x, buffers=None):
+        state = {**loss.unflatten(flat), **(loss.buffers if buffers is None else buffers)}
+        with loss._lock, context():
+            return call(state, x)
+
+    loss._forward = forward
+    return loss
+
+
+def functional(module):
+    return lambda state, x: torch.func.functional_call(module, state, (x,))
+
+
+def peer_point(model, X, Y):
+    """One point as loss-landscapes evaluates it: its Loss metric on its wrapped model (autograd
+    on, all the inputs in one batch, contiguous)."""
+    from loss_landscapes.metrics import Loss
+    from loss_landscapes.model_interface.model_wrapper import wrap_model
+
+    metric, wrapper = Loss(nn.CrossEntropyLoss(), X, Y), wrap_model(model)
+    return lambda: metric(wrapper)
+
+
+def compile_seconds(work):
+    """(wall s, CPU s of this process and of its waited-for children: the C++ compiler, result)."""
+    t0, wall = os.times(), time.perf_counter()
+    out = work()
+    t1 = os.times()
+    cpu = (t1.user + t1.system + t1.children_user + t1.children_system) - (
+        t0.user + t0.system + t0.children_user + t0.children_system
+    )
+    return time.perf_counter() - wall, cpu, out
+
+
+def where_a_point_goes(loss, rows: int = 7) -> str:
+    """The aten operators that take the CPU in one grid point's loss, largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        loss.loss()
+    ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in ops)
+    return ", ".join(f"{e.key} {100 * e.self_cpu_time_total / total:.0f} %" for e in ops[:rows])
+
+
+def point_rows(model, X, Y, args, row) -> dict:
+    """One grid point (the loss over every input, chunks of CHUNK, channels-last, as the API
+    evaluates it) each way, interleaved --point-repeats times: the median CPU seconds of each."""
+    from engine.landscape.fast_forward import batch_norm_left, folded
+
+    net = ModuleNetwork(model, X.numpy(), Y.numpy(), None, "benchmark")
+    make = lambda: ModuleLoss(net, "cross-entropy", CHUNK, "float32")
+    plain, fused = folded(model, activations=False), folded(model)
+    ways = {
+        "eager (batch norm as its affine map)": evaluating(make(), functional(model)),
+        "folded": evaluating(make(), functional(plain), batch_norm_left(plain)),
+        "folded + fused ReLU and residual": evaluating(make(), functional(fused), batch_norm_left(fused)),
+        "folded + fused, one chunk of all": evaluating(
+            ModuleLoss(net, "cross-entropy", len(X), "float32"), functional(fused), batch_norm_left(fused)
+        ),
+    }
+    compile_note = ""
+    if args.compile:
+        import tempfile
+
+        from engine.landscape.fast_forward import compiled
+
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")  # a cold compile
+        loss = evaluating(make(), compiled(model), batch_norm_left(plain))
+        wall, cpu, _ = compile_seconds(loss.loss)  # the first point compiles (all chunks are CHUNK long)
+        row("compile: folded module, cold cache", (cpu, wall), "inductor, first point included")
+        torch._dynamo.reset()
+        warm = evaluating(make(), compiled(model), batch_norm_left(plain))
+        wall2, cpu2, _ = compile_seconds(warm.loss)
+        row("compile: again, warm cache", (cpu2, wall2), "after torch._dynamo.reset(), the FX graph cache kept")
+        ways["compiled (folded, inductor)"] = warm
+        compile_note = (cpu, cpu2)
+    ways["loss-landscapes (its metric)"] = None
+    peer = peer_point(model, X, Y)
+    values, times, walls = {}, {name: [] for name in ways}, {name: [] for name in ways}
+    for _ in range(args.point_repeats):
+        for name, loss in ways.items():
+            work = peer if loss is None else loss.loss
+            cpu, wall, values[name] = timed(work)
+            times[name].append(cpu)
+            walls[name].append(wall)
+    median = {name: float(np.median(t)) for name, t in times.items()}
+    peer_s = median["loss-landscapes (its metric)"]
+    reference = values["eager (batch norm as its affine map)"]
+    for name, seconds in median.items():
+        note = f"{seconds:.3f} s CPU; × peer {peer_s / seconds:.2f}; 51² = {seconds * PLANE**2 / 60:.1f} min; "
+        note += f"loss {values[name]:.6f}"
+        if name != "eager (batch norm as its affine map)":
+            note += f" (rel. diff {abs(values[name] - reference) / abs(reference):.0e})"
+        row(f"1 point, median of {args.point_repeats}: {name}", (seconds, float(np.median(walls[name]))), note)
+    for name in ("eager (batch norm as its affine map)", "folded + fused ReLU and residual"):
+        print(f"  where a point goes, {name} (self CPU): {where_a_point_goes(ways[name])}")
+    if compile_note:
+        saving = median["folded + fused ReLU and residual"] - median["compiled (folded, inductor)"]
+        for label, cpu in zip(("cold", "warm"), compile_note):
+            even = f"{cpu / saving:.0f} points" if saving > 0 else "never (not faster)"
+            print(
+                f"  compile pays ({label} cache) against folded + fused after {even}: "
+                f"{cpu:.0f} s / {saving * 1e3:.0f} ms"
+            )
+    return median
+
+
+def api_plane_rows(model, X, Y, args, row) -> None:
+    """The n × n filter plane through the API as it is, and through the API with ModuleLoss
+    evaluating fast_forward.folded(module) (what module_loss.py does once it calls it), against
+    loss-landscapes' random_plane, interleaved --repeats times, n = --plane-points: the best of
+    each, and for n < 51 the 51 × 51 time extrapolated per point (fixed costs counted 51²/n² times
+    over, in every row alike)."""
+    import landscape_lens as ll
+
+    n = args.plane_points
+    options = dict(points=n, directions="filter", loss="cross-entropy", dtype="float32", progress=False)
+    api = lambda: ll.plane(model, (X, Y), **options)
+    ways = {
+        "API as it is": api,
+        "API, ModuleLoss folded": lambda: with_folded_module_loss(api),
+        "loss-landscapes random_plane": lambda: loss_landscapes_plane(model, X, Y, n),
+    }
+    times = {name: [] for name in ways}
+    for _ in range(args.repeats):
+        for name, work in ways.items():
+            cpu, wall, _ = timed(work)
+            times[name].append((cpu, wall))
+    best = {name: tuple(min(t[i] for t in ts) for i in (0, 1)) for name, ts in times.items()}
+    peer, scale = best["loss-landscapes random_plane"], PLANE**2 / n**2
+    for name, (cpu, wall) in best.items():
+        every = ", ".join(f"{c:.1f}" for c, _ in times[name])
+        whole = f"; 51×51 ≈ {cpu * scale / 60:.1f} min CPU, {wall * scale / 60:.1f} min wall" if n < PLANE else ""
+        row(f"plane {n}×{n} filter, best of {args.repeats}: {name}", (cpu, wall),
+            f"× peer CPU {peer[0] / cpu:.2f}, wall {peer[1] / wall:.2f} (CPU s each: {every}){whole}")  # fmt: skip
+
+
+def with_folded_module_loss(work):
+    """``work()`` with every ModuleLoss evaluating fast_forward.folded(its module), checked on its
+    first chunk, as module_loss.py does once it calls it."""
+    from engine.landscape.fast_forward import folded
+
+    original = ModuleLoss._forward
+
+    def forward(self, flat, x, buffers=None):
+        net = self.__dict__.get("_bench_folded")
+        if net is None:
+            state = {**self.unflatten(self.theta), **self.buffers}
+            net = self._bench_folded = folded(self.module, x, state)
+        state = {**self.unflatten(flat), **(self.buffers if buffers is None else buffers)}
+        with self._lock, self._evaluation():
+            return torch.func.functional_call(net, state, (x,))
+
+    ModuleLoss._forward = forward
+    try:
+        return work()
+    finally:
+        ModuleLoss._forward = original
+
+
+def mlp_rows(args, row) -> None:
+    """bench_toolkit's 118k-parameter MLP plane (51 × 51, cross-entropy, float64) through the API
+    against the command line's engine call (engine.landscape.plane.plane_job, its default
+    threads), interleaved --repeats times: the API takes the same MLP kernel."""
+    import tempfile
+
+    import bench_toolkit as T
+
+    import landscape_lens as ll
+    from engine.landscape import plane
+
+    with tempfile.TemporaryDirectory() as tmp:
+        net = T.generated_network(Path(tmp))
+    model = T.peer_model(net.arch, torch.float64)
+    torch.nn.utils.vector_to_parameters(torch.as_tensor(net.params), model.parameters())
+    X, Y = torch.as_tensor(net.X), torch.as_tensor(net.Y).reshape(-1).long()
+    api = lambda: ll.plane(model, (X, Y), points=PLANE, loss="cross-entropy", dtype="float64", progress=False).loss
+    cli = lambda: (
+        run_to_completion(
+            plane.plane_job(net.arch, net.params, net.X, net.Y, PLANE, 1.0, "filter", "none", 0, "cross-entropy")
+        ).loss
+    )
+    times, out = {"API": [], "command line (plane_job)": []}, {}
+    for _ in range(args.repeats):
+        for name, work in zip(times, (api, cli)):
+            cpu, wall, out[name] = timed(work)
+            times[name].append((cpu, wall))
+    diff = float(np.abs(out["API"] - out["command line (plane_job)"]).max())
+    cli_best = min(times["command line (plane_job)"], key=lambda t: t[1])
+    for name, t in times.items():
+        cpu, wall = min(t, key=lambda t: t[1])
+        row(f"MLP 118k plane 51×51, best of {args.repeats}: {name}", (cpu, wall),
+            f"wall × command line {wall / cli_best[1]:.2f}; max |Δ| {diff:.1e}")  # fmt: skip
+
+
+def plane51_rows(model, X, Y, args, row) -> None:
+    point_rows(model, X, Y, args, row)
+    api_plane_rows(model, X, Y, args, row)
+    if args.mlp:
+        mlp_rows(args, row)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--probes", type=int, default=10, help="Hutchinson probes, ours and PyHessian's")
@@ -368,6 +604,11 @@ def main():
     parser.add_argument("--samples", type=int, default=256, help="fewer for a quick smoke run")
     parser.add_argument("--hessian-only", action="store_true", help="skip the floor and the planes")
     parser.add_argument("--repeats", type=int, default=1, help="the top eigenvalue and trace rows, interleaved")
+    parser.add_argument("--plane51", action="store_true", help="only issue #55's rows: a point each way, the plane")
+    parser.add_argument("--plane-points", type=int, default=9, help="--plane51: the API's and the peer's plane side")
+    parser.add_argument("--point-repeats", type=int, default=5, help="--plane51: interleaved single points")
+    parser.add_argument("--compile", action="store_true", help="--plane51: also torch.compile's row and its cost")
+    parser.add_argument("--mlp", action="store_true", help="--plane51: also the MLP plane, API against command line")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     import_lazy_torch_modules()  # torch.func's first-call imports, as the app pays them at start-up
@@ -382,7 +623,9 @@ def main():
         rows.append((name, cpu, wall, note))
         print(f"  {name:<46} {cpu:9.1f} s CPU {wall:9.1f} s wall  {note}", flush=True)
 
-    if not args.hessian_only:
+    if args.plane51:
+        plane51_rows(model, X, Y, args, row)
+    elif not args.hessian_only:
         *t_floor, _ = timed(lambda: floor(model, X))
         row("floor: 121 eval forwards", t_floor)
         *t, _ = timed(lambda: floor(model, X, torch.channels_last))
@@ -393,7 +636,8 @@ def main():
         row("plane 11×11: loss-landscapes", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
         *t, _ = timed(lambda: loss_landscape_3d_plane(model, X, Y))
         row("plane 11×11: loss-landscape-3d", t, f"{t[0] / t_floor[0]:.2f}× floor (CPU)")
-    hessian_rows(model, X, Y, args, row)
+    if not args.plane51:
+        hessian_rows(model, X, Y, args, row)
     print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}")
 
     print("\n| row | CPU s | wall s | note |\n|---|---|---|---|")

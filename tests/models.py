@@ -174,3 +174,159 @@ def crafted_archives(good: Path, folder: Path, marker: Path) -> dict[str, Path]:
     crafted = (sample_inputs, pickled_weight, pickled_constant, parameter_name, size_expression, guards_code)
     edits = {f.__name__: f for f in crafted}
     return {name: rewrite_pt2(good, folder / f"{name}.pt2", edit) for name, edit in edits.items()}
+
+
+# ------------------------------------------------------------------ architectures (issue #55)
+# Small models of the kinds users export: attention, recurrent layers, token inputs, layer norm,
+# and parameter names that are not Python identifiers. Each has at most ~2000 parameters, so a
+# test can form its Hessian.
+
+
+class TinyViT(nn.Module):
+    """A vision transformer: 4×4 patches of an IMAGE embedded by a convolution, a class token and
+    position embeddings, one pre-norm ``nn.TransformerEncoderLayer`` (batch first, GELU), a head on
+    the class token."""
+
+    def __init__(self, dim: int = 8, heads: int = 2, classes: int = CLASSES):
+        super().__init__()
+        self.patch = nn.Conv2d(IMAGE[0], dim, 4, stride=4)
+        patches = (IMAGE[1] // 4) * (IMAGE[2] // 4)
+        self.cls = nn.Parameter(0.1 * torch.randn(1, 1, dim))
+        self.pos = nn.Parameter(0.1 * torch.randn(1, patches + 1, dim))
+        self.encoder = nn.TransformerEncoderLayer(
+            dim, heads, dim_feedforward=16, dropout=0.1, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        tokens = self.patch(x).flatten(2).transpose(1, 2)
+        tokens = torch.cat([self.cls.expand(x.shape[0], -1, -1), tokens], 1) + self.pos
+        return self.head(self.norm(self.encoder(tokens))[:, 0])
+
+
+TOKENS, VOCABULARY = 6, 11  # sequence length and vocabulary of the token models
+
+
+class TokenTransformer(nn.Module):
+    """Token ids (N, TOKENS) → classes: an ``nn.Embedding``, learned positions, a two-layer
+    ``nn.TransformerEncoder`` (post-norm, ReLU), mean over the sequence, a head."""
+
+    def __init__(self, dim: int = 8, heads: int = 2, classes: int = CLASSES):
+        super().__init__()
+        self.embed = nn.Embedding(VOCABULARY, dim)
+        self.pos = nn.Parameter(0.1 * torch.randn(1, TOKENS, dim))
+        layer = nn.TransformerEncoderLayer(dim, heads, dim_feedforward=12, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        return self.head(self.encoder(self.embed(ids) + self.pos).mean(1))
+
+
+SEQUENCE = (5, 4)  # steps, features of the recurrent models' inputs
+
+
+class RecurrentClassifier(nn.Module):
+    """(N, steps, features) → classes: an ``nn.LSTM`` or ``nn.GRU`` (batch first, two layers), its
+    last layer's final hidden state through a Linear head."""
+
+    def __init__(self, cell: str = "lstm", hidden: int = 6, classes: int = CLASSES):
+        super().__init__()
+        self.rnn = {"lstm": nn.LSTM, "gru": nn.GRU}[cell](SEQUENCE[1], hidden, num_layers=2, batch_first=True)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        _, state = self.rnn(x)
+        hidden = state[0] if isinstance(state, tuple) else state
+        return self.head(hidden[-1])
+
+
+class NormMLP(nn.Module):
+    """Flat features → classes: Linear, LayerNorm, GELU, Dropout, twice, and a head."""
+
+    def __init__(self, inputs: int = 10, width: int = 16, classes: int = CLASSES):
+        super().__init__()
+        layers = []
+        for n in (inputs, width):
+            layers += [nn.Linear(n, width), nn.LayerNorm(width), nn.GELU(), nn.Dropout(0.2)]
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+class HyphenatedStage(nn.Module):
+    """torchvision's RegNet names its blocks "block1-0": submodules registered under names that
+    are not Python identifiers (add_module takes any string without a dot)."""
+
+    def __init__(self, channels: int, blocks: int):
+        super().__init__()
+        for i in range(blocks):
+            block = nn.Sequential(
+                nn.Conv2d(channels, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels), nn.ReLU()
+            )
+            self.add_module(f"block1-{i}", block)
+
+    def forward(self, x):
+        for block in self.children():
+            x = x + block(x)
+        return x
+
+
+class HyphenatedNet(nn.Module):
+    """A RegNet-shaped CNN whose parameters are named like "trunk_output.block1.block1-0.0.weight"."""
+
+    def __init__(self, channels: int = 4, classes: int = CLASSES):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(IMAGE[0], channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU())
+        self.trunk_output = nn.Sequential()
+        self.trunk_output.add_module("block1", HyphenatedStage(channels, 2))
+        self.fc = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        return self.fc(self.trunk_output(self.stem(x)).mean((2, 3)))
+
+
+def settled(model: nn.Module, x: torch.Tensor, seed: int = 0) -> nn.Module:
+    """``model`` in eval mode after a few train-mode forwards on perturbed ``x`` (for float inputs),
+    so that its batch norms' running statistics are not the defaults."""
+    if x.is_floating_point() and any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        generator = torch.Generator().manual_seed(seed)
+        model.train()
+        with torch.no_grad():
+            for _ in range(3):
+                model(1.5 * x + 0.3 * torch.randn(x.shape, generator=generator))
+    return model.eval()
+
+
+def architecture(name: str, seed: int = 0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    """(model in eval mode, inputs X of 10 samples, integer labels Y) for one of ARCHITECTURES."""
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed + 1)
+    n = 10
+    if name == "vit":
+        model, X = TinyViT(), torch.randn(n, *IMAGE, generator=generator)
+    elif name == "token_transformer":
+        model, X = TokenTransformer(), torch.randint(0, VOCABULARY, (n, TOKENS), generator=generator)
+    elif name in ("lstm", "gru"):
+        model, X = RecurrentClassifier(name), torch.randn(n, *SEQUENCE, generator=generator)
+    elif name == "norm_mlp":
+        model, X = NormMLP(), torch.randn(n, 10, generator=generator)
+    elif name == "hyphenated":
+        model, X = HyphenatedNet(), torch.randn(n, *IMAGE, generator=generator)
+    else:
+        raise ValueError(name)
+    Y = torch.randint(0, CLASSES, (n,), generator=generator)
+    return settled(model, X, seed), X, Y
+
+
+ARCHITECTURES = ("vit", "token_transformer", "lstm", "gru", "norm_mlp", "hyphenated")
+
+
+def export_model(model: nn.Module, x: torch.Tensor, path: Path) -> Path:
+    """``model`` in eval mode saved by ``torch.export.save``, exported on ``x`` with a dynamic batch."""
+    dynamic = ({0: torch.export.Dim("batch")},)
+    torch.export.save(torch.export.export(model.eval(), (x,), dynamic_shapes=dynamic), path)
+    return Path(path)

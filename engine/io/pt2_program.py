@@ -10,9 +10,12 @@ The JSON is checked first, because strings in it become Python source: ``ep.modu
 its ``forward`` from the graph (a parameter named ``a"),exec("…`` is spliced into that code) and
 ``exec``s an archive's ``guards_code``. So before torch sees the program:
 
-- every parameter, buffer and constant name is a dotted identifier, every value and argument
-  name an identifier; ``guards_code`` and the nodes' metadata (stack traces, module paths) are
-  dropped (the shape checks that matter are the graph's own input constraints, which
+- every value and argument name is an identifier; every parameter, buffer, constant and
+  submodule name is dot-separated parts of printable ASCII without quotes or backslashes.
+  FX writes a part that is not an identifier into a double-quoted string,
+  ``getattr(self.trunk_output, "block1-0")`` (torchvision's RegNet names its blocks so), and such
+  a part cannot end that string; ``guards_code`` and the nodes' metadata (stack traces, module
+  paths) are dropped (the shape checks that matter are the graph's own input constraints, which
   ``ep.module()`` keeps);
 - every op is an ATen operator or plain arithmetic on sizes, with no subgraphs or custom objects;
 - every tensor and device argument is on the CPU;
@@ -20,10 +23,27 @@ its ``forward`` from the graph (a parameter named ``a"),exec("…`` is spliced i
   which evals the string);
 - no op runs in training mode (batch norm with batch statistics, dropout) or writes to a
   parameter or buffer: the module is evaluated as ``model.eval()`` would run it.
+
+Two rewrites of the graph, once torch has built it, let it be evaluated in another float dtype
+and differentiated to second order (``_rewrite``):
+
+- an export writes the float dtype it was traced in into the graph wherever the model named one:
+  the zero initial state ``nn.LSTM`` and ``nn.GRU`` create (``aten.zeros(..., dtype=float32)``), a
+  cast ``x.float()``. Evaluated with float64 parameters (``ModuleLoss``), that state met a float64
+  weight and the LSTM failed ("mat1 and mat2 must have the same dtype"). Every floating dtype
+  argument is therefore replaced by the dtype of the module's first floating parameter, read at
+  each call, and every floating tensor constant is cast to it: the graph computes in whatever
+  dtype its parameters are given, as the eager module would;
+- ``aten._scaled_dot_product_flash_attention_for_cpu``, the fused CPU attention kernel, has no
+  second derivative: a graph that calls it by name calls ``aten._scaled_dot_product_attention_math``
+  instead, the same attention in differentiable ops (its first output is the same; the second,
+  which an eval-mode graph does not use, differs, so a graph that reads it is left as it is).
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 import zipfile
 from dataclasses import dataclass
@@ -31,8 +51,9 @@ from pathlib import Path
 
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
-from engine.io.pt2_archive import Archive, read_archive, read_payload
+from engine.io.pt2_archive import ARCHIVE_DAMAGE, Archive, read_archive, read_payload
 
+_getitem = operator.getitem
 EXPORT_HOW = 'torch.export.export(model.eval(), (x,), dynamic_shapes=({0: torch.export.Dim("batch")},))'
 _ARITHMETIC = "getitem|add|sub|mul|floordiv|truediv|mod|neg|pow|eq|ne|lt|le|gt|ge"
 ALLOWED_TARGET = re.compile(
@@ -41,7 +62,9 @@ ALLOWED_TARGET = re.compile(
     re.ASCII,
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-DOTTED_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(\.([A-Za-z_][A-Za-z0-9_]*|[0-9]+))*")  # "0.weight"
+# a parameter's, buffer's, constant's or submodule's name: parts of printable ASCII other than quotes,
+# backslashes and dots, joined by dots ("trunk_output.block1.block1-0.proj.0.weight")
+STATE_NAME = re.compile(r"[ !#-&(-\-/-\[\]-~]+(\.[ !#-&(-\-/-\[\]-~]+)*", re.ASCII)
 # torch writes a symbolic size as sympy's srepr, Add(Symbol('s77', integer=True), Integer(1)), and
 # reads it back with sympy.sympify, which evals the string. So a size may name only these: sympy's
 # classes and the assumptions srepr writes, torch.utils._sympy.functions, and size symbols (s77).
@@ -78,13 +101,14 @@ def read_exported_module(path) -> ExportedModule:
         with zipfile.ZipFile(path) as z:
             archive = read_archive(path, z)
             user_input = check_program(path, archive)
+            meta = archive.program["graph_module"]["graph"]["tensor_values"][user_input]
+            _dtype(path, meta["dtype"])  # before torch builds the graph: a complex input makes it warn
             state_dict, constants = _tensors(path, z, archive)
     except EngineInputError:
         raise
-    except (zipfile.BadZipFile, OSError, LookupError, TypeError, ValueError, AttributeError, StopIteration) as e:
+    except (*ARCHIVE_DAMAGE, LookupError, TypeError, ValueError, AttributeError, StopIteration) as e:
         raise EngineInputError(f"{path}: not a readable torch.export archive ({type(e).__name__}: {e})") from None
     module = _deserialize(path, archive.program, state_dict, constants)
-    meta = archive.program["graph_module"]["graph"]["tensor_values"][user_input]
     sizes = [s.get("as_int") for s in meta["sizes"]]
     if not sizes:
         raise EngineInputError(f"{path}: the model's input is a scalar; it must have a batch dimension first")
@@ -101,19 +125,19 @@ def check_program(path, archive: Archive) -> str:
     user_inputs = [s["user_input"]["arg"] for s in signature["input_specs"] if "user_input" in s]
     if len(user_inputs) != 1 or "as_tensor" not in user_inputs[0]:
         raise EngineInputError(f"{path}: the model takes {len(user_inputs)} inputs; the toolkit feeds it one tensor")
-    outputs = signature["output_specs"]
-    if len(outputs) != 1 or "as_tensor" not in outputs[0].get("user_output", {}).get("arg", {}):
-        raise EngineInputError(
-            f"{path}: the model returns {len(outputs)} outputs ({', '.join(next(iter(o)) for o in outputs)}); "
-            "the toolkit reads one tensor"
-        )
+    # a tuple, list or dict of tensors is flattened into several outputs: a loss that reads them
+    # is the caller's (read_module_network's first forward says what it can use)
+    outputs = [next(iter(o.get("user_output", {}).get("arg", {})), "nothing") for o in signature["output_specs"]]
+    if not outputs or set(outputs) != {"as_tensor"}:
+        what = ", ".join(o.removeprefix("as_") for o in outputs) or "nothing"
+        raise EngineInputError(f"{path}: the model returns {what}; the toolkit reads tensors (one, or several)")
     if graph.get("custom_obj_values"):
         raise EngineInputError(f"{path}: the graph holds custom objects; only tensors are read")
     values = ("tensor_values", "sym_int_values", "sym_float_values", "sym_bool_values")
     for name in [name for kind in values for name in graph.get(kind, {})]:
         _check_name(path, name, IDENTIFIER, "value")
     for entry in graph_module.get("module_call_graph", []):
-        _check_name(path, entry["fqn"] or "_", DOTTED_NAME, "submodule")
+        _check_name(path, entry["fqn"] or "_", STATE_NAME, "submodule")
         for name in (entry.get("signature") or {}).get("forward_arg_names", []):
             _check_name(path, name, IDENTIFIER, "argument")
     for node in graph["nodes"]:
@@ -132,10 +156,10 @@ def _check_signature(path, signature: dict, archive: Archive) -> set[str]:
             continue
         if kind not in STATE_KINDS:
             raise EngineInputError(f"{path}: the graph has a {kind} input; only tensors and one input are read")
-        _check_name(path, spec[kind][STATE_KINDS[kind]], DOTTED_NAME, kind.replace("_", " "))
+        _check_name(path, spec[kind][STATE_KINDS[kind]], STATE_NAME, kind.replace("_", " "))
         state.add(spec[kind]["arg"]["name"])
     for name in [*archive.weights, *archive.constants]:
-        _check_name(path, name, DOTTED_NAME, "tensor")
+        _check_name(path, name, STATE_NAME, "tensor")
     for spec in signature["output_specs"]:
         if "user_output" not in spec:
             what = next(iter(spec)).replace("_", " ")
@@ -147,7 +171,8 @@ def _check_signature(path, signature: dict, archive: Archive) -> set[str]:
 
 def _check_name(path, name, pattern: re.Pattern, what: str) -> None:
     if not isinstance(name, str) or not pattern.fullmatch(name):
-        raise EngineInputError(f"{path}: refused: {what} name {name!r} is not a plain Python name")
+        plain = "a plain Python name" if pattern is IDENTIFIER else "plain ASCII without quotes or backslashes"
+        raise EngineInputError(f"{path}: refused: {what} name {name!r} is not {plain}")
 
 
 def _check_node(path, node: dict, state: set[str]) -> None:
@@ -227,7 +252,10 @@ def _tensors(path, z: zipfile.ZipFile, archive: Archive) -> tuple[dict, dict]:
         if key not in by_file:
             value = torch.from_numpy(read_payload(path, z, name, meta, kind))
             if meta.get("is_param", False):
-                value = torch.nn.Parameter(value, requires_grad=bool(meta["tensor_meta"]["requires_grad"]))
+                requires_grad = bool(meta["tensor_meta"]["requires_grad"])
+                if requires_grad and not (value.is_floating_point() or value.is_complex()):
+                    raise EngineInputError(f"{path}: parameter {name!r} has dtype {value.dtype} and asks for gradients")
+                value = torch.nn.Parameter(value, requires_grad=requires_grad)
             by_file[key] = value
         if list(by_file[key].shape) != [int(s["as_int"]) for s in meta["tensor_meta"]["sizes"]]:
             raise EngineInputError(f"{path}: tensor {name!r} is a view into another tensor's storage; not read")
@@ -257,10 +285,79 @@ def _deserialize(path, program: dict, state_dict: dict, constants: dict):
             raise EngineInputError(f"{path}: refused: node {node.name!r} calls {node.target!r}")
         if node.op in ("call_module", "call_method"):
             raise EngineInputError(f"{path}: refused: node {node.name!r} is a {node.op}")
+    _rewrite(module)
     # ep.module() makes eval() and train() raise; its graph is fixed at export (and was checked to
     # be in eval mode above), so eval() is the plain flag-setting one and callers may use it freely.
     del module.train, module.eval
     return module.eval()
+
+
+def _rewrite(module) -> None:
+    """The graph made to follow its parameters' float dtype, and its fused CPU attention made the
+    math op (see the module's docstring); recompiled when anything changed."""
+    graph = module.graph
+    parameters = {name for name, p in module.named_parameters() if p.is_floating_point()}
+    held = {name for name, _ in module.named_parameters()} | {name for name, _ in module.named_buffers()}
+    attrs = [node for node in graph.nodes if node.op == "get_attr"]
+    reference = next((node.target for node in attrs if node.target in parameters), None)
+    changed = _math_attention(graph)
+    if reference is not None:
+        # ahead of every other attribute read, so that every cast may follow its constant's read
+        first = next(node for node in graph.nodes if node.op != "placeholder")
+        with graph.inserting_before(first):
+            dtype = graph.call_function(getattr, (graph.get_attr(reference), "dtype"))
+        changed |= _follow_dtype(module, graph, dtype, [node for node in attrs if node.target not in held])
+        if not dtype.users:
+            read = dtype.args[0]
+            graph.erase_node(dtype)
+            graph.erase_node(read)
+    if changed:
+        graph.lint()
+        module.recompile()
+
+
+def _follow_dtype(module, graph, dtype, constants) -> bool:
+    """Every floating dtype argument replaced by the node ``dtype`` (the reference parameter's
+    dtype at run time), every floating tensor constant cast to it. Whether anything changed."""
+    changed = False
+    floating = lambda a: isinstance(a, torch.dtype) and a.is_floating_point
+    for node in [n for n in graph.nodes if n.op == "call_function" and n is not dtype]:
+        found = []
+        follow = lambda a: (found.append(a), dtype)[1] if floating(a) else a
+        args, kwargs = torch.fx.node.map_aggregate(node.args, follow), torch.fx.node.map_aggregate(node.kwargs, follow)
+        if found:
+            node.args, node.kwargs = args, kwargs
+            changed = True
+    for node in constants:
+        value = functools.reduce(getattr, node.target.split("."), module)
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            with graph.inserting_after(node):
+                cast = graph.call_function(torch.ops.aten._to_copy.default, (node,), {"dtype": dtype})
+            node.replace_all_uses_with(cast, delete_user_cb=lambda user: user is not cast)
+            changed = True
+    return changed
+
+
+def _math_attention(graph) -> bool:
+    """Each call of the fused CPU attention kernel whose second output (the log-sum-exp) is unused
+    made a call of the math op; whether any was."""
+    flash, math = (
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+        torch.ops.aten._scaled_dot_product_attention_math.default,
+    )
+    changed = False
+    for node in [n for n in graph.nodes if n.op == "call_function" and n.target is flash]:
+        if any(user.target is not _getitem or (user.args[1] != 0 and user.users) for user in node.users):
+            continue
+        for unused in [user for user in node.users if user.args[1] != 0]:  # an unpacked, unread lse
+            graph.erase_node(unused)
+        q, k, v, dropout_p, is_causal = (*node.args, *(0.0, False)[len(node.args) - 3 :])[:5]
+        mask, scale = node.kwargs.get("attn_mask"), node.kwargs.get("scale")
+        node.target = math
+        node.args = (q, k, v, mask, node.kwargs.get("dropout_p", dropout_p), node.kwargs.get("is_causal", is_causal))
+        node.kwargs = {"scale": scale}
+        changed = True
+    return changed
 
 
 def _without_text(program: dict) -> dict:
@@ -283,7 +380,12 @@ def _allowed_callable(target) -> bool:
 def _dtype(path, code: int):
     from torch._export.serde.serialize import deserialize_scalar_type
 
-    dtype = deserialize_scalar_type(code)
+    try:
+        dtype = deserialize_scalar_type(code)
+    except (KeyError, ValueError, TypeError):
+        raise EngineInputError(
+            f"{path}: the model's input has dtype code {code!r}, which is not a torch dtype"
+        ) from None
     if dtype.is_complex or dtype == torch.bool:
         raise EngineInputError(f"{path}: the model's input has dtype {dtype}; real numbers or integers are read")
     return dtype

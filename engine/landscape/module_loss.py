@@ -47,6 +47,8 @@ from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
 from engine.core.validation import integer
 from engine.landscape.compute import DTYPES, check_device
+from engine.landscape.eval_batch_norm import has_batch_norm
+from engine.landscape.evaluation import forward_context, forward_failure
 
 # Samples per chunk when none is asked for. On a CIFAR-shaped ResNet-20 in float64 a gradient
 # raised the peak memory by 8 MB a sample and each vector of an HVP by 12 MB more a sample:
@@ -70,11 +72,15 @@ class ModuleLoss:
 
     Attributes: ``names``, ``shapes`` (the parameters, in ``named_parameters()`` order),
     ``n_params``, ``theta`` (the flat θ, a tensor of ``dtype`` on ``device``), ``buffers``,
-    ``n_samples``, ``n_outputs``, ``classifier`` (cross-entropy: accuracy is defined).
-    The input is checked whole here, including one forward pass on the first chunk.
+    ``n_samples``, ``n_outputs``, ``classifier`` (cross-entropy: accuracy is defined),
+    ``evaluated`` (the module as evaluated: the user's, or with ``fold`` its graph with eval-mode
+    batch norm folded into the convolutions, engine.landscape.fast_forward). The input is checked whole
+    here, including one forward pass on the first chunk.
     """
 
-    def __init__(self, net, kind="sum", batch_size: int | None = None, dtype: str = "float64", device="cpu"):
+    def __init__(
+        self, net, kind="sum", batch_size: int | None = None, dtype: str = "float64", device="cpu", fold: bool = True
+    ):
         self.custom = callable(kind)
         self.kind = "custom" if self.custom else mlp.check_loss(kind)
         self.loss_fn = kind if self.custom else None
@@ -82,11 +88,11 @@ class ModuleLoss:
             raise EngineInputError(f"unknown dtype {dtype!r}; choose float64 or float32")
         self.dtype, self.device = DTYPES[dtype], check_device(device)
         self.module, self.fixed_batch = net.module, net.fixed_batch
-        from engine.landscape.eval_batch_norm import EvalBatchNorm, has_batch_norm
-
-        self._evaluation = EvalBatchNorm if has_batch_norm(self.module) else contextlib.nullcontext
+        # attention in its math form (differentiable twice), eval-mode batch norm as its affine map
+        self._evaluation = forward_context(self.module)
         # functional_call swaps the module's tensors for the call's: two threads must not overlap
         self._lock = threading.Lock()
+        self.evaluated = self.module  # what _forward evaluates: the module, or its folded graph (below)
         self.batch_size = self._check_batch_size(batch_size, net.fixed_batch)
         named = list(self.module.named_parameters())
         if not named:
@@ -106,6 +112,17 @@ class ModuleLoss:
         self.X = self._inputs(X)
         self.n_samples = len(self.X)
         self.n_outputs = self._output_width()
+        # eval-mode batch norm folded into its convolution (and a ReLU or residual sum after it into
+        # the kernel where nothing is differentiated): the same function of the same parameters,
+        # checked on the first chunk, or the module itself (engine.landscape.fast_forward). Folding
+        # traces the module with torch.fx, which swaps nn.Module.__call__ for the whole process
+        # while it runs: never from a thread beside a training loop (fold=False), and only where
+        # there is batch norm to fold.
+        if fold and has_batch_norm(self.module):
+            from engine.landscape.fast_forward import folded
+
+            first = next(self._chunks(self.X))[0]
+            self.evaluated = folded(self.module, first, {**self.unflatten(self.theta), **self.buffers})
         targets = mlp.as_targets(_numpy(Y), self.n_outputs, self.kind)
         if len(targets) != self.n_samples:
             raise EngineInputError(f"X has {self.n_samples} samples but Y has {len(targets)}")
@@ -206,10 +223,7 @@ class ModuleLoss:
             except Exception as error:  # the user's graph: any failure is one line about the data
                 if i + 1 < len(layouts):
                     continue
-                text = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
-                raise EngineInputError(
-                    f"the model does not take inputs X of shape {tuple(self.X.shape)} (batch first): {text}"
-                ) from None
+                raise EngineInputError(forward_failure(error, self.X.shape, self.dtype)) from None
             self.X = X
             return f, len(x)
 
@@ -261,7 +275,7 @@ class ModuleLoss:
     def _forward(self, flat: torch.Tensor, x: torch.Tensor, buffers=None) -> torch.Tensor:
         state = {**self.unflatten(flat), **(self.buffers if buffers is None else buffers)}
         with self._lock, self._evaluation():
-            return torch.func.functional_call(self.module, state, (x,))
+            return torch.func.functional_call(self.evaluated, state, (x,))
 
     def merged_buffers(self, buffers) -> dict | None:
         """The module's buffers with ``buffers`` ({name: tensor}) replacing some; None for none."""

@@ -142,7 +142,9 @@ def sharpness_loss(module, X: np.ndarray, Y: np.ndarray, kind: str):
     from engine.landscape.module_loss import ModuleLoss
 
     module.eval()
-    return ModuleLoss(types.SimpleNamespace(module=module, X=X, Y=Y, fixed_batch=None), kind)
+    # fold=False: folding traces with torch.fx, which would swap nn.Module.__call__ under the
+    # training loop running beside this thread
+    return ModuleLoss(types.SimpleNamespace(module=module, X=X, Y=Y, fixed_batch=None), kind, fold=False)
 
 
 def sharpness_of(loss, seed: int, tol: float = SHARPNESS_TOL) -> tuple[float, float, int]:

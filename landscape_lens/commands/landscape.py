@@ -306,7 +306,7 @@ def module_landscape(args, net) -> dict:
         summary["plane"] = _plane_summary(p)
     if other is not None:
         r = run(operations.interpolation_job(loss, other, args.points), "line")
-        summary["files"].append(str(exports.write_interpolation(out, r, loss)))
+        summary["files"].append(str(exports.write_interpolation(out, r, **exports.layout(loss))))
         summary["interpolation"] = {"loss_a": r.loss_a, "loss_b": r.loss_b, "barrier": r.barrier}
         if r.accuracy is not None:
             summary["interpolation"].update(

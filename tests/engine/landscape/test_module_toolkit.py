@@ -179,10 +179,10 @@ def test_gradient_and_hvp_match_the_dense_hessian_chunked_and_unchunked(kind):
 def test_fixed_batch_feeds_exactly_that_batch_and_masks_the_ragged_last_chunk():
     net = tiny_net(n=7)
     seen = []
-    hook = net.module.register_forward_pre_hook(lambda m, args: seen.append(args[0].shape[0]))
+    fixed = ModuleLoss(Net(net.module, net.X, net.Y, fixed_batch=3), "cross-entropy")  # 3 + 3 + 1 (padded)
+    # the module as evaluated: the user's, or its graph with batch norm folded into the convolutions
+    hook = fixed.evaluated.register_forward_pre_hook(lambda m, args: seen.append(args[0].shape[0]))
     try:
-        fixed = ModuleLoss(Net(net.module, net.X, net.Y, fixed_batch=3), "cross-entropy")  # 3 + 3 + 1 (padded)
-        seen.clear()
         theta = perturbed(fixed)
         value = fixed.loss(theta)
         assert seen == [3, 3, 3]
