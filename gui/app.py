@@ -116,7 +116,10 @@ def freeze_start_up() -> None:
     gc.freeze()
 
 
-def run_gui(preset: str | None = None, presentation: bool = False, theme: str | None = None) -> int:
+def run_gui(
+    preset: str | None = None, presentation: bool = False, theme: str | None = None, run: str | None = None
+) -> int:
+    """The window; ``preset``: load it; ``run``: follow that run folder in the Training run tab."""
     from .main_window import MainWindow
 
     app = create_app()
@@ -127,4 +130,6 @@ def run_gui(preset: str | None = None, presentation: bool = False, theme: str | 
     QTimer.singleShot(PRELOAD_AFTER_MS, lambda: preload_in_background(app))  # once the window has painted
     if preset:
         window.load_preset(preset)
+    if run:
+        window.open_run(run)
     return app.exec()

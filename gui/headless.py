@@ -149,17 +149,23 @@ def screenshot(
     theme: str | None = None,
     session_in: str | None = None,
     session_out: str | None = None,
+    run_dir: str | None = None,
 ) -> int:
     """``main.py screenshot``: run ``preset`` (or open the saved ``session_in``, drawn from its
-    results without recomputing them) at ``size`` and save the window as ``out``. ``session_out``
-    also writes the session of what was shot, exactly as File ▸ Save session does."""
+    results without recomputing them, or draw the training run in ``run_dir`` as it stands) at
+    ``size`` and save the window as ``out``. ``session_out`` also writes the session of what was
+    shot, exactly as File ▸ Save session does."""
     from . import session
 
     out_path = Path(out)
     if out_path.suffix.lower() != ".png":
         raise EngineInputError(f"--out {out} must name a .png file")
-    if (preset is None) == (session_in is None):
-        raise EngineInputError("screenshot needs exactly one of --preset NAME and --session FILE")
+    if sum(x is not None for x in (preset, session_in, run_dir)) != 1:
+        raise EngineInputError("screenshot needs exactly one of --preset NAME, --session FILE and --run RUN_DIR")
+    if run_dir is not None:
+        from engine.runs import open_run
+
+        open_run(run_dir)  # not a run folder: one line, before the window opens
     if session_in is not None and not Path(session_in).is_file():
         raise EngineInputError(f"--session {session_in}: no such file")
     saved = shown = None
@@ -174,6 +180,8 @@ def screenshot(
         settle()
         if session_in is not None:
             draw_session(window, saved, Path(session_in).name, shown)
+        elif run_dir is not None:
+            draw_run(window, run_dir)
         else:
             run_preset(window, preset, steps)
         wait_until_settled(window)  # the shot shows what the settled layout asked for
@@ -191,6 +199,17 @@ def screenshot(
         close_window(window)
     print(f"wrote {out_path} ({image.width()}x{image.height()})" + (f" and {session_out}" if session_out else ""))
     return 0
+
+
+def draw_run(window, run_dir: str, timeout_s: float = 600.0) -> None:
+    """Draw the training run in ``run_dir`` in the window's Training run tab, as it stands."""
+    window.open_run(run_dir, once=True)
+    if not wait_until_idle(window, timeout_s):
+        window.controller.cancel_all()
+        raise EngineInputError(f"--run {run_dir}: not drawn within {timeout_s:g} s")
+    if window.controller.last_outcome != "succeeded":
+        why = window.controller.last_error or window.message_bar.text or "not drawn"
+        raise EngineInputError(f"--run {run_dir}: {why}")
 
 
 def shown_tab(state) -> str | None:

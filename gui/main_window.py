@@ -184,6 +184,8 @@ class MainWindow(QMainWindow):
         file_menu.addAction(
             connected(QAction("&Load network (.npz, .pt, .pth, .pt2)…", self), triggered=self._load_network)
         )
+        if "run" in self.workspaces:
+            file_menu.addAction(connected(QAction("Open &run… (a training run folder)", self), triggered=self.open_run))
         self._add_talk_menus(file_menu)
         file_menu.addAction(
             connected(QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit), triggered=self.close)
@@ -267,6 +269,17 @@ class MainWindow(QMainWindow):
             )
         if path:
             session.load_session(self, path)
+
+    def open_run(self, folder: str | None = None, once: bool = False):
+        """File ▸ Open run…: follow a run folder written by ll.Recorder in the Training run tab
+        (``once``: draw it as it stands and stop, for a screenshot)."""
+        workspace = self.workspaces["run"]
+        self.show_workspace("run")
+        self.show_slide("", "")
+        if folder:
+            workspace.open_run(folder, once=once)
+        else:
+            workspace.ask_open_run()
 
     def set_look(self, presentation: bool = False, theme: str | None = None) -> None:
         """Theme and presentation mode, as the View menu sets them (command-line flags)."""

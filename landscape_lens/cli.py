@@ -34,6 +34,7 @@ def build_parser(prog: str = "landscape-lens") -> Parser:
         "landscapes. Without a command, open the window.",
     )
     parser.add_argument("--preset", help="open the window with this preset loaded")
+    parser.add_argument("--run", metavar="RUN_DIR", help="open the window following this training run folder")
     add_look_options(parser)
     commands = parser.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
     for name, module in _command_modules().items():
@@ -46,7 +47,7 @@ def dispatch(args) -> int:
         return _command_modules()[args.command].run(args)
     from gui.app import run_gui
 
-    return run_gui(args.preset, args.presentation, args.theme)
+    return run_gui(args.preset, args.presentation, args.theme, args.run)
 
 
 def _report_crashes() -> None:

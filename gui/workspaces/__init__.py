@@ -4,9 +4,10 @@
 def workspace_classes() -> list[type]:
     from .landscape import LandscapeWorkspace
     from .minima import MinimaWorkspace
+    from .run import RunWorkspace
     from .topology import TopologyWorkspace
 
-    return [TopologyWorkspace, MinimaWorkspace, LandscapeWorkspace]
+    return [TopologyWorkspace, MinimaWorkspace, LandscapeWorkspace, RunWorkspace]
 
 
 def all_workspaces(keys=None):
