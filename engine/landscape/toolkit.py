@@ -9,7 +9,9 @@ state_dict with its ``package.module:factory``) goes to ``module_mode_job``: the
 on any module, the operations the command line and the API run (engine.landscape.operations):
 
 - plane: ``operations.plane_job`` (``--plane N --directions filter|layer|random|hessian|
-  hessian-extremes [--ignore biasbn]``);
+  hessian-extremes [--ignore biasbn]``); "hessian-extremes" also computes a random filter plane
+  of the same extent beside it, the share of random directions that dip below L(θ)
+  (``engine.landscape.dips``) and the point's verdict (``extremes_job``, an MLP's too);
 - pca: the user's training checkpoints on their PCA plane, ``operations.trajectory_job``
   (``--trajectory CKPT …``); a module is not trained here;
 - interpolation: ``operations.interpolation_job`` to a second model, with the accuracy along the
@@ -32,10 +34,16 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.io.module_network import ModuleNetwork, check_state_dict, read_checkpoint, read_module_network
 from engine.io.pt2_program import read_exported_module
+from engine.landscape import dips as DIPS
 from engine.landscape import networks, operations
 from engine.landscape.density import Density, density_job
 from engine.landscape.interpolation import Interpolation, interpolation_job
-from engine.landscape.module_hessian import ModuleHessian, check_options
+from engine.landscape.module_hessian import (
+    ExtremeDirections,
+    ModuleHessian,
+    check_options,
+    hessian_extreme_directions_job,
+)
 from engine.landscape.module_loss import ModuleLoss
 from engine.landscape.plane import MAX_MODULE_GRID, PlaneResult, check_grid, plane_job
 from engine.landscape.trajectory_pca import PCAPlane, pca_plane_job
@@ -111,6 +119,8 @@ def module_mode_job(s, net: ModuleNetwork, second: str | None = None, checkpoint
     loss, read = yield from subjob(wait_for(prepare, "reading"), 0.05, 0.1, "")
     yield Progress(0.1, f"{loss.n_params} parameters in {len(loss.names)} tensors, {loss.n_samples} samples")
     rest = lambda job, text: subjob(job, 0.1, 1.0, text)
+    if s.mode == "plane" and s.normalization == EXTREMES:
+        return (yield from rest(extremes_job(s, loss), ""))
     if s.mode == "plane":
         ignore = "biasbn" if s.ignore == "biases" else s.ignore
         plane = yield from rest(operations.plane_job(loss, s.points, s.extent, s.normalization, ignore, s.seed), "")
@@ -128,6 +138,46 @@ def module_mode_job(s, net: ModuleNetwork, second: str | None = None, checkpoint
     return dict(density=h.density, hessian=h, message=f"λ_max ≈ {h.eigenvalues[0]:.4g}, tr H ≈ {h.trace:.4g}")
 
 
+EXTREMES = "hessian-extremes"  # the plane of the Hessian's extreme curvatures, beside a random one
+
+
+def extremes_job(s, net) -> Job[dict]:
+    """Job: the extreme-curvature plane (d1 the Hessian's bottom eigenvector, d2 its top), a random
+    filter plane of the same extent and seed, and the share of ``s.dip_directions`` random filter
+    directions that dip below L(θ); returns the ToolkitResult fields (plane, random_plane, dips,
+    extremes, message). ``net``: a ``ModuleLoss`` (Lanczos on Hessian-vector products) or
+    paper B's ``networks.Network`` (its Hessian formed whole, ``dips.mlp_extreme_directions``)."""
+    if isinstance(net, networks.Network):
+        arch, theta, X, Y = net.arch, net.params, net.X, net.Y
+        found = yield from subjob(
+            wait_for(lambda stop: DIPS.mlp_extreme_directions(arch, theta, X, Y, s.kind), "Hessian"), 0.0, 0.3, ""
+        )
+        plane_of = lambda normalization, d1=None, d2=None: plane_job(  # noqa: E731
+            arch, theta, X, Y, s.points, s.extent, normalization, s.ignore, s.seed, s.kind, d1=d1, d2=d2
+        )
+        layout, ignore, evaluate = arch, s.ignore, DIPS.mlp_evaluator(arch, X, Y, s.kind)
+    else:
+        found = yield from subjob(hessian_extreme_directions_job(net, seed=s.seed), 0.0, 0.3, "extreme curvature: ")
+        ignore = "biasbn" if s.ignore == "biases" else s.ignore
+        plane_of = lambda normalization, d1=None, d2=None: operations.plane_job(  # noqa: E731
+            net, s.points, s.extent, normalization, ignore, s.seed, d1, d2
+        )
+        layout, evaluate = net.shapes, DIPS.module_evaluator(net)
+    plane = yield from subjob(plane_of(EXTREMES, found.d1, found.d2), 0.3, 0.55, "extreme plane: ")
+    plane = replace(plane, normalization=EXTREMES)
+    random = yield from subjob(plane_of("filter"), 0.55, 0.8, "random plane: ")
+    dips = yield from subjob(
+        DIPS.dips_job(
+            evaluate, layout, plane.theta, plane.L_star, s.extent, s.dip_directions, "filter", ignore, s.seed
+        ),
+        0.8,
+        1.0,
+        "dips: ",
+    )
+    message = f"{found.verdict()}; {dips.text()}"
+    return dict(plane=plane, random_plane=random, dips=dips, extremes=found, message=message)
+
+
 @dataclass(frozen=True)
 class ToolkitSettings:
     mode: str = "plane"
@@ -138,6 +188,7 @@ class ToolkitSettings:
     normalization: str = "filter"
     ignore: str = "none"
     seed: int = 0
+    dip_directions: int = DIPS.DIP_DIRECTIONS  # the extreme plane's random directions counted for dips
     # PCA plane of trajectories
     steps: int = 200
     optimizers: tuple[str, ...] = ("gd", "adam")
@@ -156,13 +207,18 @@ class ToolkitSettings:
 @dataclass(frozen=True, eq=False)
 class ToolkitResult:
     mode: str
-    network: networks.Network | ModuleNetwork
+    network: networks.Network | ModuleNetwork | None = None  # None: a result read from a file (``show``)
     plane: PlaneResult | None = None
     pca: PCAPlane | None = None
     interpolation: Interpolation | None = None
     density: Density | None = None
     hessian: ModuleHessian | None = None  # a module's density comes with its top eigenvalues and trace
     message: str = ""
+    # the extreme-curvature plane's companions (normalization "hessian-extremes"): the random filter
+    # plane of the same extent, the random directions' dips and the eigenpairs with the verdict
+    random_plane: PlaneResult | None = None
+    dips: DIPS.Dips | None = None
+    extremes: ExtremeDirections | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +265,9 @@ def toolkit_job(s: ToolkitSettings, network, second=None, checkpoints=()) -> Job
     yield Progress(0.05, f"{'—'.join(map(str, net.arch.widths))}, {net.arch.n_params} parameters")
     arch, theta, X, Y = net.arch, net.params, net.X, net.Y
     rest = lambda job, text: subjob(job, 0.05, 1.0, text)
+    if s.mode == "plane" and s.normalization == EXTREMES:
+        check_grid(s.points, s.extent)
+        return ToolkitResult(s.mode, net, **(yield from rest(extremes_job(s, net), "")))
     if s.mode == "plane":
         plane = yield from rest(
             plane_job(arch, theta, X, Y, s.points, s.extent, s.normalization, s.ignore, s.seed, s.kind), "plane: "

@@ -15,137 +15,28 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
-from PySide6.QtWidgets import QFileDialog, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from engine.core.errors import EngineInputError
 from engine.landscape.networks import Network
 from engine.landscape.toolkit import NetworkFile, ToolkitResult, ToolkitSettings, toolkit_job
 
-from ..panels.inspector import NETWORK_FILES, TorchFileDialog
-from ..parameter_values import SEED_RANGE, plane_grid_fields
+from ..panels.landscape_parameters import FILE_FIELDS, PARAMETERS, settings
+from ..panels.network_file_dialog import NETWORK_FILES, TorchFileDialog
 from ..present import Presented, resolve
-from ..present.landscape import presented_job
+from ..present.landscape import presented_job, relabel
 from ..rendering.plot_style import set_colorbar_font, set_plot_fonts
+from ..views.basin_map_view import BasinMapView
 from ..views.contour_plane_view import ContourPlaneView
 from ..views.curves_view import CurvesView
+from ..views.persistence_view import PersistenceView
 from ..views.spectral_density_view import SpectralDensityView
 from ..workspace import Workspace
 
-MODES = {
-    "filter-normalised plane": "plane",
-    "training paths on their PCA plane (optimizers, or a model's checkpoints)": "pca",
-    "interpolation to a second network": "interpolation",
-    "Hessian spectral density (SLQ)": "density",
-}
+__all__ = ["FILE_FIELDS", "LandscapeWorkspace"]
 PAGES = {"plane": 0, "pca": 0, "interpolation": 1, "density": 2}
-NORMALIZATIONS = {
-    "per filter (Li et al.)": "filter",
-    "per layer": "layer",
-    "unit norm": "random",
-    "the Hessian's top two eigenvectors (a PyTorch model)": "hessian",
-}
-FILE_FIELDS = ("source", "path", "activation", "data", "model")  # the network group's fields a load sets
-
-PARAMETERS = [
-    {"name": "mode", "title": "Show", "type": "list", "value": "plane", "limits": MODES},
-    {
-        "name": "network",
-        "title": "Network",
-        "type": "group",
-        "children": [
-            {
-                "name": "source",
-                "title": "from",
-                "type": "list",
-                "value": "minima",
-                "limits": {"the minima tab's network": "minima", "a file": "file"},
-            },
-            {"name": "path", "title": "file", "type": "str", "value": "", "tip": ".npz, .pt/.pth state_dict or .pt2"},
-            {"name": "activation", "title": "activation", "type": "str", "value": "", "tip": "for an MLP's state_dict"},
-            {
-                "name": "model",
-                "title": "model factory",
-                "type": "str",
-                "value": "",
-                "tip": "package.module:factory building the nn.Module a state_dict is for (your own code, imported)",
-            },
-            {
-                "name": "data",
-                "title": "data",
-                "type": "str",
-                "value": "",
-                "tip": ".npz with X, Y or .csv (last column y)",
-            },
-            {
-                "name": "loss",
-                "title": "loss",
-                "type": "list",
-                "value": "auto",
-                # Short enough for the value column at 1600×960 ("summed squared error (papers" was
-                # cut there); the tip says what each is.
-                "limits": {
-                    "auto (by the data)": "auto",
-                    "summed squares (papers)": "sum",
-                    "mean squared error": "mean",
-                    "cross-entropy": "cross-entropy",
-                },
-                "tip": "auto: cross-entropy when the data's last column holds integer class labels, else "
-                "the summed squared error; summed squares is the papers' loss, L = Σ (f(x) − y)²",
-            },
-        ],
-    },
-    {
-        "name": "plane",
-        "title": "Plane",
-        "type": "group",
-        "children": [
-            *plane_grid_fields(),
-            {"name": "directions", "type": "list", "value": "filter", "limits": NORMALIZATIONS},
-            {"name": "ignore_biases", "title": "ignore biases", "type": "bool", "value": False},
-            {"name": "seed", "title": "direction seed", "type": "int", "value": 0, "limits": SEED_RANGE},
-        ],
-    },
-    {
-        "name": "training",
-        "title": "PCA paths",
-        "type": "group",
-        "children": [
-            {"name": "steps", "type": "int", "value": 200, "limits": (2, 100_000)},
-            {"name": "optimizers", "type": "str", "value": "gd, adam", "tip": "comma-separated: gd, sgd, adam"},
-            {"name": "lr", "title": "step size (0: default)", "type": "float", "value": 0.0, "limits": (0.0, 1e3)},
-            {
-                "name": "checkpoints",
-                "type": "str",
-                "value": "",
-                "tip": "a PyTorch model's training state_dicts, oldest first, separated by ';' (at least 3)",
-            },
-        ],
-    },
-    {
-        "name": "interpolation",
-        "title": "Interpolation",
-        "type": "group",
-        "children": [
-            {
-                "name": "second",
-                "title": "second network",
-                "type": "str",
-                "value": "",
-                "tip": "a file of the same architecture; empty: the end of the minima tab's non-increasing path",
-            },
-            {"name": "points", "type": "int", "value": 201, "limits": (2, 100_000)},
-        ],
-    },
-    {
-        "name": "density",
-        "title": "Spectral density",
-        "type": "group",
-        "children": [
-            {"name": "probes", "type": "int", "value": 10, "limits": (1, 1000)},
-            {"name": "steps", "title": "Lanczos steps", "type": "int", "value": 80, "limits": (1, 2000)},
-        ],
-    },
-]
+VERDICT_PT = {False: 11, True: 16}  # the extreme plane's verdict line, normal and presentation
 
 
 class LandscapeWorkspace(Workspace):
@@ -156,6 +47,16 @@ class LandscapeWorkspace(Workspace):
     def __init__(self, parent=None):
         super().__init__(Parameter.create(name="landscape", type="group", children=PARAMETERS), parent)
         self.plane = ContourPlaneView()
+        # the extreme-curvature plane's random companion: a map alone, the same size as the plane's
+        self.random_plane = ContourPlaneView()
+        self.random_plane.surface_view.hide()
+        self.random_plane.hide()
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.verdict.hide()
+        self.persistence = PersistenceView()
+        self.basins = BasinMapView()
         self.interpolation = CurvesView("interpolation L(θa + α (θb − θa))", "α", "loss L")
         self.accuracy = CurvesView("accuracy along the line (a classifier's)", "α", "accuracy")
         self.accuracy.setXLink(self.interpolation)
@@ -167,7 +68,7 @@ class LandscapeWorkspace(Workspace):
         column.addWidget(self.accuracy, 2)
         self.density = SpectralDensityView()
         self.pages = QTabWidget()
-        self.pages.addTab(self.plane, "Plane and surface")
+        self.pages.addTab(self._plane_page(), "Plane and surface")
         self.pages.addTab(line, "Interpolation")
         self.pages.addTab(self.density, "Spectral density")
         layout = QVBoxLayout(self)
@@ -181,6 +82,30 @@ class LandscapeWorkspace(Workspace):
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
         set_colorbar_font(self.plane.colorbar)
+        set_colorbar_font(self.random_plane.colorbar)
+        self._set_verdict_font(False)
+        self.parameters.child("plane", "basin_share").sigValueChanged.connect(self._rethreshold)
+
+    def _plane_page(self) -> QWidget:
+        """The plane (and, for extreme curvature, the random plane beside it) above its
+        persistence diagram and basin map; the verdict line over them."""
+        page = QWidget()
+        column = QVBoxLayout(page)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.verdict)
+        split = QSplitter(Qt.Orientation.Vertical)
+        planes = QSplitter(Qt.Orientation.Horizontal)
+        planes.addWidget(self.plane)
+        planes.addWidget(self.random_plane)
+        topology = QSplitter(Qt.Orientation.Horizontal)
+        topology.addWidget(self.persistence)
+        topology.addWidget(self.basins)
+        split.addWidget(planes)
+        split.addWidget(topology)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        column.addWidget(split, 1)
+        return page
 
     def attach(self, controller) -> None:
         super().attach(controller)
@@ -190,23 +115,7 @@ class LandscapeWorkspace(Workspace):
 
     # ------------------------------------------------------------------ jobs
     def settings(self) -> ToolkitSettings:
-        p = self.parameters
-        optimizers = tuple(o.strip() for o in p["training", "optimizers"].split(",") if o.strip())
-        return ToolkitSettings(
-            mode=p["mode"],
-            kind=p["network", "loss"],
-            points=p["plane", "points"],
-            extent=p["plane", "extent"],
-            normalization=p["plane", "directions"],
-            ignore="biases" if p["plane", "ignore_biases"] else "none",
-            seed=p["plane", "seed"],
-            steps=p["training", "steps"],
-            optimizers=optimizers,
-            lr=p["training", "lr"] or None,
-            interp_points=p["interpolation", "points"],
-            probes=p["density", "probes"],
-            lanczos_steps=p["density", "steps"],
-        )
+        return settings(self.parameters)
 
     def make_job(self, steps: int | None = None):
         s = self.settings()
@@ -214,7 +123,10 @@ class LandscapeWorkspace(Workspace):
             s = ToolkitSettings(**{**s.__dict__, "steps": max(2, steps)})
         self.pages.setCurrentIndex(PAGES[s.mode])
         second = self._second() if s.mode == "interpolation" else None
-        job = presented_job(toolkit_job(s, self._network(), second, self._checkpoints() if s.mode == "pca" else ()))
+        checkpoints = self._checkpoints() if s.mode == "pca" else ()
+        job = presented_job(
+            toolkit_job(s, self._network(), second, checkpoints), self.parameters["plane", "basin_share"]
+        )
         self._loading = None  # a job made from the fields (Run, Step) reads them: they are the user's now
         return job
 
@@ -275,10 +187,9 @@ class LandscapeWorkspace(Workspace):
         self.shown = state
         self.pages.setCurrentIndex(PAGES[state["mode"]])
         if "plane" in state:
-            p = state["plane"]
-            paths = list(zip(p["path_names"], p["paths"]))
-            self.plane.show_plane(p["alpha"], p["beta"], p["loss"].T, tuple(p["labels"]), (0.0, 0.0), paths)
-            self.plane.heatmap.getPlotItem().setTitle(f"loss ({p['kind']}) over the plane · L(θ) = {p['L_star']:.6g}")
+            self._draw_planes(state["plane"], state.get("extremes"))
+            if "persistence" in state:
+                self._draw_persistence(state["persistence"], state["plane"])
         elif "interpolation" in state:
             i = state["interpolation"]
             self.interpolation.show_curves(
@@ -299,6 +210,58 @@ class LandscapeWorkspace(Workspace):
                 d["grid"], d["density"], d["extremes"], d["trace"], d["sum_squares"], d["probes"], d["steps"], hessian
             )
 
+    def _draw_planes(self, p: dict, extremes: dict | None):
+        """The plane; for extreme curvature the random plane beside it and the verdict above."""
+        paths = list(zip(p["path_names"], p["paths"]))
+        self.plane.show_plane(p["alpha"], p["beta"], p["loss"].T, tuple(p["labels"]), (0.0, 0.0), paths)
+        low = np.nanmin(p["loss"])
+        title = f"loss ({p['kind']}) over the plane · L(θ) = {p['L_star']:.6g}"
+        if extremes is not None:  # two maps share the width: a short title, the minimum beside L(θ)
+            title = f"extreme curvature · L(θ) = {p['L_star']:.6g}, min {low:.6g}"
+        self.plane.heatmap.getPlotItem().setTitle(title)
+        self.plane.surface_view.setVisible(extremes is None)  # two maps of the same size side by side
+        self.random_plane.setVisible(extremes is not None)
+        self.verdict.setVisible(extremes is not None)
+        if extremes is None:
+            self.random_plane.clear_plane()
+            self.verdict.clear()
+            return
+        r = extremes["random"]
+        self.random_plane.show_plane(r["alpha"], r["beta"], r["loss"].T, tuple(r["labels"]))
+        low = np.nanmin(r["loss"])
+        self.random_plane.heatmap.getPlotItem().setTitle(f"a random filter plane · min {low:.6g}")
+        e = extremes
+        bottom = f"λ_min = {e['bottom_eigenvalue']:.4g} ± {e['bottom_error']:.1g}, "
+        bottom = "" if "λ_min" in e["verdict"] else bottom  # a critical point's verdict states it
+        self.verdict.setText(
+            f"<b>{e['verdict']}</b> · {bottom}λ_max = {e['top_eigenvalue']:.4g} ± {e['top_error']:.1g}"
+            f"<br>{e['dips_text']}"
+        )
+
+    def _draw_persistence(self, s: dict, p: dict):
+        """The plane's persistence diagram and its basin map at the state's threshold."""
+        threshold = s["threshold"]
+        note = f"τ = {s['share']:.3g} × the loss range"
+        self.persistence.show_persistence(s["birth"], s["death"], threshold, note)
+        kept = s["persistence"] > threshold
+        short = tuple(label.split(",")[0].split(" (")[0] for label in p["labels"])  # d1, d2 or PC1, PC2
+        self.basins.show_basins(
+            p["alpha"], p["beta"], s["components"], relabel(s, threshold), s["kept_minima"][kept], short
+        )
+
+    def _rethreshold(self, _param=None, share=None):
+        """A new basin threshold: the diagram's colours and the map's table, from the drawn state."""
+        s = self.shown.get("persistence")
+        if s is None:
+            return
+        share = self.parameters["plane", "basin_share"] if share is None else share
+        s.update(share=float(share), threshold=float(share) * s["span"])
+        self._draw_persistence(s, self.shown["plane"])
+
+    def _set_verdict_font(self, on: bool):
+        # a style sheet, not setFont: the window's sheet sets every label's size and wins over a font
+        self.verdict.setStyleSheet(f"font-size: {VERDICT_PT[on]}pt; padding: 2px 6px;")
+
     def _draw_accuracy(self, i: dict):
         """A classifier's accuracy along the line, under the loss (hidden for a regression)."""
         self.accuracy.setVisible("accuracy" in i)
@@ -318,6 +281,14 @@ class LandscapeWorkspace(Workspace):
     def session_state(self) -> dict:
         return dict(self.shown)
 
+    def show_saved(self, result: ToolkitResult, state: dict):
+        """A result read back from a file (``landscape-lens show``) and its view state, made before
+        the window opened (gui.present.landscape.from_saved, present): drawn, no job run."""
+        self.reset()
+        self.parameters["mode"] = state["mode"]
+        self.result = result
+        self._draw(state)
+
     def restore_session_state(self, state: dict):
         if state.get("mode") not in PAGES:
             raise EngineInputError(f"session has no toolkit mode it can draw: {state.get('mode')!r}")
@@ -331,6 +302,13 @@ class LandscapeWorkspace(Workspace):
         self.result = None
         self.shown = {}
         self.plane.clear_plane()
+        self.plane.surface_view.show()
+        self.random_plane.clear_plane()
+        self.random_plane.hide()
+        self.verdict.clear()
+        self.verdict.hide()
+        self.persistence.clear_persistence()
+        self.basins.clear_basins()
         self.interpolation.clear_curves()
         self.accuracy.clear_curves()
         self.accuracy.hide()
@@ -403,6 +381,9 @@ class LandscapeWorkspace(Workspace):
     def plot_widgets(self) -> dict[str, pg.PlotWidget]:
         return {
             "landscape plane": self.plane.heatmap,
+            "random plane": self.random_plane.heatmap,
+            "persistence diagram": self.persistence,
+            "basin map": self.basins,
             "interpolation": self.interpolation,
             "interpolation accuracy": self.accuracy,
             "spectral density": self.density,
@@ -417,3 +398,5 @@ class LandscapeWorkspace(Workspace):
             if hasattr(plot, "set_presentation"):
                 plot.set_presentation(on)
         set_colorbar_font(self.plane.colorbar, on)  # its values grow with the axes' (they stayed at 10 pt)
+        set_colorbar_font(self.random_plane.colorbar, on)
+        self._set_verdict_font(on)

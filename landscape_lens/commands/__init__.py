@@ -3,4 +3,14 @@
 A new command is a new module here and one name in ``COMMANDS``; ``cli`` does the rest.
 """
 
-COMMANDS = ("reproduce", "sweep", "invariant_set", "inspect", "obstruction", "screenshot", "record", "landscape")
+COMMANDS = (
+    "reproduce",
+    "sweep",
+    "invariant_set",
+    "inspect",
+    "obstruction",
+    "screenshot",
+    "record",
+    "landscape",
+    "show",
+)
