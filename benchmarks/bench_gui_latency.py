@@ -200,7 +200,7 @@ def lambda_preview_latency(window, moves=(2.5, 3.0, 3.5, 4.0, 1.5, 5.0)) -> list
     for lam in moves:
         began = time.perf_counter()
         ws.inspector.lam.set_value(lam)
-        ws._on_lambda_moved(lam)
+        ws.move_lambda(lam)
         while f"preview at λ = {lam:.3g}" not in title():
             spin(2)
         out.append(time.perf_counter() - began)

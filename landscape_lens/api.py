@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.errors import EngineInputError
-from engine.core.lazy import torch
 from engine.core.progress import run_to_completion
-from landscape_lens.inputs import APIInputError, objective, state_of
+from landscape_lens.inputs import APIInputError, check_options, objective, real_array, state_of
 from landscape_lens.results import Hessian, Interpolation, Plane, TrajectoryPlane, layout_of
 
 IGNORE = {"none": "none", "biases": "biasbn", "biasbn": "biasbn"}
@@ -103,6 +102,7 @@ def plane(
     """
     from engine.landscape import operations
 
+    check_options(points=points, extent=extent, seed=seed)
     if ignore not in IGNORE:
         raise APIInputError(f"ignore={ignore!r}: choose one of none, biases")
     f = objective(model, data, loss, factory=factory, batch_size=batch_size, dtype=dtype, device=device)
@@ -166,6 +166,9 @@ def hessian(
     """
     from engine.landscape import operations
 
+    check_options(
+        top_k=top_k, bottom_k=bottom_k, probes=probes, steps=steps, density_probes=density_probes, seed=seed, tol=tol
+    )
     f = objective(model, data, loss, factory=factory, batch_size=batch_size, dtype=dtype, device=device)
     options = dict(top_k=top_k, bottom_k=bottom_k, probes=probes, seed=seed, tol=tol, steps=steps, full=full)
     options["density_probes"] = density_probes if density else 0
@@ -209,6 +212,7 @@ def interpolation(
     """
     from engine.landscape import operations
 
+    check_options(points=points, lo=lo, hi=hi)
     f = objective(model_a, data, loss, factory=factory, batch_size=batch_size, dtype=dtype, device=device)
     job = operations.interpolation_job(f, state_of(model_b), points, lo, hi)
     result = _run(job, "interpolation", progress)
@@ -249,6 +253,7 @@ def trajectory_plane(
     """
     from engine.landscape import operations
 
+    check_options(points=points, **({} if extent is None else {"extent": extent}))
     f = objective(model, data, loss, factory=factory, batch_size=batch_size, dtype=dtype, device=device)
     job = operations.trajectory_job(f, _checkpoint_states(checkpoints), points, extent)
     result = _run(job, "trajectory plane", progress)
@@ -281,7 +286,7 @@ def _given_directions(directions, n_params: int) -> tuple[np.ndarray, np.ndarray
         raise APIInputError("directions: a name or a pair (d1, d2) of flat vectors")
     out = []
     for name, d in zip(("d1", "d2"), directions):
-        d = np.asarray(d.detach().cpu() if isinstance(d, torch.Tensor) else d, dtype=float)
+        d = real_array(f"directions: {name}", d)
         if d.shape != (n_params,):
             raise APIInputError(f"directions: {name} has shape {d.shape}; the model has {n_params} parameters")
         if not np.isfinite(d).all():

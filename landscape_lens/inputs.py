@@ -83,6 +83,46 @@ def objective(model, data, loss="auto", *, factory=None, batch_size=None, dtype=
         raise APIInputError(str(error)) from None
 
 
+# The API's numeric options: (kind, minimum). Only the kind and the sign are checked here; the
+# engine's jobs check their own upper limits (a plane's points, Lanczos's eigenvalues).
+OPTIONS = {
+    "points": ("integer", 2),
+    "seed": ("integer", 0),
+    "top_k": ("integer", 1),
+    "bottom_k": ("integer", 0),
+    "probes": ("integer", 1),
+    "steps": ("integer", 1),
+    "density_probes": ("integer", 0),
+    "draws": ("integer", 1),
+    "extent": ("positive", None),
+    "lo": ("real", None),
+    "hi": ("real", None),
+    "tol": ("real", 0.0),
+}
+
+
+def check_options(**options) -> None:
+    """Each of the API's numeric ``options`` (by its name in ``OPTIONS``; None where None means a
+    default) checked for its kind and sign: APIInputError, one line, naming the first that is not
+    (a string, a bool, a float for a count, NaN or ±inf), before any work starts."""
+    from engine.core.validation import MAX_SEED, integer, real
+
+    for name, value in options.items():
+        if value is None and name == "seed":  # a fresh random seed
+            continue
+        kind, minimum = OPTIONS[name]
+        try:
+            if kind == "integer":
+                maximum = MAX_SEED if name == "seed" else None
+                if isinstance(value, float):  # a count given as 2.0 is a slip; 2.5 is not a count
+                    raise EngineInputError(f"{name} = {value!r} must be an integer")
+                integer(name, value, minimum, maximum)
+            else:
+                real(name, value, minimum, positive=kind == "positive")
+        except EngineInputError as error:
+            raise APIInputError(str(error)) from None
+
+
 def loss_kind(loss: str, net: Network) -> str:
     """A named loss; "auto" is cross-entropy for integer labels and the summed squared error otherwise."""
     if not isinstance(loss, str) or loss not in LOSSES:
@@ -213,6 +253,12 @@ def state_of(model, factory=None) -> dict:
     if isinstance(model, torch.nn.Module):
         return {k: v.detach() for k, v in model.state_dict().items()}
     if isinstance(model, dict):
+        for name, value in model.items():
+            kind = getattr(value, "dtype", None)
+            real = isinstance(value, torch.Tensor) and not value.is_complex()
+            if not (real or isinstance(value, np.ndarray) and value.dtype.kind in "biuf"):
+                what = f"{type(value).__name__} of {kind}" if kind is not None else type(value).__name__
+                raise APIInputError(f"checkpoint: {name!r} is a {what}; expected a tensor of real numbers")
         return model
     if isinstance(model, (str, Path)):
         path = Path(model)
@@ -226,3 +272,25 @@ def state_of(model, factory=None) -> dict:
 
         return _read_state_dict(path)
     raise APIInputError(f"checkpoint: a {type(model).__name__}; expected a module, a state_dict or a file")
+
+
+def real_array(name: str, value) -> np.ndarray:
+    """``value`` (a tensor, an array or nested lists of numbers) as a float64 array; APIInputError,
+    one line, for text, ragged lists, objects or complex numbers."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    try:
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            raise TypeError(f"dtype {array.dtype}")
+        return array.astype(np.float64)
+    except (TypeError, ValueError) as error:
+        kind = type(error).__name__ if isinstance(error, ValueError) else str(error)
+        raise APIInputError(f"{name}: a {type(value).__name__} that is not an array of real numbers ({kind})") from None
+
+
+def pair(name: str, data) -> tuple:
+    """``data`` as (X, Y); APIInputError, one line, for anything but a pair."""
+    if not (isinstance(data, (tuple, list)) and len(data) == 2):
+        raise APIInputError(f"{name}: a {type(data).__name__}; expected a pair (X, Y) of tensors or arrays")
+    return tuple(data)

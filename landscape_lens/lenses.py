@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.core.lazy import torch
 from landscape_lens.api import _api_errors, _checkpoint_states, _run
-from landscape_lens.inputs import APIInputError, sequential_of
+from landscape_lens.inputs import APIInputError, check_options, pair, real_array, sequential_of
 
 
 def _module(model):
@@ -79,6 +79,7 @@ def initial_negative_share(model_or_factory, *, draws: int = 20, seed: int = 0) 
     ``factory()`` calls, or copies of the model with every submodule's ``reset_parameters()``."""
     from engine.topology.unit_invariants import initial_negative_share as share
 
+    check_options(draws=draws, seed=seed)
     return share(model_or_factory, draws=draws, seed=seed)
 
 
@@ -137,7 +138,7 @@ def _paper_b_network(model, data):
         raise APIInputError("model: a bias on every layer or on none")
     bs = [m.bias.detach().double().cpu().numpy() for m in linears] if bias.pop() else None
     arch = mlp.arch_of(Ws, bs, names[next(iter(acts))])
-    X, Y = (np.asarray(a.detach().cpu() if isinstance(a, torch.Tensor) else a, float) for a in data)
+    X, Y = (real_array(f"data: {name}", a) for name, a in zip("XY", pair("data", data)))
     X, Y = mlp.check_data(arch, X, Y)
     return NetFile(arch, mlp.pack(Ws, bs), X, Y)
 
@@ -151,4 +152,4 @@ def persistence(plane_or_grid):
     from engine.landscape.persistence import persistence as pairs
 
     grid = getattr(plane_or_grid, "loss", plane_or_grid)
-    return pairs(np.asarray(grid, dtype=float))
+    return pairs(real_array("grid", grid))

@@ -12,6 +12,7 @@ Each type is the engine's own result (``engine.landscape``) with three things ad
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from types import SimpleNamespace
@@ -213,6 +214,8 @@ def load(path):
     EngineInputError
         For a file that is none of these, or unreadable, in one line.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise EngineInputError(f"path: a {type(path).__name__}; expected the path of a saved result")
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as z:

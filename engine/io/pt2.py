@@ -19,7 +19,7 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.io.netfile import NetFile
-from engine.io.pt2_archive import read_archive, read_payload
+from engine.io.pt2_archive import ARCHIVE_DAMAGE, read_archive, read_payload
 from engine.io.torch_state import network_from_layers
 
 FLOAT_DTYPES = (7, 8)  # torch._export.serde.schema.ScalarType codes of float32 and float64
@@ -40,7 +40,7 @@ def load_exported_network(path, data_path) -> NetFile:
         layers, activation = _layers_from_graph(path, graph, parameters)
     except EngineInputError:
         raise
-    except (zipfile.BadZipFile, OSError, KeyError, IndexError, TypeError, ValueError) as e:
+    except (*ARCHIVE_DAMAGE, KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         # a malformed archive or JSON of another layout: name the file, not a traceback
         raise EngineInputError(f"{path}: not a readable torch.export archive ({type(e).__name__}: {e})") from None
     return network_from_layers(path, layers, activation, data_path)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,10 @@ from engine.core.npz import MAX_ARCHIVE_BYTES, MAX_ARRAY_BYTES
 # torch._export.serde.schema.ScalarType codes of the dtypes numpy reads exactly, little-endian
 SCALAR_DTYPES = {1: "u1", 2: "i1", 3: "<i2", 4: "<i4", 5: "<i8", 6: "<f2", 7: "<f4", 8: "<f8", 12: "?"}
 STRIDED_LAYOUT = 7  # torch._export.serde.schema.Layout.Strided
+# What reading a damaged archive raises besides bad JSON: a bad zip or CRC, a field zipfile does not
+# implement (a flipped version or compression method), a corrupt or short stream, JSON nested past
+# Python's recursion limit.
+ARCHIVE_DAMAGE = (zipfile.BadZipFile, OSError, NotImplementedError, zlib.error, EOFError, RecursionError)
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ def _read_state_dict(path) -> dict:
                 "ignore",
                 message="Detected pickle protocol",
                 category=UserWarning,
-                module=r"torch\._weights_only_unpickler",
+                module=r"torch\.(_weights_only_unpickler|serialization)",  # a raw pickle, or torch.save's zip
             )
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:

@@ -178,6 +178,17 @@ def as_tensor(array: np.ndarray, dtype: str):
     return t
 
 
+def stored_dtype(name: str) -> np.dtype | None:
+    """The numpy dtype ``as_array`` stores a tensor of torch dtype ``name`` as; None for a name it never writes."""
+    if name in _BITS:
+        return np.dtype(_BITS[name])
+    try:
+        dtype = np.dtype(name)
+    except (TypeError, ValueError):
+        return None
+    return dtype if dtype.kind in "biufc" and str(dtype) == name else None
+
+
 def write_state(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """The arrays as an uncompressed ``.npz`` keyed by the state_dict's names, atomically."""
     write_atomic(path, lambda f: np.savez(f, **arrays))
@@ -207,6 +218,15 @@ def finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def is_step(value) -> bool:
+    """Whether ``value`` is a step a run records: an int (not a bool) that fits int64."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+
+
+def _is_shape(value) -> bool:
+    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value)
+
+
 def read_manifest(path: Path) -> dict:
     """The manifest at ``path``, its structure checked; EngineInputError, one line, when the folder
     has none, or it is damaged, or it is not a run's."""
@@ -226,13 +246,16 @@ def read_manifest(path: Path) -> dict:
         isinstance(entries, list)
         and all(
             isinstance(e, dict)
-            and isinstance(e.get("step"), int)
-            and isinstance(e.get("state"), str)
-            and (e.get("invariants") is None or isinstance(e.get("invariants"), str))
+            and is_step(e.get("step"))
+            and e.get("state") == checkpoint_name(e["step"])  # never a file outside the folder's own
+            and e.get("invariants") in (None, invariants_name(e["step"]))
             for e in entries
         )
         and isinstance(state, dict)
-        and all(isinstance(v, dict) and isinstance(v.get("dtype"), str) for v in state.values())
+        and all(
+            isinstance(v, dict) and isinstance(v.get("dtype"), str) and _is_shape(v.get("shape"))
+            for v in state.values()
+        )
         and isinstance(layers, list)
         and all(isinstance(name, str) for name in layers)
     )

@@ -8,6 +8,7 @@ can (a manifest that is not JSON, a listed file gone, a damaged line) is reporte
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -64,6 +65,8 @@ class Run:
     """
 
     def __init__(self, run_dir):
+        if not isinstance(run_dir, (str, os.PathLike)) or "\0" in str(run_dir):
+            raise EngineInputError(f"run_dir: {run_dir!r:.80}; expected the path of a run folder")
         self.folder = Path(run_dir)
         if not self.folder.is_dir():
             raise EngineInputError(f"{self.folder}: no such run folder")
@@ -88,14 +91,14 @@ class Run:
         self._read_manifest()
         rows, problems = self._new_lines(fmt.SCALARS)
         self._line_problems += problems
-        rows = [r for r in rows if isinstance(r.get("step"), int)]
+        rows = [r for r in rows if fmt.is_step(r.get("step"))]
         if rows:
             self.steps = np.concatenate([self.steps, np.array([r["step"] for r in rows], np.int64)])
             self.loss = np.concatenate([self.loss, _floats(r.get("loss") for r in rows)])
             self.lr = np.concatenate([self.lr, _floats(r.get("lr") for r in rows)])
         rows, problems = self._new_lines(fmt.SHARPNESS)
         self._line_problems += problems
-        rows = [r for r in rows if isinstance(r.get("step"), int)]
+        rows = [r for r in rows if fmt.is_step(r.get("step"))]
         if rows:
             self.sharpness_steps = np.concatenate([self.sharpness_steps, np.array([r["step"] for r in rows], np.int64)])
             self.sharpness = np.concatenate([self.sharpness, _floats(r.get("sharpness") for r in rows)])
@@ -202,6 +205,12 @@ class Run:
         schema = self.manifest["state"]
         if set(arrays) != set(schema):
             raise EngineInputError(f"{path}: holds other tensors than the manifest's state lists")
+        for name, meta in schema.items():  # the file holds what the manifest says, or it is not read as that
+            if fmt.stored_dtype(meta["dtype"]) != arrays[name].dtype or list(arrays[name].shape) != list(meta["shape"]):
+                raise EngineInputError(
+                    f"{path}: {name!r} is stored as {arrays[name].dtype} {arrays[name].shape}; "
+                    f"the manifest says {meta['dtype']} {tuple(meta['shape'])}"
+                )
         return {name: fmt.as_tensor(arrays[name], schema[name]["dtype"]) for name in schema}
 
     def load_into(self, model, step: int):

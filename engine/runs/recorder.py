@@ -96,7 +96,10 @@ class Recorder:
         self.folder = Path(run_dir)
         if self.folder.exists() and not self.folder.is_dir():
             raise EngineInputError(f"{self.folder}: exists and is not a folder")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise EngineInputError(f"{self.folder}: cannot be made ({e.strerror})") from None
         self._lock = lock.acquire(self.folder)
         try:
             self.manifest = self._open_manifest(schema, resume)

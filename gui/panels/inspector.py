@@ -12,17 +12,13 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
-    QFormLayout,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSizePolicy,
     QSlider,
@@ -33,9 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.core.mlp import ACTIVATIONS, LOSSES
+from engine.core.mlp import LOSSES
 from engine.minima.report import NEURONS_FROM
 from engine.minima.verdicts import Verdict
+
+# the load dialog's, imported from here by the tabs that load networks
+from .network_file_dialog import NETWORK_FILES as NETWORK_FILES
+from .network_file_dialog import TorchFileDialog as TorchFileDialog
 
 SLIDER_RANGE = (-1.0, 2.0)  # λ beyond [0, 1] on both sides, so the verdict can flip
 SLIDER_STEPS = 300
@@ -321,53 +321,6 @@ class HypothesesBox(QWidget):
 
     def clear(self):
         self.show_losses({})
-
-
-NETWORK_FILES = (
-    "Networks (*.npz *.pt *.pth *.pt2);;The app's networks (*.npz);;PyTorch state_dict (*.pt *.pth);;"
-    "torch.export (*.pt2)"
-)
-
-
-class TorchFileDialog(QDialog):
-    """What a PyTorch file does not record: the data file, and for a state_dict the activation."""
-
-    def __init__(self, path: str, parent=None, hand_over_relu: bool = False):
-        """``hand_over_relu``: offer ReLU and leaky ReLU too, for the topology tab to open."""
-        super().__init__(parent)
-        self.setWindowTitle("Load a PyTorch network")
-        self._exported = path.lower().endswith(".pt2")
-        self.activation = QComboBox()
-        for name in ACTIVATIONS:  # what engine.core.mlp computes
-            self.activation.addItem(name, name)
-        if hand_over_relu:  # paper B's constructions need a smooth σ; a ReLU net is paper A's
-            self.activation.addItem("ReLU (opens on the topology tab)", "relu")
-            self.activation.addItem("leaky ReLU (opens on the topology tab)", "leaky_relu")
-        self.data = QLineEdit()
-        self.data.setPlaceholderText("data.npz (X, Y) or data.csv (last column y)")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        data_row = QHBoxLayout()
-        data_row.addWidget(self.data)
-        data_row.addWidget(browse)
-        form = QFormLayout(self)
-        form.addRow(QLabel(path))
-        if not self._exported:  # an exported graph names its activation itself
-            form.addRow("activation", self.activation)
-        form.addRow("data", data_row)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
-
-    def choice(self) -> tuple[str, str]:
-        """(activation, data path) as the loaders take them: "" for what the file records itself."""
-        return ("" if self._exported else self.activation.currentData()), self.data.text()
-
-    def _browse(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Data", "", "Data (*.npz *.csv)")
-        if path:
-            self.data.setText(path)
 
 
 CRITICAL_TIP = (

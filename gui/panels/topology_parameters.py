@@ -12,12 +12,13 @@ from functools import partial
 from pathlib import Path
 
 from pyqtgraph.parametertree import Parameter
+from PySide6.QtCore import QStandardPaths
 
 from engine.core.errors import EngineInputError
-from engine.topology.probability import MapSettings
+from engine.topology.probability import MapSettings, probability_maps_job
 from engine.topology.training import TrainConfig
 from engine.topology.two_layer import INITS
-from engine.topology.width_sweep import SweepSettings
+from engine.topology.width_sweep import SweepSettings, breast_cancer_sweep
 
 from ..parameter_values import SEED_RANGE
 from ..present import resolve
@@ -322,3 +323,34 @@ def sweep_place(p: Parameter) -> dict:
 
 def fig5_settings(p: Parameter) -> MapSettings:
     return MapSettings(p["d_max"], p["l_max"], p["mc_samples"], p["mc_stride"], p["seed"])
+
+
+def show_fields_of(parameters) -> None:
+    """Only the groups and fields of the chosen view (and network source) are shown."""
+    mode = parameters["mode"]
+    training = mode == "training"
+    for name in ("network", "data", "init", "optimizer", "display"):
+        parameters.child(name).setOpts(visible=training)
+    fresh = parameters["network", "source"] == "fresh"
+    for name in ("d", "l", "e", "bias"):
+        parameters.child("network", name).setOpts(visible=training and fresh)
+    parameters.child("network", "file").setOpts(visible=training and not fresh)
+    parameters.child("init").setOpts(visible=training and fresh)
+    parameters.child("fig4").setOpts(visible=mode == "fig4")
+    parameters.child("fig5").setOpts(visible=mode == "fig5")
+
+
+def sweep_job(parameters: Parameter, steps: int | None):
+    """Fig. 4 or 5, as the tree asks: the batched program in this process, or the sweep runner
+    (cells kept in a folder under the app's cache)."""
+    mode = parameters["mode"]
+    group = parameters.child(mode)
+    place = sweep_place(group)
+    settings = fig4_settings(group, steps) if mode == "fig4" else fig5_settings(group)
+    if place["executor"] == "batched":
+        return breast_cancer_sweep(settings) if mode == "fig4" else probability_maps_job(settings)
+    from engine.sweeps import window as sweeps
+
+    root = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.CacheLocation)) / "sweeps"
+    job = sweeps.fig4_job if mode == "fig4" else sweeps.fig5_job
+    return job(settings, root, place["folder"], place["executor"], place["address"])

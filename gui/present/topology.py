@@ -17,7 +17,8 @@ neuron: ``line`` (n, 3), ``fraction`` (n,), ``start``, ``head``, ``flips``, ``ju
 ``reduced`` (``r``, ``v``, ``fraction`` decimated, ``start``, ``head``, and per neuron its
 branches, ghost branches, flip and jump points); ``loss`` and ``drift`` for the two plots;
 ``function`` for the heatmaps (d ≤ 2). The surfaces' meshes, the reduced view's curves and the
-views' frames are made in gui.present.quadric_meshes.
+views' frames are made in gui.present.quadric_meshes, the captions' words in
+gui.present.topology_captions, the plots' and heatmaps' data in gui.present.topology_curves.
 """
 
 from __future__ import annotations
@@ -35,23 +36,39 @@ from engine.topology import invariants as inv
 from engine.topology.obstruction import LoadedNetwork, NetworkRun, continue_training_job
 from engine.topology.quadrics import reduced_coordinates
 from engine.topology.training import TrainConfig, Trajectory, train
-from engine.topology.two_layer import TwoLayerNet, TwoLayerParams, forward
+from engine.topology.two_layer import TwoLayerNet
 
-from . import NEURON_COLORS, Presented
+from . import Presented
 from .quadric_meshes import fitted_extent, neuron_surface, reduced_branches, start_wireframe
+
+# The captions' words and the plots' data: the views, clips and the panel import them from here too.
+from .topology_captions import (  # noqa: F401
+    CONSERVED_TOL,
+    DRIFT_WORTH_A_NOTE,
+    SUBSCRIPT,
+    drift_note,
+    drift_text,
+    drift_words,
+    event_text,
+    lock_text,
+    shape_name,
+    sign_change_words,
+    sub,
+)
+from .topology_curves import (  # noqa: F401
+    HEATMAP_CELLS,
+    LINE_POINTS,
+    data_state,
+    drift_state,
+    function_state,
+    loss_state,
+    twin,
+    value_range,
+)
 from .training_setup import TrainingSetup, Values, loaded_setup, loaded_text, training_setup
 
 MAX_SHOWN_POINTS = 1500  # per neuron and view; the stored trajectory keeps every row
-HEATMAP_CELLS = 28  # ~10 toy points per cell, so the binned target has no holes
-LINE_POINTS = 241  # d = 1: where the learned function is drawn
 PRESENT_INTERVAL_S = 0.1  # a live run's partials presented at most this often: presenting holds the GIL
-DRIFT_WORTH_A_NOTE = 0.05  # relative change of some c_k
-CONSERVED_TOL = 1e-9  # below this a drift is rounding, not a change
-SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-
-
-def sub(k: int) -> str:
-    return str(k).translate(SUBSCRIPT)
 
 
 # ------------------------------------------------------------------ small pure pieces
@@ -111,75 +128,6 @@ def summary(d: int, e: int, bias: bool, c: np.ndarray, label: np.ndarray) -> dic
     }
 
 
-def drift_note(c_start: np.ndarray, c_now: np.ndarray, config: TrainConfig) -> str:
-    """Why c_k moved, when it moved visibly: only the exact flow conserves it."""
-    relative = np.abs(c_now - c_start) / np.maximum(np.abs(c_start), 1e-12)
-    k = int(np.argmax(relative))
-    if relative[k] < DRIFT_WORTH_A_NOTE:
-        return ""
-    return _drift_words(f"c{sub(k + 1)} moved {100 * relative[k]:.0f} %", config)
-
-
-def _drift_words(moved: str, config: TrainConfig) -> str:
-    """``moved`` ("c₁ moved 6 %") and why, for the run's optimizer."""
-    if config.weight_decay > 0:
-        return f"{moved}: weight decay breaks the conservation law."
-    if config.optimizer in ("gd", "sgd"):
-        return (
-            f"{moved}: each {config.optimizer.upper()} step of size h = {config.lr:g} changes c by "
-            "O(h²); the exact flow conserves it."
-        )
-    if config.optimizer == "flow":
-        return f"{moved}: the solver's tolerance is too loose to conserve c."
-    name = {"adam": "Adam's per-coordinate"}.get(config.optimizer, config.optimizer)
-    return f"{moved}: {name} steps are not gradient steps, so c is not conserved."
-
-
-# ------------------------------------------------------------------ captions
-def shape_name(c: float) -> str:
-    return "one sheet" if c > 0 else ("two sheets" if c < 0 else "cone")
-
-
-def drift_text(c_now: float, c_start: float) -> str:
-    """' (start …)' after a real drift; a drift below rounding reads as conservation."""
-    delta = abs(c_now - c_start)
-    if delta == 0:
-        return ""
-    if delta < CONSERVED_TOL:
-        return " · conserved (|Δc| &lt; 1e-9)"
-    return f" (start {c_start:+.4g})"
-
-
-def lock_text(k: int, sign: int) -> str:
-    """The caption's lock chip: a locked neuron's output sign, fixed for ever (MATH A5)."""
-    if not sign:
-        return ""
-    above = "&gt;" if sign > 0 else "&lt;"
-    return (
-        f" &nbsp;<span style='background-color:{NEURON_COLORS[k % len(NEURON_COLORS)]}; color:white; font-weight:700;'>"
-        f"&nbsp;LOCKED v{sub(k + 1)} {above} 0&nbsp;</span>"
-    )
-
-
-def sign_change_words(k: int, step: int, jumped: bool, joiner: str = ": ") -> str:
-    """The words for neuron k's output weight changing sign at ``step``, in every caption that
-    tells it (a view's, a clip's): a flip, or a jump over the barrier and what that means
-    (after ``joiner``)."""
-    if jumped:
-        return f"◆ v{sub(k + 1)} jumped the barrier at step {step}{joiner}a finite step, impossible for gradient flow"
-    return f"● v{sub(k + 1)} flipped sign at step {step}"
-
-
-def event_text(k: int, events: list[tuple[int, int, bool]]) -> str:
-    """Caption words for the latest sign change, matching the marker's colour."""
-    if not events:
-        return ""
-    _, step, jumped = events[-1]
-    more = f" (+{len(events) - 1} more)" if len(events) > 1 else ""
-    colour = "#9e38c7" if jumped else "#b38600"
-    return f"<br><span style='color:{colour}'>{sign_change_words(k, step, jumped, ' — ')}</span>{more}"
-
-
 # ------------------------------------------------------------------ the layout
 def layout_of(setup: TrainingSetup, points: bool = False, extra: str = "") -> dict:
     """What the training views are laid out for, and the picture before a run: Q(c) at the start
@@ -208,7 +156,7 @@ def layout_of(setup: TrainingSetup, points: bool = False, extra: str = "") -> di
         "v_name": "v" if net.e == 1 else "‖v‖",
         "total_steps": max(setup.config.steps, 1),
         "extra": extra,
-        "data": _data_state(setup.X, setup.Y, net.d) if show_data else None,
+        "data": data_state(setup.X, setup.Y, net.d) if show_data else None,
         "points": points,
     }
     lock = locked_signs(net, c, params.W2)
@@ -245,7 +193,7 @@ def _room(layout: dict, config: TrainConfig, c: np.ndarray, locked: list[int]) -
             f"{drift_text(ck + 1, ck)} &nbsp;·&nbsp; {what}{event_text(k, flips)}"
         )
     moved = f"c{sub(l)} moved 100 %"
-    return {"captions": captions, "c_start": np.asarray(c, float), "step": steps, "note": _drift_words(moved, config)}
+    return {"captions": captions, "c_start": np.asarray(c, float), "step": steps, "note": drift_words(moved, config)}
 
 
 def plain_equal(a, b) -> bool:
@@ -304,46 +252,6 @@ def loaded_context(loaded: LoadedNetwork, config: TrainConfig) -> Context:
     """A loaded network's views: laid out with each neuron's current point and the file's lines."""
     setup = loaded_setup(loaded, config)
     return Context(setup.net, config, layout_of(setup, True, loaded_text(loaded)))
-
-
-def _data_state(X: np.ndarray, Y: np.ndarray, d: int) -> dict:
-    """The data the heatmaps show: d = 1 the points, d = 2 the mean label per cell (the target)."""
-    if d == 1:
-        order = np.argsort(X[:, 0])
-        line_x = np.linspace(X[:, 0].min(), X[:, 0].max(), LINE_POINTS)
-        return {"d": 1, "x": X[order, 0], "y": Y[order, 0], "line_x": line_x, "grid": line_x[:, None]}
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    xs, ys = np.linspace(lo[0], hi[0], HEATMAP_CELLS), np.linspace(lo[1], hi[1], HEATMAP_CELLS)
-    gx, gy = np.meshgrid(xs, ys, indexing="ij")
-    edges = [np.linspace(lo[i], hi[i], HEATMAP_CELLS + 1) for i in range(2)]
-    total, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges, weights=Y[:, 0])
-    count, *_ = np.histogram2d(X[:, 0], X[:, 1], bins=edges)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        target = total / count
-    span = float(np.nanmax(np.abs(target))) if np.isfinite(target).any() else 1.0
-    return {
-        "d": 2,
-        "target": target,
-        "box": (lo.astype(float), hi.astype(float)),
-        "span": span,
-        "grid": np.column_stack([gx.ravel(), gy.ravel()]),
-    }
-
-
-def function_state(net: TwoLayerNet, params: TwoLayerParams, data: dict) -> dict:
-    """The learned function on the data's grid, and what to say when it is flat at the colour scale."""
-    values = forward(net, params, data["grid"])[:, 0]
-    if data["d"] == 1:
-        return {"x": data["line_x"], "y": values}
-    values = values.reshape(HEATMAP_CELLS, HEATMAP_CELLS)
-    largest = float(np.abs(values).max())
-    span = max(abs(data["span"]), 1e-12)
-    note = ""
-    if largest < 1e-3 * span:  # flat at this colour scale: say what it is, not a blank square
-        note = "f ≡ 0: every neuron\nis dead on the data" if largest == 0 else f"f ≈ 0\nmax |f| = {largest:.0e}"
-    elif float(values.max() - values.min()) < 1e-3 * span:  # flat, but not zero
-        note = f"f is constant\n≈ {float(values.mean()):+.2g}"
-    return {"values": values, "note": note}
 
 
 # ------------------------------------------------------------------ the state of a run
@@ -490,54 +398,6 @@ def _reduced(layout, traj: Trajectory, frac, c_now, c_start, events) -> dict:
         )
     return {"r": r[rows], "v": v[rows], "fraction": frac[rows], "start": (r[:1], v[:1]), "head": (r[-1:], v[-1:]),
             "neurons": neurons}  # fmt: skip
-
-
-def twin(c: np.ndarray, k: int) -> bool:
-    """Neuron k lies on the same curve as an earlier neuron (equal c): dash it."""
-    return any(abs(float(c[k]) - float(c[j])) <= 1e-6 * max(1.0, abs(float(c[j]))) for j in range(k))
-
-
-def loss_state(step: np.ndarray, loss: np.ndarray, events: list[tuple[int, int, bool]]) -> dict:
-    """The loss plot: the curve, whether its axis is logarithmic, its range, the (step, neuron,
-    jumped) sign changes."""
-    positive = loss[loss > 0]
-    # Log scale only once the loss spans a decade: below that its axis would show no ticks.
-    log = bool(positive.size and positive.max() > 10 * positive.min())
-    return {"step": step, "loss": loss, "log": log, "range": value_range(positive if log else loss, log),
-            "events": events}  # fmt: skip
-
-
-def drift_state(step: np.ndarray, c: np.ndarray) -> dict:
-    """The drift plot, linear (``drift``) and logarithmic (``magnitude``, exact conservation as NaN),
-    with which curves copy an earlier one (dashed) and each scale's range."""
-    drift = c - c[:1]  # a difference to the first recorded row; display only
-    magnitude = np.abs(drift)
-    magnitude[magnitude == 0] = np.nan  # log scale: exact conservation has no point to draw
-    return {
-        "step": step,
-        "drift": drift,
-        "magnitude": magnitude,
-        "twins": _twins(drift),
-        "log_twins": _twins(magnitude),
-        "range": value_range(drift.ravel(), False),
-        "log_range": value_range(magnitude[magnitude > 0], True),
-    }
-
-
-def _twins(curves: np.ndarray) -> list[bool]:
-    """Equal curves (two neurons with the same c) would hide each other: every later copy is dashed."""
-    same = lambda k, j: np.allclose(curves[:, k], curves[:, j], equal_nan=True, atol=1e-12)  # noqa: E731
-    return [k > 0 and any(same(k, j) for j in range(k)) for k in range(curves.shape[1])]
-
-
-def value_range(values: np.ndarray, log: bool) -> tuple[float, float] | None:
-    """(lo, hi) of the finite values, in decades when ``log``; None when there are none."""
-    values = values[np.isfinite(values)]
-    if not values.size:
-        return None
-    if log:
-        return float(np.log10(values.min())), float(np.log10(values.max()))
-    return float(values.min()), float(values.max())
 
 
 # ------------------------------------------------------------------ jobs

@@ -8,26 +8,28 @@ the view state's fields to the views, and every number shown comes from the engi
 
 from __future__ import annotations
 
-import dataclasses
 from functools import partial
-from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QStandardPaths, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 
 from engine.core.errors import EngineInputError
 from engine.core.process_jobs import in_worker_process, prestart
 from engine.core.progress import run_to_completion
 from engine.topology.obstruction import LoadedNetwork, load_two_layer_job
-from engine.topology.probability import probability_maps_job
 from engine.topology.training import Trajectory
 from engine.topology.two_layer import TwoLayerParams
-from engine.topology.width_sweep import SweepProgress, breast_cancer_sweep
 
+from ..models.topology import TopologyModel, fits
 from ..pacing import Pacer
 from ..panels.invariants_panel import InvariantsPanel, values_text
-from ..panels.topology_parameters import create_parameters, fig4_settings, fig5_settings, network_request, sweep_place
+from ..panels.topology_parameters import (
+    create_parameters,
+    network_request,
+    show_fields_of,
+    sweep_job,
+)
 from ..parameter_values import apply_all
 from ..present import Presented
 from ..present.topology import (
@@ -55,11 +57,6 @@ from ..workspace import Workspace
 # loop allows; plots, whose repaint is costly under llvmpipe, a few times a second.
 MAX_LOADED_NEURONS = 16  # a loaded network gets one 3D view per neuron: beyond this, use the command line
 LIVE_INTERVALS = {"loss": 0.2, "drift": 0.2, "invariants": 0.2, "reduced": 0.1, "heatmaps": 0.5}
-
-
-def _fits(traj: Trajectory, d: int, l: int, e: int) -> bool:
-    """Whether a saved run's weights are a d-l-e network's."""
-    return traj.W1.shape[1:] == (l, d) and traj.W2.shape[1] == e
 
 
 class TopologyWorkspace(Workspace):
@@ -96,17 +93,9 @@ class TopologyWorkspace(Workspace):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.pages)
 
-        self._context: Context | None = None  # what the views are laid out for (gui.present.topology)
-        self._state: dict | None = None  # the view state drawn last
-        self._result = None  # the latest partial or final result (a Trajectory in the training view)
-        self._frame_shown = (None, 0)  # (result, row) that show_frame drew last
-        self._loaded: tuple[LoadedNetwork, Context] | None = None  # the network file last read by a job
-        self._loaded_key: tuple | None = None  # ... and the request it answered
-        self._starting = False  # a job was made: its first update lays the views out
-        self._pending_cameras: list[dict] | None = None  # a session's, while its run is drawn (a job)
-        self._frame_wanted: int | None = None  # the replay frame asked for meanwhile
+        # The result, the layout's context, the network file read, a session's run being drawn.
+        self.model = TopologyModel()
         self._presenting = False  # presentation mode (set_presentation)
-        self._preview_shown = False  # the views show the layout's picture before a run, not a run
         self._has_heatmaps = False  # the run's data can be drawn (d ≤ 2)
         self.pacer = Pacer(LIVE_INTERVALS, self)
         # A reset that no run follows previews the panel's network at the next turn of the event
@@ -136,19 +125,6 @@ class TopologyWorkspace(Workspace):
     def mode(self) -> str:
         return self.parameters["mode"]
 
-    def _sweep_job(self, steps: int | None):
-        """Fig. 4 or 5: the batched program in this process, or the sweep runner (cells kept)."""
-        group = self.parameters.child(self.mode)
-        place = sweep_place(group)
-        settings = fig4_settings(group, steps) if self.mode == "fig4" else fig5_settings(group)
-        if place["executor"] == "batched":
-            return breast_cancer_sweep(settings) if self.mode == "fig4" else probability_maps_job(settings)
-        from engine.sweeps import window as sweeps
-
-        root = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.CacheLocation)) / "sweeps"
-        job = sweeps.fig4_job if self.mode == "fig4" else sweeps.fig5_job
-        return job(settings, root, place["folder"], place["executor"], place["address"])
-
     @property
     def from_file(self) -> bool:
         return self.mode == "training" and self.parameters["network", "source"] == "file"
@@ -159,20 +135,20 @@ class TopologyWorkspace(Workspace):
         network and initial weights itself (gui.present.training_setup), and presents each update
         (gui.present.topology)."""
         if self.mode in ("fig4", "fig5"):
-            return self._sweep_job(steps)
+            return sweep_job(self.parameters, steps)
         if self.from_file:  # the file is read, checked and its c computed in the job
             r = network_request(self.parameters, steps)
-            self._loaded_key = r.key
+            self.model.loaded_key = r.key
             self._expect_job()
             request = (r.path, r.activation, r.slope, r.data, r.config, r.data_source, MAX_LOADED_NEURONS)
             return in_worker_process(continued_training_job, *request)
         values = values_of(self.parameters)
         check_request(values)  # refused now what can be without loading data; a data file's shape in the job
         self._expect_job()
-        return in_worker_process(training_job, values, steps, laid_out=self._context)
+        return in_worker_process(training_job, values, steps, laid_out=self.model.context)
 
     def _expect_job(self):
-        self._starting = True
+        self.model.starting = True
         self._stop_preview()
 
     def load_network(self, path, data_path=None) -> bool:
@@ -190,7 +166,7 @@ class TopologyWorkspace(Workspace):
         except EngineInputError as error:
             self._error(str(error))
             return False
-        self._loaded_key = r.key
+        self.model.loaded_key = r.key
         job = load_two_layer_job(r.path, r.activation, r.slope, r.data, r.data_source, MAX_LOADED_NEURONS)
         self._start(network_job(job, r.config))
         return True
@@ -220,13 +196,13 @@ class TopologyWorkspace(Workspace):
         self.controller.error(text)
 
     def reset(self):
-        if self._clear() and not self._starting:  # else the job lays the views out with its first update
+        if self._clear() and not self.model.starting:  # else the job lays the views out with its first update
             self._preview_timer.start()
 
     def _clear(self) -> bool:
         """Drop the run and any preview on its way; True if the panel's own network is now to
         be previewed (a loaded network's views are laid out again here, from what was read)."""
-        self._result = self._state = self._pending_cameras = self._frame_wanted = None
+        self.model.clear()
         self.pacer.clear()  # a live update still waiting would draw the old run again
         self._stop_preview()
         if self.mode != "training":
@@ -236,13 +212,13 @@ class TopologyWorkspace(Workspace):
             try:
                 key = network_request(self.parameters).key
             except EngineInputError as error:
-                self._context = None
+                self.model.context = None
                 self.invariants.show_nothing(f"Cannot load: {error}")
                 return False
-            if self._loaded is not None and key == self._loaded_key:
-                self._lay_out(self._loaded[1])
+            if self.model.loaded is not None and key == self.model.loaded_key:
+                self._lay_out(self.model.loaded[1])
             else:
-                self._context = None
+                self.model.context = None
                 self.invariants.show_nothing("Run to read the network file and train it on.")
             return False
         return True
@@ -267,12 +243,12 @@ class TopologyWorkspace(Workspace):
             self.controller.discard("setup")
 
     def _panel_extra(self) -> str:
-        return "" if self._presenting or self._context is None else self._context.layout["extra"]
+        return "" if self._presenting or self.model.context is None else self.model.context.layout["extra"]
 
     def _lay_out(self, context: Context):
         """Lay the training views out for a network (gui.present.topology.layout_of) and draw its
         picture before a run: Q(c) at the start, and a loaded network's current points."""
-        self._context, self._state = context, None
+        self.model.laid_out(context)
         L = context.layout
         self.quadrics.configure(L["l"], L["exact"], L["labels"], L["extent"])
         self.quadrics.setVisible(L["axes"] is not None)
@@ -305,7 +281,6 @@ class TopologyWorkspace(Workspace):
         self.invariants.hold_room(
             values_text(preview["summary"], room["c_start"], room["step"], room["note"], self._panel_extra())
         )
-        self._preview_shown = True
 
     # ------------------------------------------------------------------ results
     def show_partial(self, partial):
@@ -320,37 +295,22 @@ class TopologyWorkspace(Workspace):
 
     def _show(self, result, final: bool, drain: bool = False):
         if not isinstance(result, Presented):  # the Fig. 4 and Fig. 5 pages draw their own
-            self._result = result
+            self.model.result = result
             if final:
                 self.page_of[self.mode].show_result(result)
             else:
                 self.page_of[self.mode].show_partial(result)
             return
-        self._starting = False
-        state = result.state
-        context = state["context"]
-        shown = self._preview_shown and self._context is not None
-        kept = shown and (context is self._context or context.layout_kept)
-        if kept:  # a run of the network previewed: its job kept the layout, nothing is laid out again
-            self._context = context
-        elif context is not self._context:  # the job's first update, or a network file read
-            if isinstance(result.result, LoadedNetwork):
-                self._loaded = (result.result, context)
-            elif hasattr(result.result, "loaded"):  # a NetworkRun
-                self._loaded = (result.result.loaded, context)
-            self._lay_out(context)
-        if "loss" not in state:  # the layout alone: nothing has run yet (File ▸ Load network: shown, not trained)
-            if final:
-                self._result = None
-            return
-        self._result = getattr(result.result, "trajectory", result.result)
-        self._draw(state, final, drain)
+        arrival = self.model.take(result, final)
+        if arrival.lay_out is not None:  # the job's first update, or a network file read
+            self._lay_out(arrival.lay_out)
+        if arrival.draw is not None:  # else the layout alone (File ▸ Load network: shown, not trained)
+            self._draw(arrival.draw, final, drain)
 
     def _draw(self, state: dict, final: bool, drain: bool = False):
         """Route a view state to the views through the pacer: a live update draws one view per
         turn of the event loop (gui.pacing), a final one all at once, or with ``drain`` (a run's
         result) one view per turn with none held back. Nothing is computed here."""
-        self._preview_shown = False
         draw = self.pacer.submit
         if "quadrics" in state:
             draw("quadrics", lambda: self.quadrics.show_state(state["quadrics"], state["c_now"]))
@@ -366,7 +326,7 @@ class TopologyWorkspace(Workspace):
         draw("drift", lambda: self.curves.show_drift(state["drift"], live=not final))
         if "function" in state:
             draw("heatmaps", lambda: self.heatmaps.show_function(state["function"]))
-        self._state = state
+        self.model.drawn(state)
         if final:
             # Last, one per turn (one long layout of the window for all three at once): each plot's
             # axes fit the whole run, the captions and the panel their own text.
@@ -381,28 +341,19 @@ class TopologyWorkspace(Workspace):
 
     # ------------------------------------------------------------------ display
     def _on_mode(self, *_):
-        mode = self.mode
-        self.pages.setCurrentWidget(self.page_of[mode])
-        training = mode == "training"
-        for name in ("network", "data", "init", "optimizer", "display"):
-            self.parameters.child(name).setOpts(visible=training)
-        fresh = self.parameters["network", "source"] == "fresh"
-        for name in ("d", "l", "e", "bias"):
-            self.parameters.child("network", name).setOpts(visible=training and fresh)
-        self.parameters.child("network", "file").setOpts(visible=training and not fresh)
-        self.parameters.child("init").setOpts(visible=training and fresh)
-        self.parameters.child("fig4").setOpts(visible=mode == "fig4")
-        self.parameters.child("fig5").setOpts(visible=mode == "fig5")
+        self.pages.setCurrentWidget(self.page_of[self.mode])
+        show_fields_of(self.parameters)
 
     def _on_display(self, *_):
         d = self.parameters.child("display")
         self.quadrics.set_focus(d["neuron"] - 1 if d["layout"] == "one neuron enlarged" else None)
         self.curves.set_log_drift(d["log_drift"])
-        if self.mode == "training" and self._state is not None and "loss" in self._state:
-            self._draw(self._state, final=True)
+        state = self.model.state
+        if self.mode == "training" and state is not None and "loss" in state:
+            self._draw(state, final=True)
 
     def gl_views(self):
-        laid_out = self._context is not None and self._context.layout["axes"] is not None
+        laid_out = self.model.context is not None and self.model.context.layout["axes"] is not None
         return self.quadrics.views() if self.mode == "training" and laid_out else []
 
     def plot_widgets(self):
@@ -411,7 +362,7 @@ class TopologyWorkspace(Workspace):
         if self.mode == "fig5":
             return self.fig5.plot_widgets()
         plots = {"loss": self.curves.loss_plot, "invariant drift": self.curves.drift_plot}
-        if self._context is not None and not self._context.layout["exact"]:
+        if self.model.context is not None and not self.model.context.layout["exact"]:
             plots["reduced view"] = self.reduced
         if self.heatmaps.isVisibleTo(self) and self.heatmaps.line_widget.isVisibleTo(self):
             plots["learned function"] = self.heatmaps.line_widget
@@ -443,84 +394,37 @@ class TopologyWorkspace(Workspace):
 
     # ------------------------------------------------------------------ replay and sessions
     def timeline_length(self) -> int:
-        if self.mode == "training" and isinstance(self._result, Trajectory):
-            return len(self._result.step)
-        return 0
+        return self.model.timeline_length(self.mode)
 
     def trajectory(self) -> Trajectory | None:
         """The run the training view shows (finished or latest), for clips; else None."""
-        if self.mode == "training" and isinstance(self._result, Trajectory):
-            return self._result
-        return None
+        return self.model.trajectory(self.mode)
 
     def show_frame(self, index: int):
         """The run as it was at row ``index``, the frame the user scrubbed to (shown_frame)."""
         if not self.timeline_length():
             return
-        if self._pending_cameras is not None:  # a reopened session's run, not drawn yet: drawn at this frame
-            self._frame_wanted = index
+        if self.model.pending_cameras is not None:  # a reopened session's run, not drawn yet: drawn at this frame
+            self.model.frame_wanted = index
             return
-        if self._context is None:
+        if self.model.context is None:
             return
-        row = int(np.clip(index, 0, len(self._result.step) - 1))
-        self._draw(present_row(self._result, row, self._context, self._state), final=True)
-        self._frame_shown = (self._result, row)
+        model = self.model
+        row = int(np.clip(index, 0, len(model.result.step) - 1))
+        self._draw(present_row(model.result, row, model.context, model.state), final=True)
+        model.frame_row(index)
 
     @property
     def context(self) -> Context | None:
         """What the training views are laid out for (gui.present.topology.Context), or None."""
-        return self._context
+        return self.model.context
 
     def shown_frame(self) -> int | None:
-        full, index = self._frame_shown
-        return index if full is self._result else None  # a newer result is drawn whole
+        return self.model.shown_frame()
 
     def session_state(self) -> dict:
-        if self._result is None or isinstance(self._result, SweepProgress):
-            # a sweep cancelled part-way is no result to save: its finished cells stay in its
-            # folder for Run to resume (saving raised on the partial's missing settings)
-            return {}
-        if self.mode != "training":
-            return {"mode": self.mode, "result": self.page_of[self.mode].result_state(self._result)}
-        fields = {f.name: getattr(self._result, f.name) for f in dataclasses.fields(Trajectory)}
-        fields["sign_flips"] = np.asarray(fields["sign_flips"], dtype=np.int64).reshape(-1, 2)
-        # Not the panel: the session saves it beside the results and applies it checked, first.
-        state = {"mode": "training", "trajectory": {k: v for k, v in fields.items() if v is not None}}
-        if self.from_file and self._loaded is not None:  # the file may be gone when the talk reopens
-            n = self._loaded[0].network
-            state["loaded"] = {"report": self._loaded[0].report, "activation": n.activation, "slope": n.slope}
-            state["loaded"] |= {k: v for k, v in (("X", n.X), ("Y", n.Y)) if v is not None}
-        return state
-
-    def _saved_network(self, traj: Trajectory, saved: dict) -> LoadedNetwork:
-        """A session's loaded network, checked as a network file is: its weights are the
-        trajectory's first row, its data the session's."""
-        from engine.io.two_layer_file import TwoLayer, check_activation, check_data_width
-        from engine.topology.obstruction import training_net
-
-        first = lambda a: None if a is None else np.asarray(a[0], dtype=np.float64)  # noqa: E731
-        act = saved.get("activation")
-        act, slope = check_activation("the session", act, saved.get("slope") if act == "leaky_relu" else None)
-        X, Y = saved.get("X"), saved.get("Y")
-        if X is not None:
-            X, Y = check_data_width("the session's data", traj.W1.shape[2], traj.W2.shape[1], X, Y)
-        report = saved.get("report")
-        if not isinstance(report, dict) or not {"activation", "slope", "format", "d", "l", "e"} <= set(report):
-            raise EngineInputError("the session's loaded network has no report")
-        n = TwoLayer(
-            first(traj.W1),
-            first(traj.W2),
-            first(traj.b1),
-            first(traj.b2),
-            act,
-            slope,
-            X,
-            Y,
-            report.get("file", ""),
-            report["format"],
-        )
-        net, params = training_net(n)
-        return LoadedNetwork(n, report, net, params)
+        page = self.page_of.get(self.mode)
+        return self.model.session_state(self.mode, getattr(page, "result_state", None), self.from_file)
 
     def restore_session_state(self, state: dict):
         """Draw a session's result. Everything is checked here, before the tab changes; a run's
@@ -533,33 +437,27 @@ class TopologyWorkspace(Workspace):
         if mode != "training":
             page = self.page_of[mode]
             result = page.result_from_state(state.get("result", {}))
-            self._result = result
+            self.model.result = result
             page.show_result(result)
             return
-        try:
-            t = dict(state["trajectory"])
-            t["sign_flips"] = [tuple(int(x) for x in row) for row in np.asarray(t.get("sign_flips", []))]
-            t.setdefault("b1", None), t.setdefault("b2", None)
-            traj = Trajectory(**{k: t.get(k) for k in (f.name for f in dataclasses.fields(Trajectory))})
-        except (KeyError, TypeError, ValueError) as error:
-            raise EngineInputError(f"saved training state does not fit: {error}") from None
+        traj = self.model.saved_trajectory(state)
         loaded = None  # a network read from a file, and the panel's request it answers
         if self.from_file and "loaded" in state:
             try:
-                network = self._saved_network(traj, state["loaded"])
+                network = self.model.saved_network(traj, state["loaded"])
             except (KeyError, TypeError, ValueError, IndexError) as error:
                 raise EngineInputError(f"saved network does not fit: {error}") from None
             key = network_request(self.parameters).key if self.parameters["network", "file"] else None
             loaded = (network, key)
             context = partial(loaded_context, network, train_config(self.parameters))
         elif self.from_file:  # the file the panel names, read before: the views it laid out
-            laid_out = self._context
-            if laid_out is None or not _fits(traj, *(laid_out.layout[k] for k in ("d", "l", "e"))):
+            laid_out = self.model.context
+            if laid_out is None or not fits(traj, *(laid_out.layout[k] for k in ("d", "l", "e"))):
                 raise EngineInputError("saved trajectory does not match its network parameters")
             context = lambda: laid_out  # noqa: E731
         else:  # the panel's network: its data set is drawn again, not saved
             p = self.parameters
-            if not _fits(traj, p["network", "d"], p["network", "l"], p["network", "e"]):
+            if not fits(traj, p["network", "d"], p["network", "l"], p["network", "e"]):
                 raise EngineInputError("saved trajectory does not match its network parameters")
             first = [None if a is None else np.asarray(a[0], np.float64) for a in (traj.W1, traj.W2, traj.b1, traj.b2)]
             values = values_of(p)
@@ -567,30 +465,28 @@ class TopologyWorkspace(Workspace):
         self._clear()  # no preview: drawn here, from the session
         # Until it is drawn the run is the tab's result (saved again as it was opened, the
         # scrubber's timeline) and the session's cameras wait; no frame is posed without views.
-        self._result, self._context, self._pending_cameras = traj, None, []
+        self.model.restoring(traj)
         self.controller.submit(
             "setup", restored_job(traj, context), partial(self._restored, loaded), on_failure=self._not_restored
         )
 
     def _restored(self, loaded: tuple[LoadedNetwork, tuple | None] | None, presented: Presented):
-        cameras, self._pending_cameras = self._pending_cameras, None
-        wanted, self._frame_wanted = self._frame_wanted, None
-        if loaded is not None:
-            self._loaded, self._loaded_key = (loaded[0], presented.state["context"]), loaded[1]
+        cameras, wanted = self.model.restored(loaded, presented)
         self._show(presented, final=True)
         if wanted is not None:  # the scrubber moved meanwhile: drawn whole, the run hid its frame
             self.show_frame(wanted)
         super().restore_cameras(cameras or [])  # last: laying the views out framed them anew
 
     def _not_restored(self, text: str):
-        self._pending_cameras = self._frame_wanted = None
+        self.model.pending_cameras = self.model.frame_wanted = None
         self.invariants.show_nothing(f"Cannot draw the session: {text}")
 
     def session_cameras(self) -> list[dict]:
-        return super().session_cameras() if self._pending_cameras is None else list(self._pending_cameras)
+        pending = self.model.pending_cameras
+        return super().session_cameras() if pending is None else list(pending)
 
     def restore_cameras(self, cameras: list[dict]) -> None:
-        if self._pending_cameras is None:
+        if self.model.pending_cameras is None:
             super().restore_cameras(cameras)
         else:
-            self._pending_cameras = list(cameras)
+            self.model.pending_cameras = list(cameras)

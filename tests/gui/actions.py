@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import io
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,9 +50,10 @@ MINIMA_PRESETS = (
 )
 # The toolkit tab's presets run on the shipped networks/your-network.pt (File ▸ Load network's
 # kind of file: a state_dict with its data).
-TOOLKIT_PRESETS = ("toolkit-plane", "toolkit-pca", "toolkit-density")
-PRESETS = TOPOLOGY_PRESETS + MINIMA_PRESETS + TOOLKIT_PRESETS
-TABS = 3  # topology, minima, the landscape toolkit
+TOOLKIT_PRESETS = ("toolkit-plane", "toolkit-pca", "toolkit-density", "toolkit-extremes")
+RUN_PRESETS = ("edge-of-stability",)  # the training-run tab follows the demo run it records
+PRESETS = TOPOLOGY_PRESETS + MINIMA_PRESETS + TOOLKIT_PRESETS + RUN_PRESETS
+TABS = 4  # topology, minima, the landscape toolkit, the training run
 STEPS = 30  # training steps of a topology run; minima at infinity: GD steps
 
 # Like tests/gui/workspaces/test_minima_workspace.py's QUICK, plus one split per layer and few restarts.
@@ -61,6 +62,7 @@ MINIMA_QUICK = {
     "path": {"points": 7},
     "plane": {"points": 15},
 }
+RUN_QUICK = {"demo": {"steps": 60, "every": 20, "sharpness_every": 20}}  # edge-of-stability, shortened
 MINIMA_SMALL = {"construction": {"schedule": "1:1, 2:1", "restarts": 15}}  # the 2—1—1—1 presets
 # B11's path needs the last hidden layer ≥ N + 1 wide and the one before ≥ 3: N = 5 samples.
 PATH_SMALL = {"experiment": {"samples": 5}, "construction": {"schedule": "1:2, 2:5", "restarts": 15}}
@@ -203,8 +205,9 @@ def close_window(win, timeout_ms: int = 120000) -> bool:
 
 # ---------------------------------------------------------------------------- comparisons
 def same(a, b) -> bool:
-    """Deep equality of view data: dicts, lists, tuples, numpy arrays, numbers, strings."""
-    if isinstance(a, dict) and isinstance(b, dict):
+    """Deep equality of view data: dicts (and the stage states that read as them), lists, tuples,
+    numpy arrays, numbers, strings."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a, b = np.asarray(a), np.asarray(b)
@@ -223,7 +226,7 @@ def same(a, b) -> bool:
 def differences(a, b, path: str = "", most: int = 4) -> list[str]:
     """Where ``a`` and ``b`` differ (``same``'s deep equality), as "network/lam: 0.93 ≠ 2.0", down
     to the first level that is not a dict; at most ``most``."""
-    if isinstance(a, dict) and isinstance(b, dict):
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
         out = []
         for key in sorted(a.keys() | b.keys(), key=str):
             if key not in a or key not in b:
@@ -389,7 +392,8 @@ class Driver:
             small = MINIMA_SMALL if params["construction", "widths"].replace(" ", "") == "2,1,1,1" else {}
             apply_values(params, {**MINIMA_QUICK, **(PATH_SMALL if name == "nonattr-path" else small)})
         else:
-            apply_values(params, TOOLKIT_QUICK if key == "landscape" else TOPOLOGY_QUICK)
+            quick = {"landscape": TOOLKIT_QUICK, "run": RUN_QUICK}.get(key, TOPOLOGY_QUICK)
+            apply_values(params, quick)
         self.forget_reopened(key)  # the preset cleared the tab: it draws its own run, not a session
         if key == "landscape":
             self.loading = None  # the preset wrote the network fields: its values stay
@@ -448,13 +452,13 @@ class Driver:
             lo, hi = SLIDER_RANGE
             box.set_value(lo + fraction * (hi - lo))  # the label and controller.lam, as a drag sets them
             lam = box.value()  # on the slider's grid
-            ws._on_lambda_moved(lam)
+            ws.move_lambda(lam)
             if hold_ms:
                 wait(hold_ms)
-            ws._on_lambda_released(lam)
+            ws.release_lambda(lam)
         else:  # a disabled slider cannot be dragged; the handlers must ignore a stray call
-            ws._on_lambda_moved(0.5)
-            ws._on_lambda_released(0.5)
+            ws.move_lambda(0.5)
+            ws.release_lambda(0.5)
         self.settle()
 
     @action
@@ -851,21 +855,21 @@ class Driver:
         from engine.topology.training import Trajectory
 
         ws = self.topology
-        if ws.mode != "training" or not isinstance(ws._result, Trajectory) or ws.pacer.pending:
+        if ws.mode != "training" or not isinstance(ws.model.result, Trajectory) or ws.pacer.pending:
             return
         # A reopened session's run is drawn by a job on the setup lane: until then nothing is
         # (the soak, loaded: "0 points drawn, the run has 31" right after a session was opened).
         if not self._quiet("main", "setup") or self.outcome.get("topology") != "succeeded":
             return
         result, row = self.scrubbed
-        rows = row + 1 if result is ws._result else len(ws._result.step)  # the frame scrubbed to
+        rows = row + 1 if result is ws.model.result else len(ws.model.result.step)  # the frame scrubbed to
         curve = ws.curves.loss_curve
-        drawn, loss = curve.yData, ws._result.loss[:rows]
+        drawn, loss = curve.yData, ws.model.result.loss[:rows]
         assert drawn is not None and same(drawn, loss), (
             f"loss curve is not the run's loss: {0 if drawn is None else len(drawn)} points drawn, "
             f"the run has {len(loss)}; drawn[-3:] {None if drawn is None else drawn[-3:]}, run {loss[-3:]}"
         )
-        assert same(curve.xData, ws._result.step[:rows]), "loss curve's steps are not the run's"
+        assert same(curve.xData, ws.model.result.step[:rows]), "loss curve's steps are not the run's"
         dock = self.window.replay_dock
         if self.window.workspace is ws and dock.length > 1:
             assert dock.slider.value() == rows - 1, (
@@ -880,7 +884,7 @@ class Driver:
         from .drawn import assert_cells_centred, plotted
 
         ws = self.topology
-        result = ws._result
+        result = ws.model.result
         if ws.mode != "fig4" or not isinstance(result, (SweepProgress, SweepResult)) or not self._quiet("main"):
             return
         if self.outcome.get("topology") not in ("succeeded", "cancelled"):

@@ -19,12 +19,12 @@ def test_saving_a_session_after_a_cancelled_sweep(window, qtbot, tmp_path):
     }.items():
         ws.parameters["fig4", name] = value
     window.run()
-    partial = lambda: ws._result is not None and int(np.isfinite(ws._result.mean).sum()) > 0
+    partial = lambda: ws.model.result is not None and int(np.isfinite(ws.model.result.mean).sum()) > 0
     qtbot.waitUntil(partial, timeout=180000)
     window.cancel()
     wait_until_idle(qtbot, window, 120000)
     assert window.last_outcome == "cancelled"
-    assert not hasattr(ws._result, "settings")  # a partial is shown
+    assert not hasattr(ws.model.result, "settings")  # a partial is shown
     path = tmp_path / "cancelled.lens"
     window.save_session(str(path))
     assert "could not save" not in window.message_bar.text, window.message_bar.text

@@ -44,7 +44,7 @@ def test_3d_view_pixels_are_where_the_run_projects(window, qtbot):
     window.load_preset("fig3-free", steps=40)
     wait_until_idle(qtbot, window)
     ws = window.workspace
-    traj, view = ws._result, ws.gl_views()[0]
+    traj, view = ws.model.result, ws.gl_views()[0]
     points = neuron_points(traj, view.neuron)
     side = 400
     pixels = render_square(view, side)

@@ -65,9 +65,9 @@ def test_the_tab_computes_no_stage_on_the_gui_thread(window, qtbot, monkeypatch,
     ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1, 2:1"}})
     assert ws.figure is not None and "slices_saddle" in ws.shown
     ws.inspector.lam.set_value(3.0)
-    ws._on_lambda_moved(3.0)
+    ws.move_lambda(3.0)
     qtbot.waitUntil(lambda: "preview at λ = 3" in ws.shown["slices_saddle"]["title"], timeout=60000)
-    ws._on_lambda_released(3.0)
+    ws.release_lambda(3.0)
     wait_until_idle(qtbot, window, 120000)
     assert "λ = 3" in ws.shown["slices_saddle"]["title"] and "preview" not in ws.shown["slices_saddle"]["title"]
     assert abs(ws.shown["probe"]["lam"] - 3.0) < 1e-9
@@ -81,7 +81,9 @@ def test_the_tab_computes_no_stage_on_the_gui_thread(window, qtbot, monkeypatch,
     qtbot.waitUntil(lambda: view.counts is not before and not ws.controller.lane_busy("raster"), timeout=10000)
     (x0, x1), (y0, y1) = view.getViewBox().viewRange()
     box = view.getViewBox()
-    want = count_curves(view._t, view._losses, (x0, x1), (y0, y1), round(box.width()), round(box.height()))
+    drawn = ws.shown["slices_saddle"]  # the curves the view shows: the model's state, not the view's
+    t, losses = np.asarray(drawn["t"], float), np.asarray(drawn["losses"], float)
+    want = count_curves(t, losses, (x0, x1), (y0, y1), round(box.width()), round(box.height()))
     np.testing.assert_array_equal(view.counts, want)
     np.testing.assert_array_equal(view.density.image, curve_density.density_indices(want))
     # drawn equals the result's own stages, computed here from the result (on a thread of the

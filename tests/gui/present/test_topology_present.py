@@ -10,6 +10,7 @@ import pytest
 
 import gui.present.quadric_meshes as meshes_module
 import gui.present.topology as present_module
+import gui.present.topology_curves as curves_module
 from engine.core.progress import run_to_completion
 from engine.topology import invariants
 from gui.panels.topology_parameters import PARAMETERS
@@ -161,8 +162,9 @@ def test_applying_states_computes_nothing_on_the_gui_thread(window, qtbot, monke
     """Run presets with every engine function the presenter calls refusing the GUI thread."""
     qtbot.wait(100)  # the window's first preview (a reset, on this thread) has been drawn
     on_gui = []
-    names = ("reduced_coordinates", "forward", "training_setup", "train")  # training_setup: as training_job calls it
+    names = ("reduced_coordinates", "training_setup", "train")  # training_setup: as training_job calls it
     record_gui_thread_calls(monkeypatch, present_module, names, on_gui)
+    record_gui_thread_calls(monkeypatch, curves_module, ("forward",), on_gui)  # the learned function's
     record_gui_thread_calls(monkeypatch, meshes_module, ("quadric_sheets", "hyperbola"), on_gui)
     names = ("sign_flip_events", "component_label", "c_of", "poincare", "beta0")
     record_gui_thread_calls(monkeypatch, invariants, names, on_gui)

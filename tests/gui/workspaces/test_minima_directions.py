@@ -94,7 +94,7 @@ def test_each_scaling_draws_its_envelopes_and_plane(window, qtbot, scaling):
     from engine.minima.pipeline import PREVIEW_POINTS
 
     lam = 0.8
-    ws._on_lambda_moved(lam)
+    ws.move_lambda(lam)
     qtbot.waitUntil(lambda: "preview at λ = 0.8" in ws.shown["slices_saddle"].get("title", ""), timeout=60000)
     wait_until_idle(qtbot, window, timeout_ms=60000)
     theta = set_split_lambda(c.arch, c.params, c.splits[-1], lam)

@@ -62,7 +62,7 @@ def test_shallow_preset_draws_and_lambda_flips_verdict(window, qtbot):
     box = ws.inspector.lam
     for lam, kind in ((1.5, "minim"), (0.5, "saddle")):
         box.set_value(lam)
-        ws._on_lambda_moved(lam)
+        ws.move_lambda(lam)
         qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe") and kind in box.verdict, timeout=60000)
         # The spectrum beside the λ box is the probe's, at θ(λ): its negative count is that of the
         # Hessian recomputed here from the slider's λ.
@@ -141,12 +141,12 @@ def test_dragging_lambda_previews_c_and_the_plane_then_refines_on_release(window
     title = lambda: ws.slice_saddle.getPlotItem().titleLabel.text
     plane_before = ws.shown["plane"]["loss"]
     ws.inspector.lam.set_value(3.0)
-    ws._on_lambda_moved(3.0)
+    ws.move_lambda(3.0)
     qtbot.waitUntil(lambda: "preview at λ = 3" in title(), timeout=60000)
     assert ws.slice_saddle.n_curves == 300  # every direction, on the coarse grid
     assert len(ws.shown["slices_saddle"]["t"]) < len(ws.shown["slices_min"]["t"])
     assert not np.array_equal(ws.shown["plane"]["loss"], plane_before)  # the plane moved with λ
-    ws._on_lambda_released(3.0)
+    ws.release_lambda(3.0)
     wait_until_idle(qtbot, window, 60000)
     assert "preview" not in title() and "λ = 3" in title()
     assert len(ws.shown["slices_saddle"]["t"]) == len(ws.shown["slices_min"]["t"])
@@ -183,13 +183,13 @@ def test_a_job_slow_to_yield_never_draws_over_reset_or_a_restored_session(window
 
 
 def test_run_after_a_superseded_reslice_builds(window, qtbot, fig3, monkeypatch):
-    import gui.workspaces.minima as minima
+    import gui.models.minima as minima  # the model makes the re-slice's job
 
     ws = fig3
     old = ws.figure
     release, calls = threading.Event(), []
     monkeypatch.setattr(minima, "reslice_job", lambda *args, **kwargs: blocking_job(release, old, calls))
-    ws._on_lambda_released(0.5)
+    ws.release_lambda(0.5)
     qtbot.waitUntil(lambda: calls == [1], timeout=10000)
     window.cancel()  # the re-slice is blocked in its work: the cancel cannot land yet
     window.run()  # ... and Run must build, not resume or re-slice
@@ -239,11 +239,11 @@ def test_presets_and_reproduce_run_the_same_job_settings(window):
 
     ws = window.workspaces["minima"]
     window.load_preset("nonattr-fig3", run=False)
-    assert ws._settings() == deep_settings(quick=False, seed=16)  # `reproduce nonattr-deep --seed 16`
+    assert ws.settings() == deep_settings(quick=False, seed=16)  # `reproduce nonattr-deep --seed 16`
     window.load_preset("nonattr-fig3-flat", run=False)
-    assert ws._settings() == deep_settings(quick=False, seed=0, lam=0.5)
+    assert ws.settings() == deep_settings(quick=False, seed=0, lam=0.5)
     window.load_preset("nonattr-path", run=False)
-    built = ws._settings()
+    built = ws.settings()
     # B11 uses the construction only: slices, path and plane settings play no part in it.
     assert replace(built, slices=None, path=None, plane=None, descent=None, saddle_lam=0) == replace(
         Figure3Settings(seed=0), slices=None, path=None, plane=None, descent=None, saddle_lam=0
@@ -267,7 +267,7 @@ def test_exported_construction_reloads_with_its_splits_and_slider(window, qtbot,
     assert box.slider.isEnabled() and box.exact == lam and "non-attracting" in box.verdict
     assert f"λ = {lam:.3g}" in ws.shown["spectrum"]["caption"]
     box.set_value(2.0)
-    ws._on_lambda_moved(2.0)
+    ws.move_lambda(2.0)
     qtbot.waitUntil(lambda: not ws.controller.lane_busy("probe") and "saddle" in box.verdict, timeout=60000)
     save_screenshot(window, "minima-reloaded")
 
@@ -463,7 +463,7 @@ def test_a_drag_preview_of_a_figure_replaced_meanwhile_is_dropped(window, qtbot,
     construction has no split whose λ could be moved")."""
     import threading
 
-    from gui.workspaces import minima as module
+    from gui.models import minima as module  # the model makes the jobs
 
     ws = open_quick(window, qtbot, "nonattr-fig3", {"construction": {"schedule": "1:1"}})  # undone: no split
     undone = threading.Event()
@@ -476,9 +476,9 @@ def test_a_drag_preview_of_a_figure_replaced_meanwhile_is_dropped(window, qtbot,
     monkeypatch.setattr(module, "presented_preview", held)
     window.controller.run_finished.connect(undone.set)
     before, probes = ws.figure, []
-    monkeypatch.setattr(ws, "_probe", lambda lam: probes.append(lam))
+    monkeypatch.setattr(ws.model, "probe_request", lambda lam: probes.append(lam))
     ws.undo_split()
-    ws._on_lambda_moved(3.0)
+    ws.move_lambda(3.0)
     wait_until_idle(qtbot, window, 120000)
     assert undone.is_set() and ws.figure is not before
     assert len(ws.figure.construction.splits) == len(before.construction.splits) - 1
@@ -494,12 +494,12 @@ def test_a_reset_that_drops_a_releases_reslice_takes_the_drags_previews_back(win
     starts (the window may be closing)."""
     import threading
 
-    from gui.workspaces import minima as module
+    from gui.models import minima as module  # the model makes the jobs
 
     ws = open_quick(window, qtbot, "nonattr-fig3")
     figure, drawn, shown_lam = ws.figure, dict(ws.shown), ws.inspector.lam.exact
-    lam = figure.construction.splits[ws._split].lam
-    ws._on_lambda_moved(lam + 0.5)
+    lam = figure.construction.splits[ws.model.split].lam
+    ws.move_lambda(lam + 0.5)
     wait_until_idle(qtbot, window, 120000)
     assert "preview" in ws.shown["slices_saddle"]["title"] and ws.shown["slices_saddle"] is not drawn["slices_saddle"]
     held, real = threading.Event(), module.reslice_job
@@ -509,7 +509,7 @@ def test_a_reset_that_drops_a_releases_reslice_takes_the_drags_previews_back(win
         return (yield from real(*args, **kwargs))
 
     monkeypatch.setattr(module, "reslice_job", reslice)
-    ws._on_lambda_released(lam + 0.5)
+    ws.release_lambda(lam + 0.5)
     assert window.controller.run_active
     window.show_workspace("topology")
     submitted, submit = [], window.controller.submit

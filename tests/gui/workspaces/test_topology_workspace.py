@@ -41,7 +41,7 @@ def test_training_preset_runs_and_draws_3d(window, qtbot, preset):
     assert not window.message_bar.text, window.message_bar.text
     wait_until_idle(qtbot, window)
     ws = topology(window)
-    traj = ws._result
+    traj = ws.model.result
     assert ws.timeline_length() == len(traj.step) > 1
     assert len(traj.step) <= MAX_SHOWN_POINTS  # every row is drawn, none decimated away
     # Each neuron's 3D view draws its (w₁, w₂, v) at every recorded row, read here from the
@@ -62,7 +62,7 @@ def test_the_biases_preset_moves_on_its_projections(window, qtbot):
     window.load_preset("biases")
     wait_until_idle(qtbot, window)
     ws = topology(window)
-    traj = ws._result
+    traj = ws.model.result
     for k, cell in enumerate(ws.quadrics.cells[: traj.W1.shape[1]]):
         np.testing.assert_allclose(cell.view.trajectory.pos, neuron_points(traj, k), rtol=1e-6, atol=1e-7)
         span = np.ptp(neuron_points(traj, k), axis=0).max()
@@ -76,7 +76,7 @@ def test_d1_preset_shows_the_exact_plane(window, qtbot):
     ws = topology(window)
     # θ_k = (w, v) is a plane: the exact 2-D view replaces the 3D one.
     assert ws.reduced.isVisible() and ws.gl_views() == []
-    traj = ws._result
+    traj = ws.model.result
     w, v = traj.W1[:, :, 0], traj.W2[:, 0, :]  # (T, l): the run's signed weights
     assert len(w) <= MAX_SHOWN_POINTS
     for k, line in enumerate(ws.reduced.trajectories):
@@ -128,7 +128,7 @@ def test_a_live_run_lays_nothing_out_until_it_ends(window, qtbot, monkeypatch):
     window.load_preset("fig3-free", run=False)
     ws = topology(window)
     wait_until_idle(qtbot, window)
-    preview = ws._context.layout["preview"]
+    preview = ws.context.layout["preview"]
     assert [c.caption.text() for c in ws.quadrics.cells[:2]] == [q["caption"] for q in preview["quadrics"]]
     assert "moved" not in ws.invariants.label.text()  # the room is held, its text not shown
     views = [ws.invariants, ws.curves.loss_plot, ws.curves.drift_plot, *(c.view for c in ws.quadrics.cells[:2])]
@@ -157,7 +157,7 @@ def test_the_learned_map_frames_the_data_s_box_before_a_run(window, qtbot):
     window.load_preset("fig3-free", run=False)
     wait_until_idle(qtbot, window)
     ws = topology(window)
-    (lo_x, lo_y), (hi_x, hi_y) = ws._context.layout["data"]["box"]
+    (lo_x, lo_y), (hi_x, hi_y) = ws.context.layout["data"]["box"]
     for widget in (ws.heatmaps.target_widget, ws.heatmaps.learned_widget):
         (x0, x1), (y0, y1) = widget.getPlotItem().getViewBox().viewRange()
         assert x0 <= lo_x and hi_x <= x1 and x1 - x0 < 3 * (hi_x - lo_x), (x0, x1)
@@ -168,7 +168,7 @@ def test_invariants_panel_shows_the_engine_numbers(window, qtbot):
     window.load_preset("fig3-obstructed", steps=5)
     wait_until_idle(qtbot, window)
     ws = topology(window)
-    traj = ws._result
+    traj = ws.model.result
     shown = ws.invariants.shown
     c = traj.c[-1]
     assert np.allclose(shown["c"], c)
@@ -265,7 +265,7 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot, tmp_path):
     wait_until_idle(qtbot, window)
     assert not window.message_bar.text, window.message_bar.text
     assert "done" in ws.fig4.caption.text()
-    assert_fig4_draws(ws.fig4, ws._result)
+    assert_fig4_draws(ws.fig4, ws.model.result)
     save_screenshot(window, "topology_fig4-breast-cancer")
     assert_session_round_trip(ws, tmp_path / "fig4.lens", ws.fig4)
     window.load_preset("fig5-probability", run=False)
@@ -274,7 +274,7 @@ def test_fig4_and_fig5_presets_fill_their_plots(window, qtbot, tmp_path):
     ws.parameters["fig5", "mc_samples"] = 200
     window.run()
     wait_until_idle(qtbot, window)
-    assert_fig5_draws(ws.fig5, ws._result)
+    assert_fig5_draws(ws.fig5, ws.model.result)
     heat = ws.fig5.maps["kaiming_normal"]
     assert "closed form" in heat.describe(0, 0)
     save_screenshot(window, "topology_fig5-probability")
@@ -359,6 +359,7 @@ SELECTORS = {
     "fig5": (),
     "minima": (("experiment", "kind"),),
     "landscape": (("mode",), ("network", "source")),
+    "run": (("source",),),
 }
 
 
@@ -392,8 +393,8 @@ def test_a_preset_that_waits_for_run_is_laid_out_off_the_gui_thread(window, qtbo
     ws = topology(window)
     for preset, d in (("fig3-free-d3", 3), ("fig3-free", 2)):
         window.load_preset(preset, run=False)
-        qtbot.waitUntil(lambda d=d: ws._context is not None and ws._context.layout["d"] == d, timeout=20000)
-        assert ws._context.net.d == ws.parameters["network", "d"] == d
+        qtbot.waitUntil(lambda d=d: ws.context is not None and ws.context.layout["d"] == d, timeout=20000)
+        assert ws.context.net.d == ws.parameters["network", "d"] == d
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=20000)
     assert on_gui == []
     assert ws.invariants.label.text().strip(), "the panel shows nothing before the run"
@@ -467,7 +468,7 @@ def test_a_reopened_run_is_laid_out_and_presented_off_the_gui_thread(window, qtb
     assert session.load_session(window, path), window.message_bar.text
     wait_until_idle(qtbot, window)
     assert on_gui == []
-    assert ws._context is not None and ws._context.layout["d"] == 2
+    assert ws.context is not None and ws.context.layout["d"] == 2
     saved = read_session(path)["workspaces"]["topology"]["results"]["trajectory"]
     np.testing.assert_array_equal(ws.trajectory().W1, saved["W1"])
     again = drawn()
@@ -543,7 +544,7 @@ def test_a_frame_scrubbed_to_while_a_session_is_drawn_is_the_frame_shown(window,
     monkeypatch.setattr(module, "restored_job", held)
     window.open_session(path)
     dock = window.replay_dock
-    assert dock.length == 31 and ws._pending_cameras is not None, "the session's run was drawn already"
+    assert dock.length == 31 and ws.model.pending_cameras is not None, "the session's run was drawn already"
     dock.seek(23)
     release.set()
     wait_until_idle(qtbot, window)
