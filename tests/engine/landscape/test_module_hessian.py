@@ -167,7 +167,7 @@ def test_products_on_the_kept_graph_are_the_dense_hessians_and_the_recomputed_on
     net, H, _, _ = case
     loss = ModuleLoss(net, "cross-entropy", batch_size=batch_size)
     V = torch.as_tensor(np.random.default_rng(4).standard_normal((5, loss.n_params)))
-    calls, hook = _forwards(net.module)
+    calls, hook = _forwards(loss.evaluated)  # the module as evaluated (its folded graph here)
     try:
         kept = module_hvp(loss)
         assert kept.retained and len(calls) == -(-N // batch_size)  # one forward per chunk, once
