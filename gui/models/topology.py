@@ -58,6 +58,12 @@ class TopologyModel:
         self.context, self.state = context, None
         self.preview_shown = True
 
+    def layers_shown(self) -> None:
+        """A network that is not two-layer is shown (its layers' c): no run, no layout, no two-layer file."""
+        self.clear()
+        self.context = self.loaded = self.loaded_key = None
+        self.preview_shown = self.starting = False  # the job that read it has ended: a Reset previews again
+
     def drawn(self, state: dict) -> None:
         """``state`` (a run's view state) is on screen."""
         self.preview_shown = False

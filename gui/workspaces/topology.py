@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QSplitter, QStackedWidget, QVBoxLayout
 from engine.core.errors import EngineInputError
 from engine.core.process_jobs import in_worker_process, prestart
 from engine.core.progress import run_to_completion
-from engine.topology.obstruction import LoadedNetwork, load_two_layer_job
+from engine.topology.obstruction import LoadedNetwork
 from engine.topology.training import Trajectory
 from engine.topology.two_layer import TwoLayerParams
 
@@ -32,11 +32,10 @@ from ..panels.topology_parameters import (
 )
 from ..parameter_values import apply_all
 from ..present import Presented
+from ..present.layer_invariants import LayersShown, continued_or_layers_job, network_file_job
 from ..present.topology import (
     Context,
-    continued_training_job,
     loaded_context,
-    network_job,
     present_row,
     preview_job,
     restored_job,
@@ -48,6 +47,7 @@ from ..rendering.plot_style import set_plot_fonts
 from ..views.fig4_view import Fig4View
 from ..views.fig5_view import Fig5View
 from ..views.function_heatmaps import FunctionHeatmaps
+from ..views.layer_invariants_view import LayerInvariantsView
 from ..views.neuron_quadrics import NeuronQuadrics
 from ..views.reduced_view import ReducedView
 from ..views.training_curves import TrainingCurves
@@ -72,6 +72,7 @@ class TopologyWorkspace(Workspace):
         self.heatmaps = FunctionHeatmaps()
         self.fig4 = Fig4View()
         self.fig5 = Fig5View()
+        self.layers = LayerInvariantsView()  # a network that is not two-layer (gui.present.layer_invariants)
 
         self.neuron_area = QSplitter(Qt.Orientation.Vertical)
         self.neuron_area.addWidget(self.reduced)
@@ -87,7 +88,7 @@ class TopologyWorkspace(Workspace):
         training.setSizes([820, 520])
         self.pages = QStackedWidget()
         self.page_of = {"training": training, "fig4": self.fig4, "fig5": self.fig5}
-        for page in self.page_of.values():
+        for page in (*self.page_of.values(), self.layers):
             self.pages.addWidget(page)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -141,7 +142,7 @@ class TopologyWorkspace(Workspace):
             self.model.loaded_key = r.key
             self._expect_job()
             request = (r.path, r.activation, r.slope, r.data, r.config, r.data_source, MAX_LOADED_NEURONS)
-            return in_worker_process(continued_training_job, *request)
+            return in_worker_process(continued_or_layers_job, *request)
         values = values_of(self.parameters)
         check_request(values)  # refused now what can be without loading data; a data file's shape in the job
         self._expect_job()
@@ -167,8 +168,8 @@ class TopologyWorkspace(Workspace):
             self._error(str(error))
             return False
         self.model.loaded_key = r.key
-        job = load_two_layer_job(r.path, r.activation, r.slope, r.data, r.data_source, MAX_LOADED_NEURONS)
-        self._start(network_job(job, r.config))
+        request = (r.path, r.activation, r.slope, r.data, r.config, r.data_source, MAX_LOADED_NEURONS)
+        self._start(network_file_job(*request))
         return True
 
     accepts_networks = True  # File ▸ Load network on this tab loads here
@@ -205,6 +206,7 @@ class TopologyWorkspace(Workspace):
         self.model.clear()
         self.pacer.clear()  # a live update still waiting would draw the old run again
         self._stop_preview()
+        self.pages.setCurrentWidget(self.page_of[self.mode])  # off the layers view, if shown
         if self.mode != "training":
             self.page_of[self.mode].reset()
             return False
@@ -294,6 +296,9 @@ class TopologyWorkspace(Workspace):
         return bool(self.pacer.pending)
 
     def _show(self, result, final: bool, drain: bool = False):
+        if isinstance(result, LayersShown):  # a network that is not two-layer: shown at its weights, no run
+            self.model.layers_shown(), self.layers.show_layers(result.rows, result.caption)
+            return self.pages.setCurrentWidget(self.layers)
         if not isinstance(result, Presented):  # the Fig. 4 and Fig. 5 pages draw their own
             self.model.result = result
             if final:
@@ -361,6 +366,8 @@ class TopologyWorkspace(Workspace):
             return self.fig4.plot_widgets()
         if self.mode == "fig5":
             return self.fig5.plot_widgets()
+        if self.pages.currentWidget() is self.layers:
+            return {"layer invariants": self.layers.plot}
         plots = {"loss": self.curves.loss_plot, "invariant drift": self.curves.drift_plot}
         if self.model.context is not None and not self.model.context.layout["exact"]:
             plots["reduced view"] = self.reduced
@@ -390,6 +397,7 @@ class TopologyWorkspace(Workspace):
         self.heatmaps.set_presentation(on)
         self.fig4.set_presentation(on)
         self.fig5.set_presentation(on)
+        self.layers.set_presentation(on)
         self.invariants.set_presentation(on)
 
     # ------------------------------------------------------------------ replay and sessions

@@ -131,10 +131,10 @@ def test_a_closed_windows_parameter_trees_leave_no_wrapper_of_their_root_item(qa
 
     win = MainWindow()
     roots = [QTreeWidget.invisibleRootItem(tree) for tree in win.parameter_trees.values()]
-    assert len(roots) == 3 and all(isValid(root) for root in roots)
+    assert len(roots) == 4 and all(isValid(root) for root in roots)  # one a tab, the training run's too
     win.close()
     _delete(win)
-    assert not any(isValid(root) for root in roots)  # without forget_root_item: all three
+    assert not any(isValid(root) for root in roots)  # without forget_root_item: all four
 
 
 def _connections() -> int:
