@@ -96,6 +96,11 @@ FIELD_EDITS = {
         (("plane", "directions"), ("layer", "filter")),
         (("plane", "points"), (7, 11)),
     ),
+    "run": (  # the edge-of-stability demo, kept short
+        (("demo", "steps"), (40, 60)),
+        (("demo", "lr"), (0.1, 0.05)),
+        (("demo", "sharpness_every"), (20, 40)),
+    ),
 }
 REFUSED_EDIT_MESSAGES = ("target c_k: 'abc' is not a comma-separated list of numbers",)
 WINDOW_SIZES = ((1600, 960), (1280, 800), (1920, 1200), (1100, 760))
