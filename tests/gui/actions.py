@@ -640,7 +640,7 @@ class Driver:
             index = int(round(fraction * (dock.length - 1)))
             dock.seek(index)
             if self.window.workspace is self.topology:
-                self.scrubbed = (self.topology._result, index)
+                self.scrubbed = (self.topology.model.result, index)
         self.settle()
 
     @action
