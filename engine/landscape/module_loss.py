@@ -47,7 +47,6 @@ from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
 from engine.core.validation import integer
 from engine.landscape.compute import DTYPES, check_device
-from engine.landscape.eval_batch_norm import has_batch_norm
 from engine.landscape.evaluation import forward_context, forward_failure
 
 # Samples per chunk when none is asked for. On a CIFAR-shaped ResNet-20 in float64 a gradient
@@ -118,6 +117,8 @@ class ModuleLoss:
         # traces the module with torch.fx, which swaps nn.Module.__call__ for the whole process
         # while it runs: never from a thread beside a training loop (fold=False), and only where
         # there is batch norm to fold.
+        from engine.landscape.eval_batch_norm import has_batch_norm  # defines a torch class: not at import
+
         if fold and has_batch_norm(self.module):
             from engine.landscape.fast_forward import folded
 

@@ -129,8 +129,8 @@ CLIP_MESSAGES = (
 )
 EXPORT_MESSAGES = ("Exported ",)
 # Run or Step on the toolkit tab with the minima tab's network (its default source) before there
-# is one: allowed from the start
-TOOLKIT_MESSAGES = ("build or load a network in the minima tab first",)
+# is one, or on the Training run tab before a folder is chosen: allowed from the start
+TOOLKIT_MESSAGES = ("build or load a network in the minima tab first", "choose a run folder: File ▸ Open run…")
 SPLIT_MESSAGES = (
     "build or load a network first",
     "build or load a network before splitting a neuron",
