@@ -297,3 +297,38 @@ def save_two_layer(path, net: TwoLayer, X=None, Y=None) -> Path:
             arrays[key] = np.asarray(a, dtype=np.float64)
     np.savez(path, **arrays)
     return Path(path)
+
+
+# ------------------------------------------------------------------ by structure: two layers or more
+# the activations a two-layer graph may have between its Linear layers (the reader above refuses
+# the non-homogeneous ones, saying why)
+TWO_LAYER_ACTIVATIONS = frozenset({"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "elu", "silu", "softplus"})
+
+
+def is_two_layer_graph(graph) -> bool:
+    """Whether an exported torch.fx graph is exactly linear → one activation → linear, each reading
+    the last: what the two-layer reader takes; any other graph is a network of any depth."""
+    import operator
+
+    ops = [
+        n
+        for n in graph.nodes
+        if n.op == "call_function" and n.target is not operator.getitem and not str(n.target).startswith("aten.sym_")
+    ]
+    names = [str(n.target).split(".")[1] if str(n.target).startswith("aten.") else "" for n in ops]
+    if len(ops) != 3 or names[0] != "linear" or names[2] != "linear":
+        return False
+    return names[1].rstrip("_") in TWO_LAYER_ACTIVATIONS and ops[1].args[0] is ops[0] and ops[2].args[0] is ops[1]
+
+
+def holds_deeper_mlp(path) -> bool:
+    """Whether the app's .npz at ``path`` holds a third weight matrix (W3, …); False when it cannot
+    be read (the two-layer reader then says why)."""
+    import re
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            names = list(getattr(z, "files", []))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return False
+    return any((m := re.fullmatch(r"W(\d+)", name)) and int(m.group(1)) >= 3 for name in names)

@@ -13,8 +13,6 @@ it again), and the caption says so.
 from __future__ import annotations
 
 import html
-import operator
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,13 +20,12 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.progress import Job, Progress
+from engine.io.two_layer_file import holds_deeper_mlp, is_two_layer_graph
 from engine.topology.obstruction import load_two_layer_job
 
 from .topology import continued_training_job, network_job
 
 BAND = (10, 90)  # percentiles of a layer's c drawn as its band
-# the activations of paper A's two-layer graph (the two-layer reader refuses the non-homogeneous ones, saying why)
-TWO_LAYER_ACTIVATIONS = frozenset({"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "elu", "silu", "softplus"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,30 +41,6 @@ class LayersShown:
     def message(self) -> str:
         locked = sum(len(r["locked"]) for r in self.rows)
         return f"read {Path(self.path).name}: {len(self.rows)} hidden layer(s), {locked} locked unit(s)"
-
-
-def _two_layer_graph(graph) -> bool:
-    """Whether an exported graph is exactly linear → one activation → linear, each reading the last."""
-    ops = [
-        n
-        for n in graph.nodes
-        if n.op == "call_function" and n.target is not operator.getitem and not str(n.target).startswith("aten.sym_")
-    ]
-    names = [str(n.target).split(".")[1] if str(n.target).startswith("aten.") else "" for n in ops]
-    if len(ops) != 3 or names[0] != "linear" or names[2] != "linear":
-        return False
-    return names[1].rstrip("_") in TWO_LAYER_ACTIVATIONS and ops[1].args[0] is ops[0] and ops[2].args[0] is ops[1]
-
-
-def _deep_npz(path: Path) -> bool:
-    """Whether the app's .npz holds a third weight matrix (W3, ...); False when unreadable (the
-    two-layer reader then says why)."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            names = list(getattr(z, "files", []))
-    except (OSError, ValueError, EOFError):
-        return False
-    return any((m := re.fullmatch(r"W(\d+)", name)) and int(m.group(1)) >= 3 for name in names)
 
 
 def _mlp_module(path: Path):
@@ -97,13 +70,13 @@ def any_network(path) -> object | None:
     .npz), or None: the two-layer reader takes the file (and refuses it with its own reason)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".npz" and path.is_file() and _deep_npz(path):
+    if suffix == ".npz" and path.is_file() and holds_deeper_mlp(path):
         return _mlp_module(path)
     if suffix == ".pt2" and path.is_file():
         from engine.io.pt2_program import read_exported_module
 
         graph = read_exported_module(path).module
-        return None if _two_layer_graph(graph.graph) else graph
+        return None if is_two_layer_graph(graph.graph) else graph
     return None
 
 

@@ -24,7 +24,6 @@ own reset_parameters() (an exported graph has none: give its state_dict with --m
 from __future__ import annotations
 
 import json
-import operator
 from pathlib import Path
 
 from ..arguments import float_in, int_in
@@ -35,8 +34,6 @@ OPTIMIZERS = ("gd", "flow", "adam")
 MAX_STEPS = 10**6
 MAX_RECORDED_ROWS = 2000  # --train records at most about this many rows of the trajectory
 MAX_DRAWS = 10_000
-# the activations the two-layer reader names (it refuses the non-homogeneous ones with a reason)
-TWO_LAYER_ACTIVATIONS = frozenset({"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "elu", "silu", "softplus"})
 TWO_LAYER_ONLY = (("data", "--data"), ("train", "--train"), ("activation", "--activation"), ("slope", "--slope"))
 
 
@@ -110,42 +107,16 @@ def _is_two_layer(path: Path, model_spec: str | None) -> tuple[bool, object]:
         if suffix in (".pt2", ".npz"):
             raise _error(f"{path}: a {suffix} file holds its own network; --model is for a state_dict (.pt/.pth)")
         return False, None
+    from engine.io.two_layer_file import holds_deeper_mlp, is_two_layer_graph
+
     if suffix == ".npz" and path.is_file():
-        return not _deep_npz(path), None
+        return not holds_deeper_mlp(path), None
     if suffix == ".pt2" and path.is_file():
         from engine.io.pt2_program import read_exported_module
 
         graph = read_exported_module(path).module
-        return _two_layer_graph(graph.graph), graph
+        return is_two_layer_graph(graph.graph), graph
     return True, None
-
-
-def _deep_npz(path: Path) -> bool:
-    """Whether the app's .npz holds more than two weight matrices (W3, ...); False when unreadable."""
-    import re
-    import zipfile
-
-    import numpy as np
-
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            names = list(z.files) if isinstance(z, np.lib.npyio.NpzFile) else []
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        return False
-    return any((m := re.fullmatch(r"W(\d+)", name)) and int(m.group(1)) >= 3 for name in names)
-
-
-def _two_layer_graph(graph) -> bool:
-    """Whether an exported graph is exactly linear → one activation → linear, each reading the last."""
-    ops = [
-        n
-        for n in graph.nodes
-        if n.op == "call_function" and n.target is not operator.getitem and not str(n.target).startswith("aten.sym_")
-    ]
-    names = [str(n.target).split(".")[1] if str(n.target).startswith("aten.") else "" for n in ops]
-    if len(ops) != 3 or names[0] != "linear" or names[2] != "linear":
-        return False
-    return names[1].rstrip("_") in TWO_LAYER_ACTIVATIONS and ops[1].args[0] is ops[0] and ops[2].args[0] is ops[1]
 
 
 # ------------------------------------------------------------------ the two-layer network
