@@ -2,7 +2,7 @@
 
 Everything that starts work asks this object for it; nothing reaches through the window into
 another part's widgets, and nothing outside this object connects to a lane's signals. It owns
-six job lanes, each a ``JobRunner`` (one job at a time, stale updates dropped, see
+seven job lanes, each a ``JobRunner`` (one job at a time, stale updates dropped, see
 gui/worker.py):
 
 - ``main``: Run, Step, re-slices, splits, loads: what the run controls pause and cancel;
@@ -10,7 +10,9 @@ gui/worker.py):
 - ``probe``: the Hessian at the previewed λ, started only once its preview has been drawn;
 - ``walk``: the clip dock's slices along λ before a paper B clip renders;
 - ``setup``: paper A's network laid out before a run (its data, initial weights and Q(c));
-- ``raster``: the minima tab's slice curves counted per pixel for the box each view shows.
+- ``raster``: the minima tab's slice curves counted per pixel for the box each view shows;
+- ``follow``: the Training run tab following a run folder (or training its demo run): it goes on
+  while other tabs run their jobs.
 
 Every other worker (a clip render, an encoder, the live recorder and their threads) is
 registered with ``adopt``, so ``busy``, ``cancel_all`` and ``shutdown`` cover them too.
@@ -32,7 +34,7 @@ from engine.core.progress import Job
 
 from .worker import JobRunner
 
-LANES = ("main", "preview", "probe", "walk", "setup", "raster")
+LANES = ("main", "preview", "probe", "walk", "setup", "raster", "follow")
 # The C heap's free pages go back to the system once every job has been idle this long (see
 # engine.core.runtime.release_free_heap): longer than between a drag's previews, short enough
 # that a window kept busy still gets there (a much longer wait, under the soak's pace of actions,
@@ -116,8 +118,13 @@ class AppController(QObject):
         self.main.submit(job, step=step, tag=(owner, keep))
 
     def run(self, workspace, steps: int | None = None, step: bool = False) -> None:
-        """Run: ``workspace``'s job from its parameters (EngineInputError: nothing started)."""
-        self.start(workspace, workspace.make_job(steps=steps), step=step)
+        """Run: ``workspace``'s job from its parameters (EngineInputError: nothing started), on
+        the main lane, or where the workspace follows its own (``workspace.follow``)."""
+        job = workspace.make_job(steps=steps)
+        if getattr(workspace, "lane", "main") == "main":
+            self.start(workspace, job, step=step)
+        else:
+            workspace.follow(job)
 
     def load_preset(self, name: str, run: bool | None = None, steps: int | None = None):
         """Open preset ``name`` in its workspace and (by default, its ``autorun``) run it; the
@@ -134,7 +141,7 @@ class AppController(QObject):
             apply_values(workspace.parameters, preset.values)  # all of them or none
         except EngineInputError as error:
             raise EngineInputError(f"preset {name!r}: {error}") from None
-        self.discard()
+        self.discard(*self.lanes_for(workspace))
         self.workspace_requested.emit(preset.workspace)
         self.set_preset(name)  # what a clip of this run names as its preset
         workspace.reset()
@@ -204,6 +211,12 @@ class AppController(QObject):
 
     def lane_busy(self, name: str) -> bool:
         return self.lanes[name].busy
+
+    def lanes_for(self, workspace) -> tuple[str, ...]:
+        """The lanes a Reset or a preset of ``workspace`` stops: every lane, but another tab's
+        following of a run goes on."""
+        follows = hasattr(workspace, "follow")  # the tab that follows runs (gui/workspaces/run.py)
+        return tuple(name for name in LANES if name != "follow" or follows)
 
     def discard(self, *names: str) -> None:
         """Cancel whatever runs or waits on these lanes (all, by default) and drop its updates."""
@@ -321,6 +334,12 @@ class AppController(QObject):
         net loaded on the minima tab belongs to paper A's topology tab), which is shown."""
         self.workspace_requested.emit(key)
         self.workspaces[key].load_network(path, data or None)
+
+    def open_checkpoint(self, request) -> None:
+        """A training run's checkpoint (gui.models.run.ToolkitRequest) to the landscape toolkit
+        tab, which is shown and runs the request's mode around it."""
+        self.workspace_requested.emit("landscape")
+        self.workspaces["landscape"].open_checkpoint(request)
 
     def set_preset(self, name: str) -> None:
         self.preset_name = name

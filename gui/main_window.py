@@ -358,7 +358,7 @@ class MainWindow(QMainWindow):
         self.controller.cancel()
 
     def reset(self):
-        self.stop_jobs()
+        self.controller.discard(*self.controller.lanes_for(self.workspace))  # a run followed elsewhere goes on
         self.workspace.reset()
         self.clip_dock.forget_scene(cancel_walk=True)
         self.progress_bar.setValue(0)
@@ -433,6 +433,8 @@ class MainWindow(QMainWindow):
         # Stop every worker (lanes, clip render, encoders, live recorder) before Qt tears the
         # widgets down, so no thread outlives the window.
         self.controller.shutdown(5000)
+        if "run" in self.workspaces:  # its demo's temporary run folder, once no job writes it
+            self.workspaces["run"].release_files()
         if self._relay_connected:  # the relay outlives windows; a second close must not disconnect again
             error_relay().raised.disconnect(self.message_bar.show_error)
             self._relay_connected = False

@@ -168,4 +168,6 @@ class ReplayDock(QDockWidget):
 
     def _update_label(self):
         n = self.length
-        self.label.setText(f"frame {self.slider.value() + 1} / {n}" if n else "no finished run")
+        # a tab whose runs are not replayed says so (the Training run tab follows its runs)
+        empty = getattr(self.window.workspace, "replay_note", "no finished run")
+        self.label.setText(f"frame {self.slider.value() + 1} / {n}" if n else empty)

@@ -11,14 +11,14 @@ from engine.landscape.toolkit import ToolkitSettings
 
 from ..parameter_values import SEED_RANGE, plane_grid_fields
 from ..present.landscape import BASIN_SHARE
+from . import choice, group
 
 MODES = {
-    "filter-normalised plane": "plane",
+    "a plane around θ": "plane",
     "training paths on their PCA plane (optimizers, or a model's checkpoints)": "pca",
     "interpolation to a second network": "interpolation",
     "Hessian spectral density (SLQ)": "density",
 }
-PAGES = {"plane": 0, "pca": 0, "interpolation": 1, "density": 2}
 NORMALIZATIONS = {
     "per filter (Li et al.)": "filter",
     "per layer": "layer",
@@ -29,19 +29,12 @@ NORMALIZATIONS = {
 FILE_FIELDS = ("source", "path", "activation", "data", "model")  # the network group's fields a load sets
 
 PARAMETERS = [
-    {"name": "mode", "title": "Show", "type": "list", "value": "plane", "limits": MODES},
-    {
-        "name": "network",
-        "title": "Network",
-        "type": "group",
-        "children": [
-            {
-                "name": "source",
-                "title": "from",
-                "type": "list",
-                "value": "minima",
-                "limits": {"the minima tab's network": "minima", "a file": "file"},
-            },
+    choice("mode", "Show", MODES, "plane"),
+    group(
+        "network",
+        "Network",
+        [
+            choice("source", "from", {"the minima tab's network": "minima", "a file": "file"}, "minima"),
             {"name": "path", "title": "file", "type": "str", "value": "", "tip": ".npz, .pt/.pth state_dict or .pt2"},
             {"name": "activation", "title": "activation", "type": "str", "value": "", "tip": "for an MLP's state_dict"},
             {
@@ -75,7 +68,7 @@ PARAMETERS = [
                 "the summed squared error; summed squares is the papers' loss, L = Σ (f(x) − y)²",
             },
         ],
-    },
+    ),
     {
         "name": "plane",
         "title": "Plane",

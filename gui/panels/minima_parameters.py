@@ -11,6 +11,7 @@ from engine.minima.pipeline import Figure3Settings, SliceSettings
 
 from ..parameter_values import SEED_RANGE, plane_grid_fields
 from ..present.minima import parse_schedule, parse_widths
+from . import choice
 
 LAMBDA_RANGE = (-1e3, 1e3)  # λ far outside [0, 1] only scales one pair's weights towards overflow
 
@@ -86,20 +87,19 @@ PARAMETERS = [
             {"name": "K", "title": "K directions", "type": "int", "value": 500, "limits": (1, 100000)},
             {"name": "P", "title": "P points", "type": "int", "value": 101, "limits": (3, 2001)},
             {"name": "T", "title": "t range ±T", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
-            {
-                "name": "normalize",
-                "title": "directions",
-                "type": "list",
-                "value": "unit",
-                "limits": {
+            choice(
+                "normalize",
+                "directions",
+                {
                     "unit norm": "unit",
                     "per neuron": "neuron",
                     "filter-normalised (Li et al.)": "filter",
                     "layer-normalised (Li et al.)": "layer",
                 },
-                "tip": "how each random direction is scaled (engine.landscape.directions); filter and layer "
+                "unit",
+                tip="how each random direction is scaled (engine.landscape.directions); filter and layer "
                 "also give the 2-D slice Li et al.'s random plane",
-            },
+            ),
             {
                 "name": "ignore_biases",
                 "title": "ignore biases",

@@ -23,9 +23,10 @@ from engine.topology.width_sweep import SweepSettings, breast_cancer_sweep
 from ..parameter_values import SEED_RANGE
 from ..present import resolve
 from ..present.training_setup import breast_cancer_source, toy_source, train_config
+from . import choice, group
 
 MODES = {
-    "training on the quadrics": "training",
+    "training on the quadrics, or a network's layers": "training",
     "Fig. 4: sweep over (l, l₊)": "fig4",
     "Fig. 5: probability (d, l)": "fig5",
 }
@@ -53,20 +54,18 @@ SWEEP_PLACE = [
 ]
 
 PARAMETERS = [
-    {"name": "mode", "title": "View", "type": "list", "value": "training", "limits": MODES},
-    {
-        "name": "network",
-        "title": "Network",
-        "type": "group",
-        "children": [
-            {
-                "name": "source",
-                "title": "weights",
-                "type": "list",
-                "value": "fresh",
-                "limits": {"new: d, l, e and init below": "fresh", "from a network file": "file"},
-                "tip": "a file: the app's .npz, a PyTorch state_dict (.pt/.pth) or a .pt2 archive",
-            },
+    choice("mode", "View", MODES, "training"),
+    group(
+        "network",
+        "Network",
+        [
+            choice(
+                "source",
+                "weights",
+                {"new: d, l, e and init below": "fresh", "from a network file": "file"},
+                "fresh",
+                tip="a file: the app's .npz, a PyTorch state_dict (.pt/.pth) or a .pt2 archive",
+            ),
             {
                 "name": "file",
                 "title": "network file",
@@ -93,7 +92,7 @@ PARAMETERS = [
             },
             {"name": "bias", "title": "biases", "type": "bool", "value": False},
         ],
-    },
+    ),
     {
         "name": "data",
         "title": "Data",
@@ -221,18 +220,17 @@ PARAMETERS = [
             },
             {"name": "l_max", "title": "largest l", "type": "int", "value": 9, "limits": (2, 9)},
             {"name": "c0", "title": "|c| = c₀", "type": "float", "value": 1.0, "step": 0.1, "limits": (1e-6, 1e3)},
-            {
-                "name": "sign_policy",
-                "title": "pathological signs",
-                "type": "list",
-                "value": "positive",
-                "limits": {
+            choice(
+                "sign_policy",
+                "pathological signs",
+                {
                     "shared positive (paper)": "positive",
                     "shared negative": "negative",
                     "random common sign": "random_common",
                     "independent random": "independent",
                 },
-            },
+                "positive",
+            ),
             {"name": "lr", "title": "step size h", "type": "float", "value": 0.1, "step": 0.01, "limits": (1e-12, 1e3)},
             {"name": "steps", "type": "int", "value": 1000, "limits": (1, 10**6)},
             {"name": "seed", "type": "int", "value": 0, "limits": SEED_RANGE},

@@ -22,9 +22,20 @@ from engine.core.errors import EngineInputError
 from engine.landscape.networks import Network
 from engine.landscape.toolkit import NetworkFile, ToolkitResult, ToolkitSettings, toolkit_job
 
+from ..models.landscape import (
+    PAGES,
+    Cleared,
+    DensityCurve,
+    InterpolationCurve,
+    Page,
+    Persistence,
+    Planes,
+    ToolkitModel,
+)
 from ..panels.landscape_parameters import FILE_FIELDS, PARAMETERS, settings
 from ..panels.network_file_dialog import NETWORK_FILES, TorchFileDialog
-from ..present import Presented, resolve
+from ..parameter_values import apply_all
+from ..present import resolve
 from ..present.landscape import presented_job, relabel
 from ..rendering.plot_style import set_colorbar_font, set_plot_fonts
 from ..views.basin_map_view import BasinMapView
@@ -35,7 +46,6 @@ from ..views.spectral_density_view import SpectralDensityView
 from ..workspace import Workspace
 
 __all__ = ["FILE_FIELDS", "LandscapeWorkspace"]
-PAGES = {"plane": 0, "pca": 0, "interpolation": 1, "density": 2}
 VERDICT_PT = {False: 11, True: 16}  # the extreme plane's verdict line, normal and presentation
 
 
@@ -74,11 +84,8 @@ class LandscapeWorkspace(Workspace):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.pages)
-        self.result: ToolkitResult | None = None
-        self.shown: dict = {}  # the view state drawn now (gui.present.landscape), what a session saves
-        # A load that has not finished yet: {"before": the fields before the first of the loads in
-        # progress, "file": the fields naming the file being loaded}
-        self._loading: dict | None = None
+        self.model = ToolkitModel()  # the result, the state drawn, a load in progress
+        self.model.drawn.connect(self._route)
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
         set_colorbar_font(self.plane.colorbar)
@@ -127,7 +134,7 @@ class LandscapeWorkspace(Workspace):
         job = presented_job(
             toolkit_job(s, self._network(), second, checkpoints), self.parameters["plane", "basin_share"]
         )
-        self._loading = None  # a job made from the fields (Run, Step) reads them: they are the user's now
+        self.model.settled()  # a job made from the fields (Run, Step) reads them: they are the user's now
         return job
 
     def _network(self):
@@ -173,45 +180,46 @@ class LandscapeWorkspace(Workspace):
         return getattr(figure, "construction", None)
 
     # ------------------------------------------------------------------ drawing
+    @property
+    def result(self) -> ToolkitResult | None:
+        return self.model.result
+
+    @property
+    def shown(self) -> dict:
+        """The view state drawn now (gui.present.landscape): what a session saves."""
+        return self.model.shown
+
     def show_result(self, presented):
-        if not isinstance(presented, Presented) or not isinstance(presented.result, ToolkitResult):
-            return
-        if self._loading is not None:  # a loaded file's first result replaces every page
-            self._loading = None
-            self.reset()
-        self.result = presented.result
-        self._draw(presented.state)
+        self.model.take(presented)
 
-    def _draw(self, state: dict):
-        """Route a view state (gui.present.landscape) to the pages; nothing is computed here."""
-        self.shown = state
-        self.pages.setCurrentIndex(PAGES[state["mode"]])
-        if "plane" in state:
-            self._draw_planes(state["plane"], state.get("extremes"))
-            if "persistence" in state:
-                self._draw_persistence(state["persistence"], state["plane"])
-        elif "interpolation" in state:
-            i = state["interpolation"]
-            self.interpolation.show_curves(
-                [
-                    {"name": "L(α)", "x": i["alpha"], "y": i["loss"]},
-                    {"name": "θa (α = 0)", "hline": i["loss_a"], "color": "fg", "style": "dash"},
-                ],
-                note=f"L(θa) = {i['loss_a']:.6g}, L(θb) = {i['loss_b']:.6g}; barrier over the chord {i['barrier']:.3g}",
-            )
-            self._draw_accuracy(i)
-        elif "density" in state:
-            d = state["density"]
-            hessian = ""
-            if "top_eigenvalues" in d:  # a module's: Lanczos' top eigenvalues and Hutchinson's trace
-                top = ", ".join(f"{v:.4g}" for v in d["top_eigenvalues"])
-                hessian = f"top λ {top} · Hutchinson tr H = {d['hutchinson_trace']:.4g} ± {d['hutchinson_se']:.2g}"
-            self.density.show_density(
-                d["grid"], d["density"], d["extremes"], d["trace"], d["sum_squares"], d["probes"], d["steps"], hessian
-            )
+    def _route(self, state) -> None:
+        """The model drew ``state``: the view its type names draws it; nothing is computed here."""
+        self._ROUTES[type(state)](self, state)
 
-    def _draw_planes(self, p: dict, extremes: dict | None):
+    def _draw_interpolation(self, stage: InterpolationCurve):
+        i = stage.curve
+        self.interpolation.show_curves(
+            [
+                {"name": "L(α)", "x": i["alpha"], "y": i["loss"]},
+                {"name": "θa (α = 0)", "hline": i["loss_a"], "color": "fg", "style": "dash"},
+            ],
+            note=f"L(θa) = {i['loss_a']:.6g}, L(θb) = {i['loss_b']:.6g}; barrier over the chord {i['barrier']:.3g}",
+        )
+        self._draw_accuracy(i)
+
+    def _draw_density(self, stage: DensityCurve):
+        d = stage.density
+        hessian = ""
+        if "top_eigenvalues" in d:  # a module's: Lanczos' top eigenvalues and Hutchinson's trace
+            top = ", ".join(f"{v:.4g}" for v in d["top_eigenvalues"])
+            hessian = f"top λ {top} · Hutchinson tr H = {d['hutchinson_trace']:.4g} ± {d['hutchinson_se']:.2g}"
+        self.density.show_density(
+            d["grid"], d["density"], d["extremes"], d["trace"], d["sum_squares"], d["probes"], d["steps"], hessian
+        )
+
+    def _draw_planes(self, stage: Planes):
         """The plane; for extreme curvature the random plane beside it and the verdict above."""
+        p, extremes = stage.plane, stage.extremes
         paths = list(zip(p["path_names"], p["paths"]))
         self.plane.show_plane(p["alpha"], p["beta"], p["loss"].T, tuple(p["labels"]), (0.0, 0.0), paths)
         low = np.nanmin(p["loss"])
@@ -238,8 +246,9 @@ class LandscapeWorkspace(Workspace):
             f"<br>{e['dips_text']}"
         )
 
-    def _draw_persistence(self, s: dict, p: dict):
+    def _draw_persistence(self, stage: Persistence):
         """The plane's persistence diagram and its basin map at the state's threshold."""
+        s, p = stage.persistence, stage.plane
         threshold = s["threshold"]
         note = f"τ = {s['share']:.3g} × the loss range"
         self.persistence.show_persistence(s["birth"], s["death"], threshold, note)
@@ -251,12 +260,16 @@ class LandscapeWorkspace(Workspace):
 
     def _rethreshold(self, _param=None, share=None):
         """A new basin threshold: the diagram's colours and the map's table, from the drawn state."""
-        s = self.shown.get("persistence")
-        if s is None:
-            return
-        share = self.parameters["plane", "basin_share"] if share is None else share
-        s.update(share=float(share), threshold=float(share) * s["span"])
-        self._draw_persistence(s, self.shown["plane"])
+        self.model.rethreshold(self.parameters["plane", "basin_share"] if share is None else share)
+
+    _ROUTES = {
+        Cleared: lambda self, _s: self.reset(),
+        Page: lambda self, s: self.pages.setCurrentIndex(s.index),
+        Planes: _draw_planes,
+        Persistence: _draw_persistence,
+        InterpolationCurve: _draw_interpolation,
+        DensityCurve: _draw_density,
+    }
 
     def _set_verdict_font(self, on: bool):
         # a style sheet, not setFont: the window's sheet sets every label's size and wins over a font
@@ -279,28 +292,22 @@ class LandscapeWorkspace(Workspace):
 
     # Sessions save the drawn view state, and opening one draws it again without a job.
     def session_state(self) -> dict:
-        return dict(self.shown)
+        return self.model.session_state()
 
     def show_saved(self, result: ToolkitResult, state: dict):
         """A result read back from a file (``landscape-lens show``) and its view state, made before
         the window opened (gui.present.landscape.from_saved, present): drawn, no job run."""
         self.reset()
         self.parameters["mode"] = state["mode"]
-        self.result = result
-        self._draw(state)
+        self.model.restore(state, result)
 
     def restore_session_state(self, state: dict):
-        if state.get("mode") not in PAGES:
-            raise EngineInputError(f"session has no toolkit mode it can draw: {state.get('mode')!r}")
-        plane = state.get("plane")
-        if plane is not None and len(plane.get("path_names", ())) != len(plane["paths"]):
-            raise EngineInputError("session's toolkit plane names a different number of paths than it holds")
+        self.model.check(state)  # refused before anything is cleared
         self.reset()
-        self._draw(state)
+        self.model.restore(state)
 
     def reset(self):
-        self.result = None
-        self.shown = {}
+        self.model.reset()
         self.plane.clear_plane()
         self.plane.surface_view.show()
         self.random_plane.clear_plane()
@@ -334,20 +341,29 @@ class LandscapeWorkspace(Workspace):
         """Take ``path`` as this tab's network and run the chosen mode on it: paper B's MLP, or
         any PyTorch model (a .pt2, or a state_dict with its ``model`` factory) with its data."""
         current = self._fields()
-        pending = self._loading
+        pending = self.model.loading
         self._set_file(dict(source="file", path=path, activation=activation, data=data, model=model))
         try:
             job = self.make_job()
         except EngineInputError as error:  # refused at once: a load in progress goes on with its file
             self._set_file(current)
-            self._loading = pending
+            self.model.loading = pending
             self.controller.error(str(error))
             return
         # A file that does not load (the job says why, in one line) changes nothing: the pages keep
         # what they show until its first result, and the fields go back if it fails, is cancelled or
         # another tab's job takes the lane, to what they were before the first of the loads in progress.
-        self._loading = {"before": pending["before"] if pending else current, "file": self._fields()}
+        self.model.begin_load(pending, current, self._fields())
         self.controller.start(self, job, keep=True)
+
+    def open_checkpoint(self, request) -> None:
+        """A training run's checkpoint (gui.models.run.ToolkitRequest), loaded as this tab's
+        network with the request's mode, which runs around it."""
+        values = self.model.checkpoint_values(request)
+        network = values.pop("network")
+        apply_all(self.parameters, values)
+        self.parameters["network", "loss"] = network["loss"]
+        self.load_network(network["path"], network["activation"], network["data"], network["model"])
 
     def _fields(self) -> dict:
         return {name: self.parameters["network", name] for name in FILE_FIELDS}
@@ -364,9 +380,9 @@ class LandscapeWorkspace(Workspace):
     def _undo_load(self):
         """A load in progress that will not finish: its fields go back, unless something else
         wrote them since (a preset opened over it), whose values stay."""
-        if self._loading is not None and self._fields() == self._loading["file"]:
-            self._set_file(self._loading["before"])
-        self._loading = None
+        before = self.model.undo_load(self._fields())
+        if before is not None:
+            self._set_file(before)
 
     def _run_finished(self):
         # Only when no job follows: a load superseded by the next one ends (cancelled, or failed

@@ -4,57 +4,34 @@ edge-of-stability preset's run, trained here and recorded into a temporary folde
 
 Four plots laid out for a projector: the loss, the sharpness with its 2/η line, each layer's
 invariant drift as a band with its most-moved units and the locked ones named, and the
-checkpoints on their PCA plane. The job (engine.runs.follow, on the main lane's worker thread)
-reads the folder, makes every state and presents it (gui/present/run.py); the workspace only
-routes a state's fields to its views, and redraws a view only when its data is a new object.
+checkpoints on their PCA plane. The job (engine.runs.follow, on the controller's ``follow`` lane,
+so another tab's Run does not stop it) reads the folder, makes every state and presents it
+(gui/present/run.py); the tab's model (gui/models/run.py) decides what each state redraws, and
+this workspace lays the views out and routes each stage state to its view. A checkpoint clicked
+on the path opens in the landscape toolkit with the mode chosen in the panel (Open in toolkit).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import pyqtgraph as pg
 from pyqtgraph.parametertree import Parameter
-from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from engine.core.errors import EngineInputError
 from engine.runs.edge_of_stability import EdgeSettings, edge_of_stability_job
 from engine.runs.follow import follow_job
 
-from ..present.run import RunPresented, layer_color, presented
+from ..models.run import Drift, Loss, Path2D, RunModel, Selection, Sharpness, Status
+from ..panels.run_parameters import PARAMETERS
+from ..present.run import RunPresented, presented
 from ..rendering.plot_style import set_plot_fonts
 from ..views.run_drift_view import RunDriftView
 from ..views.run_loss_view import RunLossView
 from ..views.run_path_view import RunPathView
 from ..views.run_sharpness_view import RunSharpnessView
 from ..workspace import Workspace
-
-SOURCES = {"a run folder (File ▸ Open run…)": "folder", "the edge-of-stability demo (trained here)": "demo"}
-DEMO = EdgeSettings()
-
-PARAMETERS = [
-    {"name": "source", "title": "Follow", "type": "list", "value": "folder", "limits": SOURCES},
-    {"name": "folder", "title": "run folder", "type": "str", "value": "", "tip": "a folder written by ll.Recorder"},
-    {
-        "name": "demo",
-        "title": "Edge-of-stability demo",
-        "type": "group",
-        "children": [
-            {"name": "lr", "title": "step size η", "type": "float", "value": DEMO.lr, "limits": (1e-4, 9.9)},
-            {"name": "steps", "type": "int", "value": DEMO.steps, "limits": (1, 1_000_000)},
-            {
-                "name": "sharpness_every",
-                "title": "sharpness every",
-                "type": "int",
-                "value": DEMO.sharpness_every,
-                "limits": (1, 100_000),
-            },
-            {"name": "every", "title": "checkpoint every", "type": "int", "value": DEMO.every, "limits": (1, 100_000)},
-        ],
-    },
-]
 
 
 class RunWorkspace(Workspace):
@@ -66,6 +43,11 @@ class RunWorkspace(Workspace):
         self.status = QLabel("Open a run folder (File ▸ Open run…) to follow it while it is written.")
         self.status.setObjectName("runStatus")
         self.status.setWordWrap(True)
+        self.open_button = QPushButton("Open in toolkit")
+        self.open_button.setToolTip("run the toolkit mode chosen in the panel around the checkpoint selected")
+        self.open_button.setEnabled(False)
+        self.stop_button = QPushButton("Stop following")
+        self.stop_button.hide()  # shown while a run folder is followed
         self.loss = RunLossView()
         self.sharpness = RunSharpnessView()
         self.drift = RunDriftView()
@@ -78,20 +60,37 @@ class RunWorkspace(Workspace):
         grid.addWidget(self.sharpness, 0, 1)
         grid.addWidget(self.drift, 1, 0)
         grid.addWidget(self.path, 1, 1)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
+        top.addWidget(self.open_button)
+        top.addWidget(self.stop_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
-        layout.addWidget(self.status)
+        layout.addLayout(top)
         layout.addLayout(grid, 1)
-        self.shown: RunPresented | None = None  # the state drawn now
-        self.selected_step: int | None = None  # the checkpoint clicked on the path
-        self._demo_folder: Path | None = None  # the demo's temporary run folder
+        self.model = RunModel()
+        self.model.drawn.connect(self._route)
         self._presentation = False
         self.path.checkpoint_clicked.connect(self.select_checkpoint)
+        self.open_button.clicked.connect(self.open_in_toolkit)
+        self.stop_button.clicked.connect(self.stop_following)
         for plot in self.plot_widgets().values():
             set_plot_fonts(plot)
         self._set_status_font()
 
+    @property
+    def shown(self) -> RunPresented | None:
+        """The state drawn now."""
+        return self.model.shown
+
     # ------------------------------------------------------------------ jobs
+    @property
+    def lane(self) -> str:
+        """The controller lane Run puts this tab's job on: a run folder is followed on its own
+        lane, and goes on whatever other tabs run; the demo trains on the main lane, which the
+        run controls pause and cancel, like every tab's training."""
+        return "main" if self.parameters["source"] == "demo" else "follow"
+
     def make_job(self, steps: int | None = None, once: bool = False):
         p = self.parameters
         if p["source"] == "demo":
@@ -101,27 +100,47 @@ class RunWorkspace(Workspace):
                 every=int(p["demo", "every"]),
                 sharpness_every=int(p["demo", "sharpness_every"]),
             ).checked()
-            return presented(edge_of_stability_job(self._new_demo_folder(), settings))
+            self.controller.discard("follow")  # the demo's run replaces a folder followed here
+            return presented(edge_of_stability_job(self.model.new_demo_folder(settings), settings))
         folder = p["folder"].strip()
         if not folder:
             raise EngineInputError("choose a run folder: File ▸ Open run…")
         if not Path(folder).expanduser().is_dir():
             raise EngineInputError(f"{folder}: no such run folder")
+        self.model.following_folder()
         return presented(follow_job(Path(folder).expanduser(), once=once))
 
-    def _new_demo_folder(self) -> Path:
-        """A fresh temporary folder for the demo's run; the previous demo's is removed."""
-        self._remove_demo_folder()
-        self._demo_folder = Path(tempfile.mkdtemp(prefix="landscape-lens-edge-"))
-        return self._demo_folder / "run"
+    def follow(self, job) -> None:
+        """Run ``job`` on the follow lane: its states drawn as they come (a demo training for
+        this tab on the main lane is stopped: one run is drawn here)."""
+        if self.controller.owner is self:
+            self.controller.discard("main")
+        self.reset()
+        self.stop_button.show()
+        self.controller.submit("follow", job, self._ended, self._progress, self._failed)
 
-    def _remove_demo_folder(self) -> None:
-        if self._demo_folder is not None:
-            shutil.rmtree(self._demo_folder, ignore_errors=True)
-            self._demo_folder = None
+    def _progress(self, update) -> None:
+        self.show_partial(update.partial)
+
+    def _ended(self, result) -> None:
+        self.show_result(result)
+        self.model.ended("succeeded")
+        self.stop_button.hide()
+
+    def _failed(self, text: str) -> None:
+        self.model.ended("failed")
+        self.stop_button.hide()
+        self.controller.error(text)
+
+    def stop_following(self) -> None:
+        """Stop following: what was drawn stays, and the status line says it is not followed."""
+        self.controller.discard("follow")
+        self.stop_button.hide()
+        self.model.ended("stopped")
 
     def open_run(self, folder: str, once: bool = False) -> None:
-        """Follow the run in ``folder`` (``once``: draw it as it stands, and stop)."""
+        """Follow the run in ``folder`` (``once``: draw it as it stands, and stop: a screenshot's
+        one draw, on the main lane, whose outcome the headless command reads)."""
         self.parameters["source"] = "folder"
         self.parameters["folder"] = str(folder)
         try:
@@ -130,7 +149,10 @@ class RunWorkspace(Workspace):
             self.controller.error(str(error))
             return
         self.controller.workspace_requested.emit(self.key)
-        self.controller.start(self, job)
+        if once:
+            self.controller.start(self, job)
+        else:
+            self.follow(job)
 
     def ask_open_run(self) -> None:
         """File ▸ Open run…: a folder dialog."""
@@ -141,50 +163,72 @@ class RunWorkspace(Workspace):
     # ------------------------------------------------------------------ drawing
     def show_partial(self, partial) -> None:
         if isinstance(partial, RunPresented):
-            self._draw(partial)
+            self.model.take(partial)
 
     def show_result(self, result) -> None:
         self.show_partial(result)
 
-    def _draw(self, p: RunPresented) -> None:
-        """Route a state to the views; a view whose data is the object it drew last is left as it is."""
-        before = self.shown.run if self.shown is not None else None
-        run = p.run
-        self.status.setText(f"<span style='color:{p.status_color}'>{p.status_text}</span>")
-        if before is None or run.steps is not before.steps:
-            self.loss.show_loss(run.steps, run.loss, p.loss_note)
-        if before is None or run.sharpness is not before.sharpness or run.edge is not before.edge:
-            self.sharpness.show_sharpness(run.sharpness_steps, run.sharpness, run.edge, p.sharpness_note)
-        if before is None or run.layers is not before.layers:
-            colors = [layer_color(i) for i in range(len(run.layers))]
-            self.drift.show_drift(run.layers, colors, p.drift_key, p.locked_text)
-        if before is None or run.pca is not before.pca:
-            if run.pca is None:
-                self.path.show_note(p.path_note)
-            else:
-                self.path.show_path(run.pca.steps, run.pca.xy, p.path_colors, run.pca.explained, p.path_note)
-                self.path.select(self.selected_step)
-        self.shown = p
+    def _route(self, state) -> None:
+        """The model drew ``state``: the view its type names draws it."""
+        self._ROUTES[type(state)](self, state)
+
+    def _draw_status(self, s: Status) -> None:
+        self.status.setText(f"<span style='color:{s.color}'>{s.text}</span>")
+
+    def _draw_path(self, s: Path2D) -> None:
+        if s.pca is None:
+            self.path.show_note(s.note)
+        else:
+            self.path.show_path(s.pca.steps, s.pca.xy, s.colors, s.pca.explained, s.note)
+
+    def _draw_selection(self, s: Selection) -> None:
+        self.path.select(s.step)
+        self.open_button.setEnabled(s.step is not None)
+        self.open_button.setText("Open in toolkit" if s.step is None else f"Open step {s.step} in toolkit")
+
+    _ROUTES = {
+        Status: _draw_status,
+        Loss: lambda self, s: self.loss.show_loss(s.steps, s.loss, s.note),
+        Sharpness: lambda self, s: self.sharpness.show_sharpness(s.steps, s.sharpness, s.edge, s.note),
+        Drift: lambda self, s: self.drift.show_drift(s.layers, list(s.colors), s.key, s.locked),
+        Path2D: _draw_path,
+        Selection: _draw_selection,
+    }
 
     def select_checkpoint(self, step: int) -> None:
-        """A click on the path: that checkpoint is selected, and its file named, for the toolkit."""
-        self.selected_step = int(step)
-        self.path.select(self.selected_step)
-        if self.shown is not None:
-            from engine.runs.format import checkpoint_name
+        """A click on the path: that checkpoint is selected (and opened in the toolkit at once
+        when the panel says a click opens it)."""
+        self.controller.info(self.model.select(step))
+        if self.parameters["toolkit", "on_click"]:
+            self.open_in_toolkit()
 
-            path = Path(self.shown.run.folder) / checkpoint_name(self.selected_step)
-            self.controller.info(f"checkpoint at step {step}: {path} (the toolkit's network file, with its model)")
+    def open_in_toolkit(self) -> None:
+        """The selected checkpoint to the landscape toolkit, which runs the chosen mode around it."""
+        t = self.parameters.child("toolkit")
+        try:
+            request = self.model.toolkit_request(t["mode"], t["activation"], t["data"], t["model"])
+        except EngineInputError as error:
+            self.controller.error(str(error))
+            return
+        self.controller.open_checkpoint(request)
 
     def reset(self) -> None:
-        self.shown = None
-        self.selected_step = None
+        self.model.reset()
         self.loss.clear_loss()
         self.sharpness.clear_sharpness()
         self.drift.clear_drift()
         self.path.clear_path()
-        self.path.select(None)
+        self._draw_selection(Selection(None))
+        self.stop_button.hide()
         self.status.setText("")
+
+    @property
+    def replay_note(self) -> str:
+        return self.model.replay_note
+
+    def release_files(self) -> None:
+        """The window closes: the demo's temporary run and the checkpoints written for the toolkit go."""
+        self.model.close()
 
     # ------------------------------------------------------------------ interface
     def plot_widgets(self) -> dict[str, pg.PlotWidget]:
@@ -207,10 +251,8 @@ class RunWorkspace(Workspace):
             set_plot_fonts(plot, on)
             plot.set_presentation(on)
         self._set_status_font()
-        if self.shown is not None:  # the titles' numbers at the new size
-            shown, self.shown = self.shown, None
-            self._draw(shown)
+        self.model.redraw()  # the titles' numbers at the new size
 
     def closeEvent(self, event):
-        self._remove_demo_folder()
+        self.release_files()
         super().closeEvent(event)

@@ -11,10 +11,13 @@ import threading
 import numpy as np
 import pytest
 import torch
+from PySide6.QtCore import Qt
 from torch import nn
 
+from engine.core.mlp import unpack
 from engine.runs import Recorder, open_run
 from engine.runs import format as fmt
+from gui.presets import apply_values
 
 from ..conftest import save_screenshot, wait_until_idle
 
@@ -101,7 +104,7 @@ def test_a_run_being_written_shows_each_new_step(window, qtbot, tmp_path):
     writer.close()
     qtbot.waitUntil(lambda: "finished" in ws.status.text(), timeout=30000)
     wait_until_idle(qtbot, window)
-    assert window.last_outcome == "succeeded"
+    assert ws.model.outcome == "succeeded"
 
 
 def test_a_finished_run_draws_what_was_recorded(window, qtbot, tmp_path):
@@ -149,10 +152,80 @@ def test_a_finished_run_draws_what_was_recorded(window, qtbot, tmp_path):
     # a click on a checkpoint selects it
     spot = ws.path.points.points()[3]
     ws.path.points.sigClicked.emit(ws.path.points, [spot], None)
-    assert ws.selected_step == int(run.checkpoint_steps[3])
+    assert ws.model.selected_step == int(run.checkpoint_steps[3])
     np.testing.assert_allclose(np.column_stack(ws.path.selected.getData()), points[3:4])
-    assert f"step {ws.selected_step}" in window.message_bar.text
+    assert f"step {ws.model.selected_step}" in window.message_bar.text
+    assert window.replay_dock.label.text() == ws.replay_note  # no "no finished run" here
     save_screenshot(window, "training-run-finished")
+
+
+def flat(state) -> np.ndarray:
+    return torch.cat([t.reshape(-1) for t in state.values()]).double().numpy()
+
+
+def test_a_click_on_a_checkpoint_runs_a_toolkit_mode_around_it(window, qtbot, tmp_path):
+    """Click a checkpoint, choose the extreme-curvature plane, press Open in toolkit: the toolkit
+    tab is shown and its plane is centred on that checkpoint's θ; the run is still followed while
+    the toolkit's job runs (another tab's job does not stop it)."""
+    wait_until_idle(qtbot, window)
+    run = finished_run(tmp_path / "done", steps=30)
+    g = torch.Generator().manual_seed(1)
+    X, Y = torch.randn(32, 3, generator=g), torch.randn(32, 1, generator=g)  # the Writer's data
+    np.savez(tmp_path / "data.npz", X=X.numpy(), Y=Y.numpy())
+    window.open_run(str(tmp_path / "done"))
+    wait_until_idle(qtbot, window)
+    ws = window.workspaces["run"]
+    apply_values(ws.parameters, {"toolkit": {"mode": "extreme curvature plane (bottom and top eigenvectors)"}})
+    apply_values(ws.parameters, {"toolkit": {"data": str(tmp_path / "data.npz"), "activation": "relu"}})
+    toolkit = window.workspaces["landscape"]
+    toolkit.parameters["plane", "points"] = 5
+    toolkit.parameters["plane", "dip_directions"] = 4
+    assert not ws.open_button.isEnabled()
+    step = int(run.checkpoint_steps[4])
+    at = int(np.flatnonzero(ws.path.steps == step)[0])
+    spot = ws.path.points.points()[at]
+    ws.path.points.sigClicked.emit(ws.path.points, [spot], None)
+    assert ws.open_button.isEnabled() and str(step) in ws.open_button.text()
+    qtbot.mouseClick(ws.open_button, Qt.MouseButton.LeftButton)
+    assert window.workspace is toolkit
+    wait_until_idle(qtbot, window, timeout_ms=300000)
+    assert window.last_outcome == "succeeded", window.message_bar.text
+    r = toolkit.result
+    assert r is not None and r.extremes is not None and r.random_plane is not None
+    # the plane lies around the checkpoint's θ: paper B's flat layout holds its weights and biases
+    Ws, bs = unpack(r.network.arch, np.asarray(r.plane.theta))
+    state = run.checkpoint(step)
+    layers = [k for k in state if k.endswith(".weight")]
+    for W, b, name in zip(Ws, bs, layers):
+        np.testing.assert_allclose(W, state[name].double().numpy(), rtol=0, atol=1e-7)
+        np.testing.assert_allclose(b, state[name.replace("weight", "bias")].double().numpy(), rtol=0, atol=1e-7)
+    assert r.plane.theta.size == flat(state).size  # nothing else in θ
+    assert "curvature" in toolkit.plane.heatmap.getPlotItem().titleLabel.text
+    save_screenshot(window, "training-run-checkpoint-in-toolkit")
+
+
+def test_following_goes_on_while_another_tab_runs(window, qtbot, tmp_path):
+    """A run followed on the Training run tab is not stopped by Run on another tab: steps written
+    while the toolkit's job runs are drawn."""
+    wait_until_idle(qtbot, window)
+    writer = Writer(tmp_path / "live")
+    writer.step()
+    writer.rec.flush()
+    window.open_run(str(tmp_path / "live"))
+    ws = window.workspaces["run"]
+    qtbot.waitUntil(lambda: len(drawn_loss(ws)[0]) == 1, timeout=30000)
+    window.load_preset("fig3-free", run=False)
+    window.workspaces["topology"].parameters["optimizer", "steps"] = 20
+    window.run()
+    for _ in range(4):
+        writer.step()
+    writer.rec.flush()
+    qtbot.waitUntil(lambda: len(drawn_loss(ws)[0]) == 5, timeout=30000)
+    assert "following" in ws.status.text() and window.controller.lane_busy("follow") and not ws.stop_button.isHidden()
+    qtbot.mouseClick(ws.stop_button, Qt.MouseButton.LeftButton)
+    assert "not followed" in ws.status.text() and ws.stop_button.isHidden()
+    writer.close()
+    wait_until_idle(qtbot, window, timeout_ms=120000)
 
 
 def test_a_dead_writer_is_said(window, qtbot, tmp_path):
