@@ -63,17 +63,7 @@ class DegeneratePathView(pg.PlotWidget):
         lam = np.asarray(lam, float)
         self.loss_curve.setData(lam, np.asarray(loss, float))
         self.eig_curve.setData(lam, np.asarray(hessian_min, float))
-        for region in self.regions:
-            self.removeItem(region)
-            region.deleteLater()  # removed, only Python owns it: never leave a Qt object to the cycle collector
-        self.regions = []
-        for a, b in intervals:
-            region = pg.LinearRegionItem(
-                (max(a, -VIEW_LIMIT), min(b, VIEW_LIMIT)), movable=False, brush=pg.mkBrush(SHADE), pen=pg.mkPen(None)
-            )
-            region.setZValue(-10)
-            self.addItem(region)
-            self.regions.append(region)
+        self._shade(intervals)
         if len(lam):
             # Padding enough for the end ticks' labels (at 0.03 the λ = −0.5 label did not fit and was dropped).
             self.setXRange(lam.min(), lam.max(), padding=0.08)
@@ -83,6 +73,26 @@ class DegeneratePathView(pg.PlotWidget):
             half = max(spread, 1e-3 * max(abs(mid), 1e-12)) * 2
             self.setYRange(mid - half, mid + half, padding=0)
             self.eig_box.enableAutoRange(axis=pg.ViewBox.YAxis)
+            # Ranged and transformed now, not lazily as the next paint begins: items moved within a
+            # paint mark the scene changed again, and it was drawn twice for every new path.
+            self.scene().prepareForPaint()
+            for line in (self.zero, self.marker):
+                line.boundingRect()
+
+    def _shade(self, intervals):
+        """One shaded region an interval, the items kept from the last path moved to the new
+        bounds: a live run redraws the path at every new point, and adding items is the costly part."""
+        while len(self.regions) > len(intervals):
+            region = self.regions.pop()
+            self.removeItem(region)
+            region.deleteLater()  # removed, only Python owns it: never leave a Qt object to the cycle collector
+        while len(self.regions) < len(intervals):
+            region = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(SHADE), pen=pg.mkPen(None))
+            region.setZValue(-10)
+            self.addItem(region)
+            self.regions.append(region)
+        for region, (a, b) in zip(self.regions, intervals):
+            region.setRegion((max(a, -VIEW_LIMIT), min(b, VIEW_LIMIT)))
 
     def set_current(self, lam: float | None):
         """Short subtitle lines: which split, and the dashed marker's λ."""

@@ -27,6 +27,7 @@ from engine.minima.workbench import history_of
 
 from ..models import minima_states as st
 from ..models.minima import MinimaModel
+from ..pacing import Pacer
 from ..panels.minima_parameters import PARAMETERS, figure3_settings, path_range, plane_settings, slice_settings
 from ..present import Presented
 from ..present.curve_density import density_job
@@ -47,6 +48,11 @@ def _is_two_layer_homogeneous(path: str) -> bool:
     return True
 
 
+# A live run presents a partial result at every point of a stage, and the path (b) and the steps
+# table are redrawn whole each time: partials are drawn at most this often (seconds; gui/pacing.py).
+LIVE_INTERVAL = 0.25
+
+
 class MinimaWorkspace(MinimaLayout):
     key = "minima"
     title = "Local minima (non-attracting regions)"
@@ -56,6 +62,7 @@ class MinimaWorkspace(MinimaLayout):
         self.model = MinimaModel()  # the result, the split, the λ drag, the live network; what is drawn
         self.model.drawn.connect(self._route)
         self.model.cleared.connect(lambda stage: self._CLEAR[stage](self))
+        self.pacer = Pacer({"partial": LIVE_INTERVAL}, self)
         self._counting: dict = {}  # view -> (its latest DensityRequest, deliver) not yet counted
         # A timer the tab owns, not QTimer.singleShot(0, self, ...): a single shot still pending
         # as a window closed kept the whole window alive (the soak's memory grew by gigabytes).
@@ -97,6 +104,7 @@ class MinimaWorkspace(MinimaLayout):
         # At the next turn: nothing is drawn (nor counted on a lane) while every lane is told to
         # stop, the window perhaps closing; a Reset of this tab has cleared it by then.
         controller.main_discarded.connect(self._previews_timer.start)
+        controller.main_discarded.connect(self.pacer.clear)  # a dropped job's partial is not drawn
 
     # ------------------------------------------------------------------ jobs
     def make_job(self, steps: int | None = None):
@@ -117,13 +125,16 @@ class MinimaWorkspace(MinimaLayout):
         """The Fig. 3 build the parameters ask for (panels/minima_parameters.py)."""
         return figure3_settings(self.parameters)
 
-    def show_partial(self, partial: Presented):
-        self._show(partial)
+    def show_partial(self, presented: Presented):
+        """A running job's latest partial result, drawn in the pacer's turn: each holds every
+        stage computed so far, so one skipped for a newer one loses nothing."""
+        self.pacer.submit("partial", partial(self._show, presented))
 
     def show_result(self, presented: Presented):
         """Draw the result, then clear what it no longer has: a split, an undo or a critical
         point keeps the old panels on screen while it computes (``keep``), and the stages it does
         not recompute (the 2-D slice; (b)–(d) once no split is left) must not stay behind."""
+        self.pacer.clear()  # a partial still waiting is older than the result, which holds it all
         self._show(presented)
         result = presented.result
         if isinstance(result, Figure3) and result.moved is not None:
@@ -243,6 +254,7 @@ class MinimaWorkspace(MinimaLayout):
         if self.controller is not None:  # nothing late may draw after a reset
             self.controller.discard("preview", "probe", "raster")
         self._counting.clear()
+        self.pacer.clear()  # a partial still waiting would draw the old run again
         self.model.reset()
         self._fit_layout_to(self.parameters["experiment", "kind"])
         for view in (self.slice_min, self.slice_saddle):

@@ -56,10 +56,12 @@ def test_deleted_plots_leave_no_menu_or_item_to_the_collector(qapp):
         layout.addWidget(plot)
     lam = np.linspace(-1, 2, 20)
     removed = []
-    for _ in range(2):  # the second pass removes what the first drew
-        removed += curves._items + path.regions + training.drift_curves + training._events
+    # the second pass removes what the first drew (the path keeps its shaded regions for the
+    # intervals a new path has: a path without one removes it)
+    for intervals in ([(0.0, 1.0), (1.5, 2.0)], [(0.5, 1.0)]):
+        removed += curves._items + path.regions[len(intervals) :] + training.drift_curves + training._events
         curves.show_curves([{"name": "a", "x": [0, 1], "y": [1, 2]}, {"name": "L*", "hline": 1.5}])
-        path.show_path(lam, lam**2, lam - 0.5, [(0.0, 1.0)])
+        path.show_path(lam, lam**2, lam - 0.5, intervals)
         training.configure(2, False)
         training.show(np.arange(3), np.ones(3), np.zeros((3, 2)), [(1, 0)], [False])
     removed += training._events
