@@ -10,7 +10,10 @@ its Training run tab. Reported:
 - the GUI thread's share of the wall time spent computing (in the engine, torch, scipy, or numpy
   called from gui/), profiled as benchmarks/profile_gui_thread.py does (issue 26's target: ≤ 3 %),
   and its whole processor time (drawing included) as a share of the wall time;
-- the window's RSS every ``--rss-every`` seconds, and its growth after the first minute.
+- the window's RSS every ``--rss-every`` seconds: its mean over the first minute and over the
+  last, and the slope of a least-squares line through the samples after the first minute;
+- with ``--tracemalloc``, the Python allocation sites whose live memory grew most between the
+  end of the first minute and the end (slower: for finding a leak, not for the figures above).
 
     xvfb-run -a -s "-screen 0 1920x1200x24" python benchmarks/bench_follow.py [--seconds 180]
 """
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,16 +42,15 @@ def writer(folder: str, seconds: float, step_ms: float) -> None:
 
     import landscape_lens as ll
 
+    sys.path.insert(0, str(ROOT / "examples"))
+    from train_digits_cnn import digits_cnn
+
     torch.set_num_threads(1)
     digits = load_digits()
     X = torch.tensor(digits.images[:, None] / 16.0, dtype=torch.float32)
     Y = torch.tensor(digits.target)
     torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 2 * 2, 10),
-    )  # fmt: skip
+    model = digits_cnn()  # the example's own model
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     g = torch.Generator().manual_seed(0)
     times = open(Path(folder).parent / "times.jsonl", "w")
@@ -79,7 +82,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=180.0)
     parser.add_argument("--step-ms", type=float, default=20.0)
-    parser.add_argument("--rss-every", type=float, default=10.0)
+    parser.add_argument("--rss-every", type=float, default=5.0)
+    parser.add_argument("--tracemalloc", action="store_true", help="list the allocation sites that grew")
     parser.add_argument("--writer", nargs=3, metavar=("FOLDER", "SECONDS", "STEP_MS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
@@ -94,15 +98,16 @@ def main() -> int:
     app, window = open_window((1600, 960))
     ws = window.workspaces["run"]
     drawn_at: dict[int, float] = {}
-    draw = ws._draw
+    show = ws.show_partial  # where each followed state arrives, and is drawn before it returns
 
-    def timed_draw(presented):
-        draw(presented)
+    def timed_show(presented):
+        show(presented)
         now = time.time()
-        for step in presented.run.steps[len(drawn_at) :]:
+        run = getattr(presented, "run", None)  # a RunPresented; a wait's update has none
+        for step in [] if run is None else run.steps[len(drawn_at) :]:
             drawn_at.setdefault(int(step), now)
 
-    ws._draw = timed_draw
+    ws.show_partial = timed_show
     proc = subprocess.Popen([sys.executable, __file__, "--writer", str(folder), str(args.seconds), str(args.step_ms)])
     try:
         while not (folder / "manifest.json").exists():
@@ -113,21 +118,32 @@ def main() -> int:
         sys.setprofile(profiler)
         start, cpu0 = time.perf_counter(), time.thread_time()
         next_rss = start
+        snapshots = []  # tracemalloc's, at the end of the first minute and at the end
+        if args.tracemalloc:
+            tracemalloc.start(8)
         try:
             while proc.poll() is None or window.controller.busy:
                 spin(50)
                 if time.perf_counter() >= next_rss:
                     rss.append((time.perf_counter() - start, rss_mb()))
                     next_rss += args.rss_every
+                    if args.tracemalloc and not snapshots and rss[-1][0] >= 60:
+                        snapshots.append(tracemalloc.take_snapshot())
                 if time.perf_counter() - start > args.seconds + 60:
                     break
         finally:
             sys.setprofile(None)
         wall, cpu = time.perf_counter() - start, time.thread_time() - cpu0
+        if args.tracemalloc and snapshots:
+            grown = tracemalloc.take_snapshot().compare_to(snapshots[0], "traceback")
+            for stat in grown[:8]:
+                print(f"{stat.size_diff / 1e6:+.2f} MB in {stat.count_diff:+d} blocks at")
+                print("    " + "\n    ".join(stat.traceback.format()[-6:]))
+            tracemalloc.stop()
     finally:
         proc.kill()
         proc.wait()
-        window.controller.discard()
+        window.controller.cancel_all()
         close_window(window)
     written = dict(json.loads(line) for line in open(base / "times.jsonl"))
     import numpy as np
@@ -147,8 +163,13 @@ def main() -> int:
     print(f"GUI thread processor time, drawing included: {100 * cpu / wall:.1f} % of the wall time")
     print("RSS (MB) by second: " + ", ".join(f"{t:.0f}s {r:.0f}" for t, r in rss))
     if after:
+        t, r = np.array([x for x in rss if x[0] >= 60]).T
+        first = np.mean([r for t_, r in rss if t_ < 60])
+        last = np.mean([r_ for t_, r_ in rss if t_ >= rss[-1][0] - 60])
+        slope = 60 * np.polyfit(t, r, 1)[0] if len(t) > 1 else float("nan")
         print(
-            f"RSS after the first minute: {min(after):.0f}–{max(after):.0f} MB (growth {after[-1] - after[0]:+.1f} MB)"
+            f"RSS: first minute {first:.0f} MB, last minute {last:.0f} MB; after the first minute "
+            f"{min(after):.0f}–{max(after):.0f} MB, slope {slope:+.2f} MB/min"
         )
     return 0
 

@@ -294,6 +294,47 @@ def record_preset(
     return 0
 
 
+def record_run(
+    run_dir: str,
+    out: str,
+    size=(1920, 1080),
+    fps: int = 30,
+    seconds: float = 8.0,
+    theme: str | None = None,
+    progress=None,
+) -> int:
+    """``main.py record --run``: film the PCA path of the run in ``run_dir`` as it grew, beside its
+    loss and sharpness (gui/clips/run_clip.py), to ``out``; no window is built. The run is read
+    and its plane computed before Qt starts, so a folder that is not a run, or a run with nothing
+    to film, is one line at once. ``theme``: "light" or "dark" (default: the window's last)."""
+    from engine.core.progress import run_to_completion
+    from engine.runs.path_growth import grown_run_job
+
+    from .app import create_app
+    from .capture import check_output, even_size
+    from .clips.run_clip import render_run
+    from .presentation import remembered_theme
+    from .style import apply_theme
+
+    if not (math.isfinite(seconds) and 0 < seconds <= 3600):
+        raise EngineInputError(f"--seconds {seconds} must lie in (0, 3600]")
+    check_output(out)
+    bars = progress or _no_bars
+    with bars("reading the run") as on_progress:
+        view = run_to_completion(grown_run_job(run_dir), on_progress)
+    app = create_app()
+    apply_theme(app, theme or remembered_theme())
+    size = even_size(size)
+    with bars("rendering") as bar:
+        stats = render_run(view, out, size, fps, seconds, bar.count)
+    print(
+        f"wrote {out} ({stats['frames']} frames, {size[0]}x{size[1]}, {fps} fps; "
+        f"{len(view.pca.steps)} checkpoints, steps {int(view.steps[0])}–{int(view.steps[-1])}; "
+        f"done in {stats['total']:.1f} s)"
+    )
+    return 0
+
+
 class _Silent:
     def __call__(self, update) -> None:
         pass
