@@ -44,7 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.core import lazy, mlp  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
+from engine.landscape import operations
 from engine.landscape import slices as landscape
+from engine.landscape.plane import MLPLoss
 
 K, P, N, T = 5000, 101, 20, 1.0
 ARCH = mlp.Arch((2, 21, 21, 1))
@@ -263,7 +265,9 @@ def main():
             agree[name] = max(agree.get(name, 0.0), rel)
         wall, cpu, _ = timed(lambda: landscape.preview_slices(ARCH, theta, X, y, d, P=21))
         record(("preview", "K=5000 P=21 float32"), wall, cpu, 0)
-        wall, cpu, _ = timed(lambda: run_to_completion(landscape.plane_job(ARCH, theta, X, y, d[0], d[1], n=41)))
+        wall, cpu, _ = timed(
+            lambda: run_to_completion(operations.plane_job(MLPLoss(ARCH, theta, X, y), 41, d1=d[0], d2=d[1]))
+        )
         record(("plane", "41×41 float64"), wall, cpu, 0)
         load.append(os.getloadavg()[0])
 

@@ -6,7 +6,7 @@ The network is generated, saved as the app's .npz and loaded back through
 engine.landscape.networks, as ``main.py landscape`` would.
 
 Rows (wall seconds, process CPU seconds):
-  plane    a filter-normalised 51 × 51 plane: ours (engine.landscape.plane.plane_job) on one
+  plane    a filter-normalised 51 × 51 plane: ours (engine.landscape.operations.plane_job) on one
            and on two threads, against the peer fed the SAME directions: its linear_interpolation
            (model wrapper, in-place parameter steps, its Loss metric, one full forward per point)
            along each row θ + α_i d1 + β d2 of the grid: what its planar_interpolation does per
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.core import mlp  # noqa: E402
 from engine.core.progress import run_to_completion  # noqa: E402
 from engine.core.runtime import configure_torch_threads  # noqa: E402
-from engine.landscape import density, directions, plane, trajectory_pca  # noqa: E402
+from engine.landscape import density, directions, operations, plane, trajectory_pca  # noqa: E402
 from engine.landscape.compute import blas_matmul  # noqa: E402
 from engine.landscape.networks import Network, read_network, write_network  # noqa: E402
 
@@ -165,9 +165,9 @@ def main():
     if "plane" not in skip:
         d1, d2 = directions.directions(arch, net.params, 2, seed=0, normalization="filter")
         job = lambda threads: lambda: run_to_completion(
-            plane.plane_job(
-                arch, net.params, net.X, net.Y, GRID, EXTENT, kind=kind, d1=d1, d2=d2, dtype=args.dtype,
-                device=args.device, threads=threads,
+            operations.plane_job(
+                plane.MLPLoss(arch, net.params, net.X, net.Y, kind, args.dtype, args.device, threads), GRID, EXTENT,
+                d1=d1, d2=d2,
             )
         )  # fmt: skip
         alpha = np.linspace(-EXTENT, EXTENT, GRID)
@@ -201,7 +201,7 @@ def main():
               f"loss {r.runs[0].loss[0]:.4f} → {r.runs[0].loss[-1]:.4f}")  # fmt: skip
         pl = r.plane
         grid = lambda: run_to_completion(
-            plane.grid_losses_job(
+            plane.mlp_grid_job(
                 arch, pl.theta, pl.d1, pl.d2, pl.alpha, pl.beta, net.X, net.Y, kind, args.dtype, args.device, 1
             )
         )

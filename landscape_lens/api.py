@@ -13,45 +13,25 @@ Bad arguments raise ``APIInputError`` (a ``ValueError``) whose one line names th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from engine.core.errors import EngineInputError
-from engine.core.progress import run_to_completion
-from landscape_lens.inputs import APIInputError, check_options, objective, real_array, state_of
+from landscape_lens.inputs import (
+    APIInputError,
+    api_errors,
+    check_options,
+    checkpoint_states,
+    objective,
+    real_array,
+    run_job,
+    state_of,
+)
 from landscape_lens.results import Hessian, Interpolation, Plane, TrajectoryPlane, layout_of
 
 IGNORE = {"none": "none", "biases": "biasbn", "biasbn": "biasbn"}
 
 
-def _run(job, what: str, progress: bool):
-    """``job`` to completion, with a bar on stderr when ``progress`` and stderr is a terminal."""
-    if not progress:
-        return run_to_completion(job)
-    from landscape_lens.progress_bar import progress_bar
-
-    with progress_bar(what) as on_progress:
-        return run_to_completion(job, on_progress)
-
-
-def _api_errors(function):
-    """Engine input errors raised inside ``function`` leave it as ``APIInputError``."""
-    import functools
-
-    @functools.wraps(function)
-    def checked(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except APIInputError:
-            raise
-        except EngineInputError as error:
-            raise APIInputError(str(error)) from None
-
-    return checked
-
-
-@_api_errors
+@api_errors
 def plane(
     model,
     data=None,
@@ -113,10 +93,10 @@ def plane(
     elif directions not in operations.DIRECTIONS:
         raise APIInputError(f"directions={directions!r}: choose one of {', '.join(operations.DIRECTIONS)}, or (d1, d2)")
     job = operations.plane_job(f, points, extent, directions, IGNORE[ignore], seed, d1, d2)
-    return Plane(**_fields(_run(job, "plane", progress)), **layout_of(f))
+    return Plane(**_fields(run_job(job, "plane", progress)), **layout_of(f))
 
 
-@_api_errors
+@api_errors
 def hessian(
     model,
     data=None,
@@ -172,11 +152,11 @@ def hessian(
     f = objective(model, data, loss, factory=factory, batch_size=batch_size, dtype=dtype, device=device)
     options = dict(top_k=top_k, bottom_k=bottom_k, probes=probes, seed=seed, tol=tol, steps=steps, full=full)
     options["density_probes"] = density_probes if density else 0
-    result = _run(operations.hessian_job(f, **options), "Hessian", progress)
+    result = run_job(operations.hessian_job(f, **options), "Hessian", progress)
     return Hessian(**{**_fields(result), **layout_of(f)})
 
 
-@_api_errors
+@api_errors
 def interpolation(
     model_a,
     model_b,
@@ -215,11 +195,11 @@ def interpolation(
     check_options(points=points, lo=lo, hi=hi)
     f = objective(model_a, data, loss, factory=factory, batch_size=batch_size, dtype=dtype, device=device)
     job = operations.interpolation_job(f, state_of(model_b), points, lo, hi)
-    result = _run(job, "interpolation", progress)
+    result = run_job(job, "interpolation", progress)
     return Interpolation(**{**_fields(result), **layout_of(f)})
 
 
-@_api_errors
+@api_errors
 def trajectory_plane(
     checkpoints: Sequence,
     model,
@@ -255,8 +235,8 @@ def trajectory_plane(
 
     check_options(points=points, **({} if extent is None else {"extent": extent}))
     f = objective(model, data, loss, factory=factory, batch_size=batch_size, dtype=dtype, device=device)
-    job = operations.trajectory_job(f, _checkpoint_states(checkpoints), points, extent)
-    result = _run(job, "trajectory plane", progress)
+    job = operations.trajectory_job(f, checkpoint_states(checkpoints), points, extent)
+    result = run_job(job, "trajectory plane", progress)
     plane_ = Plane(**_fields(result.plane), **layout_of(f))
     return TrajectoryPlane(**{**_fields(result), "plane": plane_, **layout_of(f)})
 
@@ -266,19 +246,6 @@ def _fields(result) -> dict:
     from dataclasses import fields
 
     return {f.name: getattr(result, f.name) for f in fields(result)}
-
-
-def _checkpoint_states(checkpoints) -> list[dict]:
-    if isinstance(checkpoints, (str, Path)) and Path(checkpoints).is_dir():
-        from engine.runs import open_run
-
-        run = open_run(checkpoints)
-        return [run.checkpoint(step) for step in run.checkpoint_steps]
-    if hasattr(checkpoints, "checkpoint_steps") and hasattr(checkpoints, "checkpoint"):  # an open run
-        return [checkpoints.checkpoint(step) for step in checkpoints.checkpoint_steps]
-    if isinstance(checkpoints, (str, Path)) or not isinstance(checkpoints, Sequence):
-        raise APIInputError("checkpoints: expected a sequence of state_dicts, modules or files, or a run folder")
-    return [state_of(c) for c in checkpoints]
 
 
 def _given_directions(directions, n_params: int) -> tuple[np.ndarray, np.ndarray]:

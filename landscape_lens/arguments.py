@@ -30,6 +30,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def model_and_checkpoints(parser, flag: str, help: str) -> None:
+    """``--model PACKAGE.MODULE:FACTORY`` (the code that builds the module a state_dict is for) and
+    ``flag``, a list of state_dicts (checkpoints) of that model: the pair the module commands
+    (landscape's --trajectory, obstruction's --checkpoints) take alike."""
+    parser.add_argument("--model", metavar="PACKAGE.MODULE:FACTORY", help="builds the module a state_dict is for")
+    parser.add_argument(flag, nargs="+", metavar="CKPT", help=help)
+
+
 def size(text: str) -> tuple[int, int]:
     try:
         width, height = (int(part) for part in text.lower().split("x"))

@@ -19,7 +19,7 @@ through ``objective``:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
+from engine.core.progress import run_to_completion
 from engine.landscape.module_loss import ModuleLoss
 
 LOSSES = ("auto", "sum", "mean", "cross-entropy")
@@ -219,6 +220,7 @@ def _network_from_file(path: Path, data, factory) -> Network:
         return _with_data(module.eval(), data, f"state_dict + {getattr(factory, '__name__', 'factory')}")
     if suffix == ".npz":
         from engine.landscape.networks import read_network
+        from engine.landscape.operations import sequential_of
 
         mlp_net = read_network(path)
         module = sequential_of(mlp_net.arch, mlp_net.params)
@@ -226,24 +228,6 @@ def _network_from_file(path: Path, data, factory) -> Network:
             return Network(module, mlp_net.X, mlp_net.Y, None, None, "npz")
         return _with_data(module, data, "npz")
     raise APIInputError(f"model: {path}: expected .pt2, .pt/.pth (with factory=) or the app's .npz")
-
-
-def sequential_of(arch, params) -> object:
-    """An ``nn.Sequential`` of Linear layers and ``arch``'s activation whose flat parameters, in
-    ``named_parameters()`` order, are ``params`` in the app's layout (W1, b1, W2, b2, …)."""
-    from engine.core import mlp
-
-    Ws, bs = mlp.unpack(arch, np.asarray(params, float))
-    activation = {"sigmoid": torch.nn.Sigmoid, "tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[arch.activation]
-    layers = []
-    for i, (W, b) in enumerate(zip(Ws, bs)):
-        linear = torch.nn.Linear(W.shape[1], W.shape[0], bias=b is not None, dtype=torch.float64)
-        with torch.no_grad():
-            linear.weight.copy_(torch.from_numpy(np.array(W)))
-            if b is not None:
-                linear.bias.copy_(torch.from_numpy(np.array(b)))
-        layers += [linear] if i == len(Ws) - 1 else [linear, activation()]
-    return torch.nn.Sequential(*layers).eval()
 
 
 def state_of(model, factory=None) -> dict:
@@ -294,3 +278,46 @@ def pair(name: str, data) -> tuple:
     if not (isinstance(data, (tuple, list)) and len(data) == 2):
         raise APIInputError(f"{name}: a {type(data).__name__}; expected a pair (X, Y) of tensors or arrays")
     return tuple(data)
+
+
+# ------------------------------------------------------------------ shared by the API's modules
+def run_job(job, what: str, progress: bool):
+    """``job`` to completion, with a bar on stderr when ``progress`` and stderr is a terminal."""
+    if not progress:
+        return run_to_completion(job)
+    from landscape_lens.progress_bar import progress_bar
+
+    with progress_bar(what) as on_progress:
+        return run_to_completion(job, on_progress)
+
+
+def api_errors(function):
+    """Engine input errors raised inside ``function`` leave it as ``APIInputError``: the decorator
+    of every public function of ``landscape_lens.api`` and ``landscape_lens.lenses``."""
+    import functools
+
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except APIInputError:
+            raise
+        except EngineInputError as error:
+            raise APIInputError(str(error)) from None
+
+    return checked
+
+
+def checkpoint_states(checkpoints) -> list[dict]:
+    """Checkpoints as the researcher holds them (state_dicts, modules or files, a run folder or an
+    open run) as state_dicts, oldest first."""
+    if isinstance(checkpoints, (str, Path)) and Path(checkpoints).is_dir():
+        from engine.runs import open_run
+
+        run = open_run(checkpoints)
+        return [run.checkpoint(step) for step in run.checkpoint_steps]
+    if hasattr(checkpoints, "checkpoint_steps") and hasattr(checkpoints, "checkpoint"):  # an open run
+        return [checkpoints.checkpoint(step) for step in checkpoints.checkpoint_steps]
+    if isinstance(checkpoints, (str, Path)) or not isinstance(checkpoints, Sequence):
+        raise APIInputError("checkpoints: expected a sequence of state_dicts, modules or files, or a run folder")
+    return [state_of(c) for c in checkpoints]

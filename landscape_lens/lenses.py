@@ -17,8 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.lazy import torch
-from landscape_lens.api import _api_errors, _checkpoint_states, _run
-from landscape_lens.inputs import APIInputError, check_options, pair, real_array, sequential_of
+from landscape_lens.inputs import (
+    APIInputError,
+    api_errors,
+    check_options,
+    checkpoint_states,
+    pair,
+    real_array,
+    run_job,
+)
 
 
 def _module(model):
@@ -35,6 +42,7 @@ def _module(model):
             return read_exported_module(path).module
         if path.suffix.lower() == ".npz":
             from engine.landscape.networks import read_network
+            from engine.landscape.operations import sequential_of
 
             net = read_network(path)
             return sequential_of(net.arch, net.params)
@@ -42,7 +50,7 @@ def _module(model):
     raise APIInputError(f"model: a {type(model).__name__}; expected an nn.Module or a path")
 
 
-@_api_errors
+@api_errors
 def invariants(model, *, example_input=None) -> list:
     """Every hidden layer's rescaling invariants (paper A on any network; docs/MATH.md A9).
 
@@ -64,16 +72,16 @@ def invariants(model, *, example_input=None) -> list:
     return layer_invariants(_module(model), example_input=example_input)
 
 
-@_api_errors
+@api_errors
 def invariant_drift(model, checkpoints, *, example_input=None) -> list[tuple[str, np.ndarray]]:
     """c(t) − c(0) per hidden layer over ``checkpoints`` (state_dicts, modules, files or a run
     folder, oldest first): a list of (layer name, array (checkpoints, units))."""
     from engine.topology.unit_invariants import invariant_drift as drift
 
-    return drift(_module(model), _checkpoint_states(checkpoints), example_input=example_input)
+    return drift(_module(model), checkpoint_states(checkpoints), example_input=example_input)
 
 
-@_api_errors
+@api_errors
 def initial_negative_share(model_or_factory, *, draws: int = 20, seed: int = 0) -> dict[str, float]:
     """Per hidden layer, the share of units with c < 0 at initialisation: ``draws`` fresh
     ``factory()`` calls, or copies of the model with every submodule's ``reset_parameters()``."""
@@ -83,7 +91,7 @@ def initial_negative_share(model_or_factory, *, draws: int = 20, seed: int = 0) 
     return share(model_or_factory, draws=draws, seed=seed)
 
 
-@_api_errors
+@api_errors
 def inspect(model, data=None, *, loss: str = "sum", progress: bool = True):
     """Paper B's critical-point report of an MLP: loss, ‖∇L‖, the Hessian's spectrum and verdict,
     every hidden neuron's B and D, and the neurons whose split Theorem 9 covers.
@@ -108,7 +116,7 @@ def inspect(model, data=None, *, loss: str = "sum", progress: bool = True):
 
     paper_b_hypotheses(loss)
     net = _paper_b_network(model, data)
-    report = _run(inspect_job(net, str(model) if isinstance(model, (str, Path)) else ""), "inspect", progress)
+    report = run_job(inspect_job(net, str(model) if isinstance(model, (str, Path)) else ""), "inspect", progress)
     verdict = loss_verdict(loss, report.arch, report.verdict, report.grad_norm)
     return dict(report.as_json(), under_loss=verdict.as_json())
 
@@ -143,7 +151,7 @@ def _paper_b_network(model, data):
     return NetFile(arch, mlp.pack(Ws, bs), X, Y)
 
 
-@_api_errors
+@api_errors
 def persistence(plane_or_grid):
     """The 0-dimensional sublevel-set persistence of a plane's loss grid (8-neighbour; docs/MATH.md
     C5): ``.birth``, ``.death`` (the global minimum's component dies at +inf), ``.birth_index``,

@@ -186,19 +186,30 @@ def smoothed(nodes, weights, sigma: float | None = None, points: int = GRID) -> 
 
 
 def density_job(
-    arch: Arch,
-    theta,
-    X,
-    Y,
-    probes: int = 10,
-    steps: int = 80,
-    seed: int = 0,
-    kind: str = "sum",
-    sigma: float | None = None,
-    dtype: str = "float64",
-    device: str = "cpu",
+    arch: Arch, theta, X, Y, probes=10, steps=80, seed=0, kind="sum", sigma=None, dtype="float64", device="cpu"
 ) -> Job[Density]:
-    """Job: SLQ with ``probes`` Rademacher probes (``probe_vectors``) × ``steps`` Lanczos steps."""
+    """Job: an MLP's Hessian spectral density by SLQ with ``probes`` Rademacher probes
+    (``probe_vectors``) × ``steps`` Lanczos steps, its products batched (``hvp_function``).
+
+    Parameters
+    ----------
+    arch, theta, X, Y
+        The network (``Arch`` and flat θ) and its data.
+    probes, steps : int
+        Probe vectors and Lanczos steps per probe (``check_slq``'s limits).
+    seed : int
+        The probes' seed.
+    kind : str
+        The loss: "sum", "mean" or "cross-entropy".
+    sigma : float, optional
+        The Gaussian smoothing's width; by default ``SIGMA`` × the range of the nodes.
+    dtype, device : str
+        "float64" or "float32"; "cpu" or "cuda".
+
+    Returns
+    -------
+    Density
+    """
     configure_torch_threads()
     check_slq(arch.n_params, probes, steps)
     if dtype not in DTYPES:

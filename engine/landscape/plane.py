@@ -1,5 +1,6 @@
-"""2-D planes L(θ + α d1 + β d2) on an N×N grid, and the kernel every toolkit mode shares
-(docs/MATH.md B8, B12.2).
+"""The kernels of 2-D planes L(θ + α d1 + β d2) on an N×N grid, and the kernel every toolkit mode
+shares (docs/MATH.md B8, B12.2). The plane itself (its directions, the grid's checks, the result)
+is one job, ``engine.landscape.operations.plane_job``; these compute its grid of losses.
 
 Every point a toolkit mode evaluates lies in a low-dimensional affine subspace: θ0 + Σ_m c_m D_m
 with m = 2 for a plane (random or PCA directions) and m = 1 for an interpolation. The forward
@@ -15,7 +16,7 @@ chunk's products are large, so the threads hardly slow each other (the CPU time 
 118k-parameter plane of benchmarks/bench_toolkit.py barely grows from one thread to two).
 ``device="cuda"`` runs the same kernel on a GPU.
 
-**Any module** (``module_plane_job``): a module's forward is opaque, so every grid point is one
+**Any module** (``module_grid_job``): a module's forward is opaque, so every grid point is one
 ``ModuleLoss`` evaluation over all the data, chunk by chunk. The points run on a helper thread
 (``wait_for``), so the job yields as often as the job contract asks however long one point
 takes, and a cancel stops the loop at the next point. A grid is evaluated row by row
@@ -37,7 +38,6 @@ from engine.core.errors import EngineInputError
 from engine.core.lazy import torch
 from engine.core.mlp import Arch
 from engine.core.progress import Job, wait_for
-from engine.landscape import directions as D
 from engine.landscape.compute import DTYPES, WORKER_THREADS, blas_matmul, check_device
 from engine.landscape.slices import evaluate_job
 
@@ -164,7 +164,9 @@ def affine_losses_job(
 
 @dataclass(frozen=True, eq=False)
 class PlaneResult:
-    """``loss[i, j]`` = L(θ + α_i d1 + β_j d2): what plane.npz holds and a contour/surface view draws."""
+    """``loss[i, j]`` = L(θ + α_i d1 + β_j d2): what plane.npz holds and a contour/surface view
+    draws. Every plane is one (``engine.landscape.operations.plane_job``): the toolkit's, the API's,
+    the command line's and paper B's probe plane (``engine.minima.pipeline.probe_plane_job``)."""
 
     alpha: np.ndarray  # (n,)
     beta: np.ndarray  # (n,)
@@ -174,12 +176,40 @@ class PlaneResult:
     d2: np.ndarray  # (P,)
     L_star: float  # L(θ) in float64
     kind: str = "sum"  # the loss
-    normalization: str = ""  # how d1, d2 were made ("" when given)
+    normalization: str = ""  # how d1, d2 were made (their name when given, "" when unnamed)
     ignore: str = "none"
     seed: int = 0
+    labels: tuple = ()  # what d1 and d2 are, for the axes; () when the caller knows
 
     def arrays(self) -> dict:
         return {"alpha": self.alpha, "beta": self.beta, "loss": self.loss, "theta": self.theta}
+
+
+@dataclass(frozen=True, eq=False)
+class MLPLoss:
+    """An MLP's loss for the batched kernel (``mlp_grid_job``): the architecture, θ, the data and
+    a named loss, in ``dtype`` on ``device``. What ``operations.plane_job`` takes beside a
+    ``ModuleLoss`` for networks held as (Arch, θ) (paper B's, the app's .npz), and what
+    ``operations.mlp_backend`` makes of a module that is a chain of ``Linear`` layers."""
+
+    arch: Arch
+    theta: np.ndarray  # (P,) float64
+    X: np.ndarray
+    Y: np.ndarray
+    kind: str = "sum"
+    dtype: str = "float64"
+    device: str = "cpu"
+    threads: int = WORKER_THREADS
+
+    def loss(self, theta) -> float:
+        """L(θ) in float64 (``mlp.loss``)."""
+        return mlp.loss(self.arch, theta, self.X, self.Y, self.kind)
+
+    def grid_job(self, theta, d1, d2, alpha, beta) -> Job[np.ndarray]:
+        """Job: the (len(alpha), len(beta)) grid of L(θ + α_i d1 + β_j d2) (``mlp_grid_job``)."""
+        return mlp_grid_job(
+            self.arch, theta, d1, d2, alpha, beta, self.X, self.Y, self.kind, self.dtype, self.device, self.threads
+        )
 
 
 def check_grid(n: int, extent: float, limit: int = MAX_GRID) -> None:
@@ -191,64 +221,15 @@ def check_grid(n: int, extent: float, limit: int = MAX_GRID) -> None:
         raise EngineInputError(f"plane extent {extent} must be a positive number")
 
 
-def grid_losses_job(
+def mlp_grid_job(
     arch: Arch, theta, d1, d2, alpha, beta, X, Y, kind="sum", dtype="float64", device="cpu", threads=WORKER_THREADS
 ) -> Job[np.ndarray]:
-    """Job: the (len(alpha), len(beta)) grid of L(θ + α_i d1 + β_j d2)."""
+    """Job: the (len(alpha), len(beta)) grid of L(θ + α_i d1 + β_j d2), the MLP kernel
+    (``affine_kernel``: layer 1 formed once for the whole grid)."""
     a, b = np.meshgrid(np.asarray(alpha, float), np.asarray(beta, float), indexing="ij")
     coeffs = np.stack([a.ravel(), b.ravel()], 1)
     out = yield from affine_losses_job(arch, theta, np.stack([d1, d2]), coeffs, X, Y, kind, dtype, device, threads)
     return out.reshape(a.shape)
-
-
-def plane_job(
-    arch: Arch,
-    theta,
-    X,
-    Y,
-    n: int = 51,
-    extent: float = 1.0,
-    normalization: str = "filter",
-    ignore: str = "none",
-    seed: int = 0,
-    kind: str = "sum",
-    dtype: str = "float64",
-    device: str = "cpu",
-    threads: int = WORKER_THREADS,
-    d1=None,
-    d2=None,
-) -> Job[PlaneResult]:
-    """Job: the n×n plane α, β ∈ [−extent, extent] through θ along two seeded, normalised random
-    directions (engine.landscape.directions), or along ``d1``, ``d2`` when given."""
-    check_grid(n, extent)
-    mlp.check_loss(kind)
-    theta = np.asarray(theta, float)
-    if (d1 is None) != (d2 is None):
-        raise EngineInputError("give both plane directions d1 and d2, or neither")
-    if d1 is None:
-        d1, d2 = D.directions(arch, theta, 2, seed, normalization, ignore)
-    else:
-        normalization = ""
-        for name, d in (("d1", d1), ("d2", d2)):
-            if np.shape(d) != theta.shape:
-                raise EngineInputError(f"direction {name} has shape {np.shape(d)}; expected ({arch.n_params},)")
-    alpha = np.linspace(-extent, extent, n)
-    beta = alpha.copy()
-    loss = yield from grid_losses_job(arch, theta, d1, d2, alpha, beta, X, Y, kind, dtype, device, threads)
-    L_star = mlp.loss(arch, theta, X, Y, kind)
-    return PlaneResult(
-        alpha,
-        beta,
-        loss,
-        theta,
-        np.asarray(d1, float),
-        np.asarray(d2, float),
-        L_star,
-        kind,
-        normalization,
-        ignore,
-        seed,
-    )
 
 
 # ------------------------------------------------------------------ any module, point by point
@@ -289,8 +270,9 @@ def plane_row(loss, theta, d1, d2, alpha: float, beta, buffers=None) -> np.ndarr
     return np.array([loss.loss(p, buffers) for p in points])
 
 
-def grid_job(loss, theta, d1, d2, alpha, beta, buffers=None) -> Job[np.ndarray]:
-    """Job: the (len(alpha), len(beta)) grid of L(θ + α_i d1 + β_j d2), point by point."""
+def module_grid_job(loss, theta, d1, d2, alpha, beta, buffers=None) -> Job[np.ndarray]:
+    """Job: the (len(alpha), len(beta)) grid of L(θ + α_i d1 + β_j d2), point by point: the
+    module kernel (``loss``: a ``ModuleLoss``)."""
     alpha, beta = np.asarray(alpha, float), np.asarray(beta, float)
     theta, d1, d2 = (loss.flat(v) for v in (theta, d1, d2))
     m = len(beta)
@@ -301,38 +283,3 @@ def grid_job(loss, theta, d1, d2, alpha, beta, buffers=None) -> Job[np.ndarray]:
 
     values, _ = yield from points_job(len(alpha) * m, evaluate, "plane point")
     return values.reshape(len(alpha), m)
-
-
-def module_plane_job(
-    loss,
-    n: int = 51,
-    extent: float = 1.0,
-    normalization: str = "filter",
-    ignore: str = "none",
-    seed: int = 0,
-    d1=None,
-    d2=None,
-    grid=None,
-) -> Job[PlaneResult]:
-    """Job: the n×n plane α, β ∈ [−extent, extent] through θ along two seeded, normalised
-    directions (engine.landscape.directions), or along ``d1``, ``d2`` when given (then
-    ``normalization`` only names them, e.g. "hessian"). ``grid(θ, d1, d2, α, β)``: a job giving
-    the loss grid elsewhere (engine.sweeps.module_plane: rows on an executor), else ``grid_job``.
-    ``loss``: a ``ModuleLoss``."""
-    check_grid(n, extent, MAX_MODULE_GRID)
-    theta = loss.theta.cpu().numpy().astype(float)
-    if (d1 is None) != (d2 is None):
-        raise EngineInputError("give both plane directions d1 and d2, or neither")
-    if d1 is None:
-        d1, d2 = D.directions(loss.shapes, theta, 2, seed, normalization, ignore)
-    else:
-        D.check_ignore(ignore)
-        d1, d2 = (np.asarray(torch.as_tensor(d).double().cpu(), float) for d in (d1, d2))
-        for name, d in (("d1", d1), ("d2", d2)):
-            if d.shape != theta.shape:
-                raise EngineInputError(f"direction {name} has shape {d.shape}; expected ({loss.n_params},)")
-    alpha = np.linspace(-extent, extent, n)
-    beta = alpha.copy()
-    job = grid_job(loss, theta, d1, d2, alpha, beta) if grid is None else grid(theta, d1, d2, alpha, beta)
-    values = yield from job
-    return PlaneResult(alpha, beta, values, theta, d1, d2, loss.loss(theta), loss.kind, normalization, ignore, seed)

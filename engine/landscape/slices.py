@@ -1,6 +1,6 @@
-"""Loss-landscape slices and planes (docs/MATH.md B8), evaluated in batches.
+"""Loss-landscape slices (docs/MATH.md B8), evaluated in batches.
 
-Both go through ``slice_kernel``, which uses the θ + t d structure: layer 1 costs two small GEMMs
+They go through ``slice_kernel``, which uses the θ + t d structure: layer 1 costs two small GEMMs
 for every t, and deeper layers one batched GEMM over each point's own weights W + t D. Chunks of a
 few hundred points keep activations in cache; never a Python loop over points
 (benchmarks/bench_landscape.py measures the speed-up over loss-landscapes and over one forward per
@@ -446,38 +446,6 @@ def preview_slices(
     return run_to_completion(
         slices_job(arch, theta, X, Y, P=P, T=T, dtype=dtype, threads=threads, directions=directions, device=device)
     )
-
-
-@dataclass(frozen=True)
-class Plane:
-    s: np.ndarray  # (n,) coordinate along d1
-    t: np.ndarray  # (n,) coordinate along d2
-    losses: np.ndarray  # (n, n): losses[i, j] = L(θ + s_i d1 + t_j d2)
-    L_star: float
-    labels: tuple = ()  # what d1 and d2 are, for the axes; () when the caller knows
-
-
-def plane_job(
-    arch: Arch,
-    theta,
-    X,
-    Y,
-    d1,
-    d2,
-    n: int = 51,
-    T: float = 1.0,
-    dtype: str = "float64",
-    threads: int = WORKER_THREADS,
-    device: str = "cpu",
-) -> Job[Plane]:
-    """Row i is the slice through θ + s_i d1 along d2, so the plane reuses ``slice_kernel``."""
-    theta, d1, d2 = (np.asarray(a, float) for a in (theta, d1, d2))
-    for name, d in (("d1", d1), ("d2", d2)):
-        if d.shape != theta.shape:
-            raise EngineInputError(f"direction {name} has shape {d.shape}; expected ({arch.n_params},)")
-    s = np.linspace(-T, T, n)
-    losses = yield from _curves_job(arch, theta + s[:, None] * d1, d2, s, X, Y, dtype, None, threads, device)
-    return Plane(s, s.copy(), losses, mlp.loss(arch, theta, X, Y))
 
 
 def losses_per_point(arch: Arch, thetas, X, Y, dtype: str = "float64") -> np.ndarray:

@@ -45,7 +45,7 @@ from engine.landscape.module_hessian import (
     hessian_extreme_directions_job,
 )
 from engine.landscape.module_loss import ModuleLoss
-from engine.landscape.plane import MAX_MODULE_GRID, PlaneResult, check_grid, plane_job
+from engine.landscape.plane import MAX_MODULE_GRID, MLPLoss, PlaneResult, check_grid
 from engine.landscape.trajectory_pca import PCAPlane, pca_plane_job
 
 MODES = ("plane", "pca", "interpolation", "density")
@@ -152,8 +152,8 @@ def extremes_job(s, net) -> Job[dict]:
         found = yield from subjob(
             wait_for(lambda stop: DIPS.mlp_extreme_directions(arch, theta, X, Y, s.kind), "Hessian"), 0.0, 0.3, ""
         )
-        plane_of = lambda normalization, d1=None, d2=None: plane_job(  # noqa: E731
-            arch, theta, X, Y, s.points, s.extent, normalization, s.ignore, s.seed, s.kind, d1=d1, d2=d2
+        plane_of = lambda normalization, d1=None, d2=None: operations.plane_job(  # noqa: E731
+            MLPLoss(arch, theta, X, Y, s.kind), s.points, s.extent, normalization, s.ignore, s.seed, d1, d2
         )
         layout, ignore, evaluate = arch, s.ignore, DIPS.mlp_evaluator(arch, X, Y, s.kind)
     else:
@@ -270,7 +270,10 @@ def toolkit_job(s: ToolkitSettings, network, second=None, checkpoints=()) -> Job
         return ToolkitResult(s.mode, net, **(yield from rest(extremes_job(s, net), "")))
     if s.mode == "plane":
         plane = yield from rest(
-            plane_job(arch, theta, X, Y, s.points, s.extent, s.normalization, s.ignore, s.seed, s.kind), "plane: "
+            operations.plane_job(
+                MLPLoss(arch, theta, X, Y, s.kind), s.points, s.extent, s.normalization, s.ignore, s.seed
+            ),
+            "",
         )
         return ToolkitResult(s.mode, net, plane=plane, message=f"{s.points}×{s.points} plane, {s.normalization}")
     if s.mode == "pca":

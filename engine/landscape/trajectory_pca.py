@@ -33,7 +33,7 @@ from engine.core.lazy import torch
 from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob
 from engine.core.runtime import configure_torch_threads
-from engine.landscape.plane import MAX_MODULE_GRID, PlaneResult, check_grid, grid_job, grid_losses_job, points_job
+from engine.landscape.plane import MAX_MODULE_GRID, PlaneResult, check_grid, mlp_grid_job, module_grid_job, points_job
 
 OPTIMIZERS = ("gd", "adam", "sgd")
 MAX_STEPS = 100_000
@@ -206,7 +206,7 @@ def pca_plane_job(
     comps, explained = pca_directions([run.params for run in runs], center)
     paths = np.stack([(run.params - center) @ comps.T for run in runs])
     alpha, beta = path_grid(paths, n, extent)
-    job = grid_losses_job(arch, center, comps[0], comps[1], alpha, beta, X, Y, kind, dtype, device, threads)
+    job = mlp_grid_job(arch, center, comps[0], comps[1], alpha, beta, X, Y, kind, dtype, device, threads)
     loss = yield from subjob(job, 0.6, 1.0, "PCA plane: ")
     plane = PlaneResult(
         alpha,
@@ -251,7 +251,7 @@ def checkpoint_plane_job(
     evaluate = lambda t: (loss.loss(params[t], buffers[t]), None)
     own, _ = yield from subjob(points_job(len(params), evaluate, "checkpoint"), 0.0, 0.1, "checkpoint losses: ")
     alpha, beta = path_grid(path, n, extent)
-    grid = yield from subjob(grid_job(loss, center, comps[0], comps[1], alpha, beta, buffers[-1]), 0.1, 1.0, "")
+    grid = yield from subjob(module_grid_job(loss, center, comps[0], comps[1], alpha, beta, buffers[-1]), 0.1, 1.0, "")
     plane = PlaneResult(alpha, beta, grid, center, comps[0], comps[1], float(own[-1]), loss.kind, "pca", "none")
     run = Trajectory("checkpoints", float("nan"), params, own)
     return PCAPlane(plane, (run,), center, comps, explained, path[None])

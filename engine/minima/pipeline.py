@@ -19,10 +19,11 @@ from engine.core.errors import EngineInputError
 from engine.core.mlp import Arch
 from engine.core.progress import Job, Progress, subjob, wait_for
 from engine.core.runtime import configure_torch_threads
-from engine.landscape import directions
+from engine.landscape import directions, operations
 from engine.landscape import hessian as hessian_limits
 from engine.landscape import slices as landscape
 from engine.landscape.density import Density, density_job
+from engine.landscape.plane import MLPLoss, PlaneResult
 from engine.minima import construction as C
 from engine.minima.construction import Construction, DegeneratePath, HessianSummary, LambdaProbe, Line
 from engine.minima.critical_search import CriticalSearch, find_critical_point
@@ -98,7 +99,7 @@ class Figure3:
     slices_min: landscape.Slices | None = None
     path: DegeneratePath | None = None
     saddle: Saddle | None = None
-    plane: landscape.Plane | None = None
+    plane: PlaneResult | None = None
     loaded_from: str = ""  # the file, when the network was loaded
     moved: CriticalSearch | None = None  # after "Find critical point": where it went, and why it stopped
     density: Density | None = None  # past the full-Hessian limit: the network's SLQ spectral density
@@ -277,13 +278,15 @@ def plane_directions(c: Construction, theta, split: int, slices: SliceSettings |
     return C.degenerate_direction(c.arch, theta, s), C.descent_direction(c.arch, theta, s, B), ANALYTIC_AXES
 
 
-def plane_job(
-    c: Construction, probe: LambdaProbe, points: int, extent: float, slices: SliceSettings | None = None
-) -> Job[landscape.Plane]:
-    """The loss on the 2-D slice through the probe's point (``plane_directions``)."""
-    d1, d2, labels = plane_directions(c, probe.params, probe.split, slices)
-    flat = yield from landscape.plane_job(c.arch, probe.params, c.X, c.Y, d1, d2, n=int(points), T=extent)
-    return replace(flat, labels=labels)
+def probe_plane_job(
+    c: Construction, theta, split: int, points: int, extent: float, slices: SliceSettings | None = None
+) -> Job[PlaneResult]:
+    """The loss on the 2-D slice through θ(λ) of one split (``plane_directions``, their names as
+    its labels): the toolkit's one plane job (``operations.plane_job``) on the MLP kernel."""
+    d1, d2, labels = plane_directions(c, theta, split, slices)
+    name = slices.normalize if slices is not None and slices.random_plane else ""
+    loss = MLPLoss(c.arch, np.asarray(theta, float), c.X, c.Y)
+    return (yield from operations.plane_job(loss, int(points), extent, name, d1=d1, d2=d2, labels=labels))
 
 
 def past_full_hessian(arch: Arch) -> bool:
@@ -357,7 +360,12 @@ def _after_construction(fig: Figure3, s: Figure3Settings, start: float, spectrum
     )
     if s.plane is not None:
         fig = yield from _stage(
-            fig, plane_job(c, fig.saddle.probe, *s.plane, s.slices), start + 0.85 * span, 1.0, "plane", "2-D slice: "
+            fig,
+            probe_plane_job(c, fig.saddle.probe.params, fig.saddle.probe.split, *s.plane, s.slices),
+            start + 0.85 * span,
+            1.0,
+            "plane",
+            "2-D slice: ",
         )
     return fig
 
@@ -392,7 +400,14 @@ def reslice_job(
         fig = yield from _stage(fig, path_job(c, path, split), 0.0, 0.4, "path", "degenerate path: ")
     fig = yield from _stage(fig, saddle_job(c, lam, slices, descent, split), 0.4, 0.9, "saddle", "saddle: ")
     if plane is not None:
-        fig = yield from _stage(fig, plane_job(c, fig.saddle.probe, *plane, slices), 0.9, 1.0, "plane", "2-D slice: ")
+        fig = yield from _stage(
+            fig,
+            probe_plane_job(c, fig.saddle.probe.params, fig.saddle.probe.split, *plane, slices),
+            0.9,
+            1.0,
+            "plane",
+            "2-D slice: ",
+        )
     return fig
 
 
@@ -403,7 +418,7 @@ class Preview:
 
     lam: float
     slices: landscape.Slices
-    plane: landscape.Plane | None
+    plane: PlaneResult | None
     drag: DragSlices | None = None
 
 
@@ -462,9 +477,8 @@ def preview_job(
     cut = replace(cut, normalization=slices.normalize)
     if plane is None:
         return Preview(lam, cut, None, drag)
-    d1, d2, labels = plane_directions(c, theta, split, slices)
-    flat = yield from landscape.plane_job(c.arch, theta, c.X, c.Y, d1, d2, n=int(plane[0]), T=plane[1])
-    return Preview(lam, cut, replace(flat, labels=labels), drag)
+    flat = yield from probe_plane_job(c, theta, split, *plane, slices)
+    return Preview(lam, cut, flat, drag)
 
 
 def drag_job(

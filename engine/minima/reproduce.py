@@ -133,7 +133,7 @@ def run_deep(out_dir: Path, quick: bool = False, seed: int = 0) -> Job[dict]:
         **fields(path, "lam", "loss", "hessian_min"),
         interval=np.array(path.interval.parts, float).reshape(-1, 2),
     )
-    save_arrays(out_dir, "plane.npz", s=fig.plane.s, t=fig.plane.t, losses=fig.plane.losses)
+    save_arrays(out_dir, "plane.npz", s=fig.plane.alpha, t=fig.plane.beta, losses=fig.plane.loss)
     B, D = _bd_metrics(c.small_neurons)
     figures.figure3(out_dir, fig)
     yield Progress(1.0, "done")

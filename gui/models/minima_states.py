@@ -12,7 +12,7 @@ the declared fields (an older or newer session's) are kept in ``extra`` and give
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, ClassVar
 
 from engine.core.errors import EngineInputError
@@ -73,163 +73,72 @@ class StageState(Mapping):
         return sum(1 for _ in self)
 
 
-@dataclass(frozen=True, eq=False)
-class Steps(StageState):
-    """The steps table: a row per construction step, and the note under it."""
-
-    stage: ClassVar[str] = "steps"
-    rows: list = ABSENT
-    note: str = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class Construction(StageState):
-    """The construction: its neurons, the network diagram's weights, the splits the λ slider moves."""
-
-    stage: ClassVar[str] = "construction"
-    neurons: list = ABSENT
-    widths: list = ABSENT
-    weights: Any = ABSENT
-    splits: list = ABSENT
-    split_labels: list = ABSENT
-    split_lams: Any = ABSENT
-    admissible: list = ABSENT
-    split_rows: list = ABSENT
-    verdict: str = ABSENT
-    losses: dict = ABSENT
+def _state(name: str, stage: str, names: str, doc: str, base: type[StageState] = StageState) -> type[StageState]:
+    """A stage's state class: a frozen dataclass over ``base`` whose fields are ``names``
+    (space-separated), each ``ABSENT`` until the stage's data has it."""
+    fields_ = [(n, Any, field(default=ABSENT)) for n in names.split()]
+    namespace = {"stage": stage, "__doc__": doc, "__module__": __name__}
+    return make_dataclass(name, fields_, bases=(base,), namespace=namespace, frozen=True, eq=False)
 
 
-@dataclass(frozen=True, eq=False)
-class Spectrum(StageState):
-    """The Hessian's eigenvalues, at the built network or at the slider's λ."""
-
-    stage: ClassVar[str] = "spectrum"
-    eigs: Any = ABSENT
-    tol: float = ABSENT
-    caption: str = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class Density(StageState):
-    """The spectral density, in the spectrum's place past the full-Hessian limit."""
-
-    stage: ClassVar[str] = "density"
-    grid: Any = ABSENT
-    density: Any = ABSENT
-    extremes: Any = ABSENT
-    trace: float = ABSENT
-    sum_squares: float = ABSENT
-    probes: int = ABSENT
-    steps: int = ABSENT
-    note: str = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class Slices(StageState):
-    """K random slices through a point, their envelope and L*."""
-
-    t: Any = ABSENT
-    losses: Any = ABSENT
-    envelope: Any = ABSENT
-    lstar: float = ABSENT
-    gap: float = ABSENT
-    n_below: int = ABSENT
-    family: str = ABSENT
-    predicted: Any = ABSENT
-    directions: str = ABSENT
-    frame: list = ABSENT
-    title: str = ABSENT
-    descent: Any = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class SlicesMin(Slices):
-    """Panel (a): slices at the embedded minimum (or at the network, named by what it is)."""
-
-    stage: ClassVar[str] = "slices_min"
-
-
-@dataclass(frozen=True, eq=False)
-class SlicesSaddle(Slices):
-    """Panel (c): slices at the saddle, or a λ drag's coarse preview of them."""
-
-    stage: ClassVar[str] = "slices_saddle"
-
-
-@dataclass(frozen=True, eq=False)
-class Path(StageState):
-    """Panel (b): the loss and λ_min(H) along the split's degenerate path."""
-
-    stage: ClassVar[str] = "path"
-    lam: Any = ABSENT
-    loss: Any = ABSENT
-    hessian_min: Any = ABSENT
-    verdicts: list = ABSENT
-    intervals: list = ABSENT
-    label: str = ABSENT
-    split: int = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class Probe(StageState):
-    """The λ box: the point at one λ of the split, its loss, λ_min(H) and verdict."""
-
-    stage: ClassVar[str] = "probe"
-    lam: float = ABSENT
-    loss: float = ABSENT
-    hessian_min: float = ABSENT
-    verdict: str = ABSENT
-    unmet: list = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class Curves(StageState):
-    """Named curves and horizontal lines on one plot, a note under them."""
-
-    curves: list = ABSENT
-    note: str = ABSENT
-    frame: Any = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class Descent(Curves):
-    """Panel (d): the descent line at the saddle."""
-
-    stage: ClassVar[str] = "descent"
-
-
-@dataclass(frozen=True, eq=False)
-class Plane(StageState):
-    """The 2-D slice's heatmap (rows along b) and surface."""
-
-    stage: ClassVar[str] = "plane"
-    a: Any = ABSENT
-    b: Any = ABSENT
-    loss: Any = ABSENT
-    center: Any = ABSENT
-    labels: Any = ABSENT
-
-
-@dataclass(frozen=True, eq=False)
-class InfinityBias(Curves):
-    """Minima at infinity: the loss against the shared last-layer bias."""
-
-    stage: ClassVar[str] = "infinity_bias"
-
-
-@dataclass(frozen=True, eq=False)
-class InfinityGD(Curves):
-    """Minima at infinity: gradient descent from a large bias."""
-
-    stage: ClassVar[str] = "infinity_gd"
-
-
-@dataclass(frozen=True, eq=False)
-class DescendingPath(Curves):
-    """The non-increasing path against the straight segment."""
-
-    stage: ClassVar[str] = "descending_path"
-
+Steps = _state("Steps", "steps", "rows note", "The steps table: a row per construction step, and the note under it.")
+Construction = _state(
+    "Construction",
+    "construction",
+    "neurons widths weights splits split_labels split_lams admissible split_rows verdict losses",
+    "The construction: its neurons, the network diagram's weights, the splits the λ slider moves.",
+)
+Spectrum = _state(
+    "Spectrum", "spectrum", "eigs tol caption", "The Hessian's eigenvalues, at the built network or at the slider's λ."
+)
+Density = _state(
+    "Density",
+    "density",
+    "grid density extremes trace sum_squares probes steps note",
+    "The spectral density, in the spectrum's place past the full-Hessian limit.",
+)
+Slices = _state(
+    "Slices",
+    "",
+    "t losses envelope lstar gap n_below family predicted directions frame title descent",
+    "K random slices through a point, their envelope and L*.",
+)
+SlicesMin = _state(
+    "SlicesMin",
+    "slices_min",
+    "",
+    "Panel (a): slices at the embedded minimum (or at the network, named by what it is).",
+    Slices,
+)
+SlicesSaddle = _state(
+    "SlicesSaddle",
+    "slices_saddle",
+    "",
+    "Panel (c): slices at the saddle, or a λ drag's coarse preview of them.",
+    Slices,
+)
+Path = _state(
+    "Path",
+    "path",
+    "lam loss hessian_min verdicts intervals label split",
+    "Panel (b): the loss and λ_min(H) along the split's degenerate path.",
+)
+Probe = _state(
+    "Probe",
+    "probe",
+    "lam loss hessian_min verdict unmet",
+    "The λ box: the point at one λ of the split, its loss, λ_min(H) and verdict.",
+)
+Curves = _state("Curves", "", "curves note frame", "Named curves and horizontal lines on one plot, a note under them.")
+Descent = _state("Descent", "descent", "", "Panel (d): the descent line at the saddle.", Curves)
+Plane = _state("Plane", "plane", "a b loss center labels", "The 2-D slice's heatmap (rows along b) and surface.")
+InfinityBias = _state(
+    "InfinityBias", "infinity_bias", "", "Minima at infinity: the loss against the shared last-layer bias.", Curves
+)
+InfinityGD = _state("InfinityGD", "infinity_gd", "", "Minima at infinity: gradient descent from a large bias.", Curves)
+DescendingPath = _state(
+    "DescendingPath", "descending_path", "", "The non-increasing path against the straight segment.", Curves
+)
 
 STAGE_TYPES: dict[str, type[StageState]] = {
     cls.stage: cls

@@ -43,35 +43,17 @@ class LayersShown:
         return f"read {Path(self.path).name}: {len(self.rows)} hidden layer(s), {locked} locked unit(s)"
 
 
-def _mlp_module(path: Path):
-    """The app's deep MLP .npz as an nn.Sequential named 0, 2, 4, ... (as the API's sequential_of
-    names it), float64."""
-    import torch
-
-    from engine.core import mlp
-    from engine.landscape.networks import read_network
-
-    net = read_network(path)
-    Ws, bs = mlp.unpack(net.arch, np.asarray(net.params, float))
-    activation = {"sigmoid": torch.nn.Sigmoid, "tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[net.arch.activation]
-    layers = []
-    for W, b in zip(Ws, bs):
-        linear = torch.nn.Linear(W.shape[1], W.shape[0], bias=b is not None, dtype=torch.float64)
-        with torch.no_grad():
-            linear.weight.copy_(torch.from_numpy(np.array(W)))
-            if b is not None:
-                linear.bias.copy_(torch.from_numpy(np.array(b)))
-        layers += [linear, activation()]
-    return torch.nn.Sequential(*layers[:-1]).eval()
-
-
 def any_network(path) -> object | None:
     """The module of a network file that is not two-layer (a .pt2 of another graph, a deep MLP
     .npz), or None: the two-layer reader takes the file (and refuses it with its own reason)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".npz" and path.is_file() and holds_deeper_mlp(path):
-        return _mlp_module(path)
+        from engine.landscape.networks import read_network
+        from engine.landscape.operations import sequential_of
+
+        net = read_network(path)  # an nn.Sequential named 0, 2, 4, ... as the API reads the file
+        return sequential_of(net.arch, net.params)
     if suffix == ".pt2" and path.is_file():
         from engine.io.pt2_program import read_exported_module
 

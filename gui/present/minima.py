@@ -316,12 +316,13 @@ def dip_frame(t, loss, level: float) -> list | None:
 
 
 def _plane(plane, fig) -> dict:
-    # The engine indexes losses[i, j] by (d1_i, d2_j); the heatmap wants rows along d2.
+    # The engine indexes loss[i, j] by (d1_i, d2_j); the heatmap wants rows along d2. A session
+    # saves these keys (a, b, loss), so it does not depend on the engine's names.
     return {
         "plane": {
-            "a": plane.s,
-            "b": plane.t,
-            "loss": plane.losses.T,
+            "a": plane.alpha,
+            "b": plane.beta,
+            "loss": plane.loss.T,
             "center": (0.0, 0.0),
             "labels": tuple(plane.labels) or ANALYTIC_AXES,
         }

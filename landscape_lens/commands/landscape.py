@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from ..arguments import MAX_SEED, float_in, int_in
+from ..arguments import MAX_SEED, float_in, int_in, model_and_checkpoints
 
 NAME = "landscape"
 HELP = "loss planes, PCA trajectory plane, interpolation and Hessian density of a network, as .npz"
@@ -89,12 +89,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--no-vts", action="store_true", help="skip plane.vts")
-    parser.add_argument("--model", metavar="PACKAGE.MODULE:FACTORY", help="builds the module a state_dict is for")
-    parser.add_argument(
+    model_and_checkpoints(
+        parser,
         "--trajectory",
-        nargs="+",
-        metavar="CKPT",
-        help="state_dicts saved in training, oldest first, or one run folder written by ll.Recorder: their PCA plane",
+        "state_dicts saved in training, oldest first, or one run folder written by ll.Recorder: their PCA plane",
     )
     parser.add_argument("--batch-size", type=int_in(1, 1 << 20), metavar="B", help="samples per chunk (a module)")
     parser.add_argument(
@@ -116,9 +114,10 @@ def landscape(args) -> dict:
     from engine.core.errors import EngineInputError
     from engine.core.exports import json_default
     from engine.core.progress import run_to_completion
-    from engine.landscape import density, exports, interpolation, plane, trajectory_pca
+    from engine.landscape import density, exports, interpolation, operations, trajectory_pca
     from engine.landscape.losses import paper_b_hypotheses
     from engine.landscape.networks import read_network, write_network
+    from engine.landscape.plane import MLPLoss
 
     if args.compare and args.train is None:
         raise EngineInputError("--compare needs --train STEPS")
@@ -163,11 +162,8 @@ def landscape(args) -> dict:
         }
         summary["plane"] = _plane_summary(r.plane)
     elif wants_plane:
-        p = run_to_completion(
-            plane.plane_job(
-                arch, net.params, net.X, net.Y, n, args.extent or 1.0, args.directions, ignore, args.seed, **common
-            )
-        )
+        loss = MLPLoss(arch, net.params, net.X, net.Y, kind, args.dtype, args.device)
+        p = run_to_completion(operations.plane_job(loss, n, args.extent or 1.0, args.directions, ignore, args.seed))
         summary["files"] += [str(path) for path in exports.write_plane(out, p, arch, not args.no_vts)]
         summary["plane"] = _plane_summary(p)
     if args.interpolate:

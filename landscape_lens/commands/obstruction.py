@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..arguments import float_in, int_in
+from ..arguments import float_in, int_in, model_and_checkpoints
 
 NAME = "obstruction"
 HELP = "paper A's invariants and locked units of your own network (two-layer: the full obstruction report), as JSON"
@@ -41,12 +41,10 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "network", help="NET: .npz (this app's), .pt/.pth state_dict (two-layer, or any with --model), or .pt2 archive"
     )
-    parser.add_argument("--model", metavar="PACKAGE.MODULE:FACTORY", help="builds the module a state_dict is for")
-    parser.add_argument(
+    model_and_checkpoints(
+        parser,
         "--checkpoints",
-        nargs="+",
-        metavar="CKPT",
-        help="state_dicts of the same model, oldest first, or one run folder: the drift of c over them",
+        "state_dicts of the same model, oldest first, or one run folder: the drift of c over them",
     )
     parser.add_argument(
         "--init-share",
@@ -136,8 +134,9 @@ def _two_layer_report(args) -> dict:
 
 def _two_layer_module(path: Path, args):
     """The two-layer network as an nn.Module of two nn.Linear layers named as the file names them
-    (a state_dict's keys, a .pt2's parameters; ``0`` and ``2`` for the app's .npz, as the API's
-    ``sequential_of`` names an MLP), so that checkpoints of it match and reset_parameters() exists."""
+    (a state_dict's keys, a .pt2's parameters; ``0`` and ``2`` for the app's .npz, as
+    ``engine.landscape.operations.sequential_of`` names an MLP), so that checkpoints of it match
+    and reset_parameters() exists."""
     from engine.io import torch_state
     from engine.io.two_layer_file import load_two_layer
 
@@ -200,7 +199,7 @@ def _any_module(path: Path, model_spec: str | None):
         return read_exported_module(path).module, "pt2", None
     if suffix == ".npz":
         from engine.landscape.networks import read_network
-        from landscape_lens.inputs import sequential_of
+        from engine.landscape.operations import sequential_of
 
         net = read_network(path)
         return sequential_of(net.arch, net.params), "npz", None

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.core import mlp
-from engine.landscape import density, interpolation, plane, slices, trajectory_pca
+from engine.landscape import density, interpolation, operations, plane, slices, trajectory_pca
 from tests.engine.job_timing import WorkClock, install, most_work_between_yields
 
 BOUND_S = 0.2
@@ -57,7 +57,11 @@ def count_products(monkeypatch, clock):
 
 # name: (the job, how its work is counted, what a unit costs)
 JOBS = {
-    "plane": (lambda t, X, Y: plane.plane_job(ARCH, t, X, Y, n=31, kind="cross-entropy"), count_points, POINT_S),
+    "plane": (
+        lambda t, X, Y: operations.plane_job(plane.MLPLoss(ARCH, t, X, Y, "cross-entropy"), 31),
+        count_points,
+        POINT_S,
+    ),
     "pca": (
         lambda t, X, Y: trajectory_pca.pca_plane_job(ARCH, t, X, Y, 300, ("gd", "adam"), kind="cross-entropy", n=11),
         count_steps,

@@ -1,15 +1,20 @@
-"""2-D planes, the toolkit's loss kinds and the .vts writer, against numpy-only recomputation."""
+"""2-D planes on the MLP kernel (operations.plane_job with an MLPLoss), the toolkit's loss kinds
+and the .vts writer, against numpy-only recomputation."""
 
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import torch
 
 from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
-from engine.landscape import plane, slices, vtk
+from engine.landscape import operations, slices, vtk
 from engine.landscape.losses import paper_b_hypotheses
+from engine.landscape.module_loss import ModuleLoss
+from engine.landscape.plane import MLPLoss
 from tests.engine.landscape import toolkit_numpy as ref
 
 CASES = [
@@ -33,7 +38,7 @@ def test_plane_losses_match_numpy_at_every_grid_point(widths, act, bias, kind):
     arch = mlp.landscape_arch(widths, act, bias)
     theta = mlp.init_params(arch, np.random.default_rng(1), 1.5)
     X, Y = data(arch, kind)
-    r = run_to_completion(plane.plane_job(arch, theta, X, Y, n=7, extent=0.8, kind=kind, seed=4))
+    r = run_to_completion(operations.plane_job(MLPLoss(arch, theta, X, Y, kind), 7, 0.8, seed=4))
     expect = np.array(
         [[ref.loss(r.theta + a * r.d1 + b * r.d2, widths, bias, act, X, Y, kind) for b in r.beta] for a in r.alpha]
     )
@@ -43,14 +48,23 @@ def test_plane_losses_match_numpy_at_every_grid_point(widths, act, bias, kind):
     np.testing.assert_allclose(r.alpha, np.linspace(-0.8, 0.8, 7))
 
 
-def test_float32_plane_is_close_and_matches_the_paper_b_plane():
+def test_float32_plane_is_close_and_rows_match_the_slice_kernel():
+    """Row i of the plane is the slice through θ + α_i d1 along d2: the slice kernel (θ + t D, a
+    different order of products) gives it too."""
     arch = mlp.Arch((2, 4, 3, 1), "sigmoid", True)
     theta = mlp.init_params(arch, np.random.default_rng(2), 2.0)
     X, Y = data(arch, "sum", 12)
-    r64 = run_to_completion(plane.plane_job(arch, theta, X, Y, n=9, normalization="random", seed=1))
-    old = run_to_completion(slices.plane_job(arch, theta, X, Y[:, 0], r64.d1, r64.d2, n=9))
-    np.testing.assert_allclose(r64.loss, old.losses, rtol=1e-12)
-    r32 = run_to_completion(plane.plane_job(arch, theta, X, Y, n=9, normalization="random", seed=1, dtype="float32"))
+    r64 = run_to_completion(operations.plane_job(MLPLoss(arch, theta, X, Y), 9, directions="random", seed=1))
+    rows = [
+        run_to_completion(slices.slices_job(arch, theta + a * r64.d1, X, Y[:, 0], P=9, directions=r64.d2[None])).curves[
+            0
+        ]
+        for a in r64.alpha
+    ]
+    np.testing.assert_allclose(r64.loss, rows, rtol=1e-12)
+    r32 = run_to_completion(
+        operations.plane_job(MLPLoss(arch, theta, X, Y, dtype="float32"), 9, directions="random", seed=1)
+    )
     np.testing.assert_allclose(r32.loss, r64.loss, rtol=1e-4)
 
 
@@ -91,9 +105,13 @@ def test_bad_losses_and_grids():
     with pytest.raises(EngineInputError, match="integer class labels"):
         mlp.loss(wide, np.zeros(wide.n_params), X, np.full(len(X), 0.5), "cross-entropy")
     with pytest.raises(EngineInputError, match="plane size"):
-        run_to_completion(plane.plane_job(arch, theta, X, Y, n=1))
+        run_to_completion(operations.plane_job(MLPLoss(arch, theta, X, Y), 1))
     with pytest.raises(EngineInputError, match="unknown loss"):
-        run_to_completion(plane.plane_job(arch, theta, X, Y, n=3, kind="hinge"))
+        run_to_completion(operations.plane_job(MLPLoss(arch, theta, X, Y, "hinge"), 3))
+    with pytest.raises(EngineInputError, match="both plane directions"):
+        run_to_completion(operations.plane_job(MLPLoss(arch, theta, X, Y), 3, d1=theta))
+    with pytest.raises(EngineInputError, match=r"direction d2 has shape \(2,\)"):
+        run_to_completion(operations.plane_job(MLPLoss(arch, theta, X, Y), 3, d1=theta, d2=theta[:2]))
 
 
 def test_paper_b_verdicts_say_when_their_hypotheses_are_unmet():
@@ -121,3 +139,39 @@ def test_vts_parses_back_to_the_plane(tmp_path):
             assert (x, y, z) == (alpha[i], beta[j], loss[i, j])  # 17 digits: exact
             assert values["loss"][i + 4 * j] == loss[i, j]
     np.testing.assert_allclose(values["log_loss"], np.log10(loss.T.ravel()))
+
+
+@dataclass
+class _Net:  # what ModuleLoss reads of a network: its module and data
+    module: torch.nn.Module
+    X: np.ndarray
+    Y: np.ndarray
+    fixed_batch: int | None = None
+
+
+@pytest.mark.parametrize("widths, act, bias, kind", CASES)
+def test_sequential_of_and_mlp_backend_are_inverses_and_both_kernels_give_one_plane(widths, act, bias, kind):
+    """``sequential_of`` makes the module numpy's forward is; ``mlp_backend`` reads it back as the
+    same MLPLoss; the one plane job then gives the same grid on the MLP kernel (random
+    directions) and on the module kernel (the same directions given), and numpy agrees."""
+    arch = mlp.landscape_arch(widths, act, bias)
+    theta = mlp.init_params(arch, np.random.default_rng(5), 1.2)
+    X, Y = data(arch, kind, n=6)
+    module = operations.sequential_of(arch, theta)
+    with torch.no_grad():
+        out = module(torch.as_tensor(X)).numpy()
+    np.testing.assert_allclose(out, ref.outputs(theta, widths, bias, act, X), rtol=1e-13, atol=1e-14)
+    np.testing.assert_array_equal(torch.nn.utils.parameters_to_vector(module.parameters()).detach().numpy(), theta)
+    loss = ModuleLoss(_Net(module, X, Y if kind == "cross-entropy" else Y.reshape(len(X), -1)), kind)
+    back = operations.mlp_backend(loss)
+    assert back.arch == arch and back.kind == kind
+    np.testing.assert_array_equal(back.theta, theta)
+    fast = run_to_completion(operations.plane_job(loss, 4, 0.7, "random", seed=2))
+    slow = run_to_completion(operations.plane_job(loss, 4, 0.7, "random", d1=fast.d1, d2=fast.d2))
+    np.testing.assert_allclose(fast.loss, slow.loss, rtol=1e-12, atol=1e-13)
+    expect = [
+        [ref.loss(theta + a * fast.d1 + b * fast.d2, widths, bias, act, X, Y, kind) for b in fast.beta]
+        for a in fast.alpha
+    ]
+    np.testing.assert_allclose(fast.loss, expect, rtol=1e-12, atol=1e-13)
+    assert fast.L_star == pytest.approx(slow.L_star, rel=1e-13)

@@ -1,4 +1,5 @@
-"""landscape: batched slices/planes equal plain per-point evaluation; float32 agrees; envelope sense."""
+"""landscape: batched slices, and the plane along given directions (operations.plane_job on the MLP
+kernel, paper B's probe plane), equal plain per-point evaluation; float32 agrees; envelope sense."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,9 @@ import torch
 from engine.core import mlp
 from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
+from engine.landscape import operations
 from engine.landscape import slices as landscape
+from engine.landscape.plane import MLPLoss
 from engine.minima import construction
 from engine.minima.pipeline import teacher_data
 from tests.references import numpy_loss
@@ -43,9 +46,13 @@ def test_neuron_normalization_and_plane():
     d = landscape.random_directions(ARCH, THETA, 3, seed=1, normalization="neuron")
     for idx in ARCH.neuron_blocks():
         assert np.allclose(np.linalg.norm(d[:, idx], axis=1), np.linalg.norm(THETA[idx]))
-    plane = run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, d[0], d[1], n=5, T=0.3, threads=2))
-    ref = landscape.losses_per_point(ARCH, [THETA + s * d[0] + t * d[1] for s in plane.s for t in plane.t], X, Y)
-    assert np.allclose(plane.losses, ref.reshape(5, 5), rtol=1e-13, atol=0)
+    loss = MLPLoss(ARCH, THETA, X, Y, threads=2)
+    plane = run_to_completion(operations.plane_job(loss, 5, 0.3, "neuron", d1=d[0], d2=d[1], labels=("a", "b")))
+    ref = landscape.losses_per_point(ARCH, [THETA + s * d[0] + t * d[1] for s in plane.alpha for t in plane.beta], X, Y)
+    assert np.allclose(plane.loss, ref.reshape(5, 5), rtol=1e-13, atol=0)
+    assert np.array_equal(plane.alpha, np.linspace(-0.3, 0.3, 5)) and np.array_equal(plane.beta, plane.alpha)
+    assert plane.L_star == pytest.approx(numpy_loss(ARCH, THETA, X, Y), rel=1e-13)
+    assert (plane.labels, plane.normalization) == (("a", "b"), "neuron")
 
 
 def test_envelope_stays_above_minimum_of_a_convex_problem():
@@ -73,7 +80,7 @@ def test_bad_arguments():
         run_to_completion(landscape.slices_job(ARCH, THETA, X, Y, K=2, P=3, device="tpu"))
     if not torch.cuda.is_available():
         with pytest.raises(EngineInputError, match="no CUDA GPU"):
-            run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, THETA, THETA, n=3, device="cuda"))
+            run_to_completion(operations.plane_job(MLPLoss(ARCH, THETA, X, Y, device="cuda"), 3, d1=THETA, d2=THETA))
 
 
 def test_loss_rounding_bounds_the_float32_error():
@@ -139,9 +146,10 @@ def test_device_path_equals_cpu_float64(device):
         assert isinstance(s.curves, np.ndarray) and s.curves.shape == (20, 9) and len(np.unique(s.t)) == 9
         assert np.allclose(s.curves, ref, rtol=rtol, atol=0)
         assert s.L_star == pytest.approx(numpy_loss(ARCH, THETA, X, Y), rel=1e-12)
-        plane = run_to_completion(landscape.plane_job(ARCH, THETA, X, Y, d[0], d[1], n=7, dtype=dtype, device=device))
-        ref = np.array([[numpy_loss(ARCH, THETA + a * d[0] + b * d[1], X, Y) for b in plane.t] for a in plane.s])
-        assert np.allclose(plane.losses, ref, rtol=rtol, atol=0)
+        loss = MLPLoss(ARCH, THETA, X, Y, dtype=dtype, device=device)
+        plane = run_to_completion(operations.plane_job(loss, 7, d1=d[0], d2=d[1]))
+        ref = np.array([[numpy_loss(ARCH, THETA + a * d[0] + b * d[1], X, Y) for b in plane.beta] for a in plane.alpha])
+        assert np.allclose(plane.loss, ref, rtol=rtol, atol=0)
         assert np.ptp(ref) > 0.1 * ref.mean()  # the plane is not flat: the comparison sees the points
 
 

@@ -211,5 +211,5 @@ def test_descent_line_and_plane_need_no_hessian(built, monkeypatch):
 
     monkeypatch.setattr(mlp, "hessian", no_hessian)
     assert C.descent_curve(c, probe, [0.2]).loss == pytest.approx(expected.loss, abs=0)
-    plane = run_to_completion(figure3.plane_job(c, probe, 5, 0.5))
-    assert plane.losses[2, 2] == pytest.approx(probe.loss, rel=1e-12)
+    plane = run_to_completion(figure3.probe_plane_job(c, probe.params, probe.split, 5, 0.5))
+    assert plane.loss[2, 2] == pytest.approx(probe.loss, rel=1e-12)

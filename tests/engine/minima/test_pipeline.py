@@ -13,6 +13,7 @@ from engine.minima import infinity as INF
 from engine.minima import pipeline as F
 from engine.minima.verdicts import Verdict
 from tests.engine.job_timing import UNIT_S, WorkClock, install, most_work_between_yields
+from tests.references import numpy_loss
 
 POINT_LOSS_S = 1e-6  # one loss of the 2—21—21—1 net over its data: ~0.65 ms a chunk of 808 points
 
@@ -48,7 +49,31 @@ def test_figure3_equals_the_separate_engine_functions(run):
     assert np.array_equal(probe.params, fig.saddle.probe.params) and probe.loss == fig.saddle.probe.loss
     line = C.descent_curve(c, probe, np.linspace(-2.0, 2.0, 9))
     assert np.array_equal(line.loss, fig.saddle.descent.loss)
-    assert fig.plane.losses.shape == (5, 5) and fig.plane.losses[2, 2] == pytest.approx(probe.loss, rel=1e-12)
+    assert fig.plane.loss.shape == (5, 5) and fig.plane.loss[2, 2] == pytest.approx(probe.loss, rel=1e-12)
+
+
+@pytest.mark.parametrize("scaling", ["unit", "filter"])
+def test_the_probe_plane_is_the_loss_at_every_grid_point(run, scaling):
+    """Paper B's 2-D slice is the toolkit's plane (a PlaneResult) along B9's analytic directions
+    (unit norm) or the random plane of Li et al.'s scalings: every grid point equals the loss
+    written out in numpy at θ + α_i d1 + β_j d2, and its axes say which directions they are."""
+    fig, _ = run
+    c, probe = fig.construction, fig.saddle.probe
+    slices = replace(SMALL.slices, normalize=scaling)
+    plane = (
+        fig.plane if scaling == "unit" else run_to_completion(F.probe_plane_job(c, probe.params, -1, 5, 0.5, slices))
+    )
+    d1, d2, labels = F.plane_directions(c, probe.params, -1, slices)
+    np.testing.assert_array_equal(plane.d1, d1)
+    np.testing.assert_array_equal(plane.d2, d2)
+    assert plane.labels == labels
+    random_axes = ("filter-normalised direction 1", "filter-normalised direction 2")
+    assert labels == (F.ANALYTIC_AXES if scaling == "unit" else random_axes)
+    assert np.array_equal(plane.alpha, np.linspace(-0.5, 0.5, 5)) and np.array_equal(plane.beta, plane.alpha)
+    want = [[numpy_loss(c.arch, probe.params + a * d1 + b * d2, c.X, c.Y) for b in plane.beta] for a in plane.alpha]
+    np.testing.assert_allclose(plane.loss, want, rtol=1e-12, atol=0)
+    assert np.ptp(want) > 1e-3 * np.abs(want).max()  # not flat: the comparison sees the directions
+    assert plane.L_star == pytest.approx(numpy_loss(c.arch, probe.params, c.X, c.Y), rel=1e-13)
 
 
 def test_partials_fill_one_dataclass_and_keep_finished_fields(run):
@@ -125,7 +150,7 @@ def test_the_lambda_preview_is_the_refined_saddle_on_a_coarse_grid(run):
     scale = np.abs(exact.curves).max()
     assert np.abs(preview.slices.curves - exact.curves).max() < 1e-5 * scale
     released = run_to_completion(F.reslice_job(fig, 2.0, -1, None, None, plane=SMALL.plane))
-    assert np.allclose(preview.plane.losses, released.plane.losses, rtol=1e-12, atol=0)
+    assert np.allclose(preview.plane.loss, released.plane.loss, rtol=1e-12, atol=0)
     assert released.slices_min is fig.slices_min  # what the release did not touch stays the same object
 
 

@@ -60,8 +60,8 @@ def test_shallow_preset_draws_its_path_descent_line_and_plane(window, qtbot):
     # The 2-D slice: row r, column j of the heatmap is L at (s_j, t_r), its cell centred there.
     plane = fig.plane
     image = ws.plane.image
-    np.testing.assert_array_equal(image.image, plane.losses.T)
-    assert_cells_centred(image, plane.s, plane.t)
+    np.testing.assert_array_equal(image.image, plane.loss.T)
+    assert_cells_centred(image, plane.alpha, plane.beta)
 
 
 def excess_tolerance(loss: np.ndarray, L_inf: float) -> np.ndarray:
