@@ -80,7 +80,7 @@ PARAMETERS = [
             {"name": "seed", "title": "direction seed", "type": "int", "value": 0, "limits": SEED_RANGE},
             {
                 "name": "dip_directions",
-                "title": "random directions (dips)",
+                "title": "dip directions",
                 "type": "int",
                 "value": DIP_DIRECTIONS,
                 "limits": (1, MAX_DIP_DIRECTIONS),
@@ -88,13 +88,13 @@ PARAMETERS = [
             },
             {
                 "name": "basin_share",
-                "title": "basin threshold (share of loss range)",
+                "title": "basin threshold",
                 "type": "float",
                 "value": BASIN_SHARE,
                 "limits": (0.0, 1.0),
                 "step": 0.01,
-                "tip": "a minimum whose persistence (barrier to a lower basin) is at most this share of the "
-                "plane's loss range is merged into the basin it drains to; redraws without a job",
+                "tip": "a share of the plane's loss range: a minimum whose persistence (barrier to a lower "
+                "basin) is at most this share of it is merged into the basin it drains to; redraws without a job",
             },
         ],
     },

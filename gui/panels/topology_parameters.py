@@ -26,7 +26,7 @@ from ..present.training_setup import breast_cancer_source, toy_source, train_con
 from . import choice, group
 
 MODES = {
-    "training on the quadrics, or a network's layers": "training",
+    "training (quadrics, or layers)": "training",
     "Fig. 4: sweep over (l, l₊)": "fig4",
     "Fig. 5: probability (d, l)": "fig5",
 }
