@@ -11,7 +11,7 @@ machine the wall clock also measures the other jobs) and wall seconds, one run e
   floor     121 eval-mode forward passes over the 256 inputs, no grad: what any 11 × 11 plane costs;
             again with the inputs channels-last, the layout ModuleLoss gives an image batch
   plane     an 11 × 11 filter-normalised plane, start-up included (ModuleLoss built, directions drawn):
-            ours (engine.landscape.module_plane.module_plane_job), loss-landscapes 3.0.6's
+            ours (engine.landscape.operations.plane_job), loss-landscapes 3.0.6's
             random_plane (normalization="filter"), loss-landscape-3d 0.1.3's random directions
             (filter-normalised) and LossLandscapeCalculator.calculate
   hvp       one Hessian-vector product: ours on the kept graph (engine.landscape.module_hessian.
@@ -37,25 +37,30 @@ With --plane51, instead, issue #55's rows (a 51 × 51 filter plane through the A
 loss-landscapes, in one run):
   compile   torch.compile of the folded module (engine.landscape.fast_forward.compiled) on a cold
             inductor cache, then again on a warm one: wall, and CPU with the C++ compiler's
-  1 point   the loss over all the inputs, as the API evaluates a grid point (ModuleLoss, chunks of
-            64, channels-last), its module evaluated four ways: eager (batch norm as its affine
-            map, engine.landscape.eval_batch_norm), folded (fast_forward.folded, no post-ops),
-            folded with the ReLUs and residual sums as oneDNN post-ops (fast_forward.folded),
-            compiled (with --compile); and loss-landscapes' own point (its Loss metric on its
-            wrapped model), interleaved --point-repeats times, the median; with the break-even
-            number of points past which compiling pays
-  plane     ll.plane(points=n, directions="filter", dtype="float32") as the API is, and with every
-            ModuleLoss evaluating fast_forward.folded(module) (the call module_loss.py takes),
-            against loss-landscapes' random_plane (normalization "filter"), interleaved --repeats
-            times; n = --plane-points, also timed at 2 × 2 and extrapolated to 51 × 51 as a fixed
-            cost plus 51² points
+  1 point   the loss over all the inputs, as the API evaluates a grid point (ModuleLoss,
+            channels-last), in chunks of 64 with its module evaluated three or four ways: eager
+            (batch norm as its affine map, engine.landscape.eval_batch_norm), folded
+            (fast_forward.folded, no post-ops), folded with the ReLUs and residual sums as oneDNN
+            post-ops (fast_forward.folded), compiled (with --compile); then ModuleLoss as it is
+            (folded and fused, its values module_loss.VALUE_CHUNKS chunks, 256 samples, at once);
+            and loss-landscapes' own point (its Loss metric on its wrapped model), interleaved
+            --point-repeats times, the median; with the break-even number of points past which
+            compiling pays
+  plane     ll.plane(points=n, directions="filter", dtype="float32") as the API is, and with its
+            values in chunks of 64 (VALUE_CHUNKS = 1, as before), against loss-landscapes'
+            random_plane (normalization "filter"), interleaved --repeats times; n = --plane-points,
+            extrapolated to 51 × 51 per point
+  whole     (--whole, instead of the above) one whole 51 × 51 plane each way, ll.plane and
+            random_plane, each in its own process on --threads threads, the two at once (one a
+            core) or with --sequential one after the other: each process's CPU seconds
   MLP       (--mlp) bench_toolkit's 118k-parameter MLP 51 × 51 plane through the API against the
-            command line's engine call (engine.landscape.plane.plane_job), float64
+            command line's engine call (engine.landscape.operations.plane_job on an MLPLoss), float64
 
 Run: python benchmarks/bench_any_model.py [--probes 10] [--power-iters 100] [--threads N] [--samples 256]
      [--hessian-only] [--repeats N]
      python benchmarks/bench_any_model.py --plane51 [--plane-points 9] [--point-repeats 5] [--repeats 2]
      [--compile] [--mlp] [--threads N]
+     python benchmarks/bench_any_model.py --plane51 --whole [--sequential] [--threads N]
 """
 
 import argparse
@@ -77,7 +82,7 @@ from engine.io.module_network import ModuleNetwork  # noqa: E402
 from engine.landscape.hessian import hutchinson_samples_job, mean_and_stderr  # noqa: E402
 from engine.landscape.module_hessian import module_hvp, top_eigenpairs_job  # noqa: E402
 from engine.landscape.module_loss import ModuleLoss  # noqa: E402
-from engine.landscape.plane import module_plane_job  # noqa: E402
+from engine.landscape.operations import plane_job  # noqa: E402
 
 CLASSES, GRID, EXTENT, TOL = 10, 11, 1.0, 1e-3
 
@@ -156,7 +161,7 @@ def floor(model, X, layout=torch.contiguous_format):
 
 
 def ours_plane(model, X, Y):
-    return run_to_completion(module_plane_job(ours_loss(model, X, Y), GRID, EXTENT, "filter")).loss
+    return run_to_completion(plane_job(ours_loss(model, X, Y), GRID, EXTENT, "filter")).loss
 
 
 def loss_landscapes_plane(model, X, Y, n=GRID):
@@ -437,21 +442,28 @@ def where_a_point_goes(loss, rows: int = 7) -> str:
     return ", ".join(f"{e.key} {100 * e.self_cpu_time_total / total:.0f} %" for e in ops[:rows])
 
 
+def chunked(loss, samples: int = CHUNK):
+    """``loss`` (a ModuleLoss) evaluating its values ``samples`` at a time instead of its
+    ``value_batch`` (``VALUE_CHUNKS`` chunks): the chunks of 64 the API took before."""
+    loss.value_batch = samples
+    return loss
+
+
 def point_rows(model, X, Y, args, row) -> dict:
-    """One grid point (the loss over every input, chunks of CHUNK, channels-last, as the API
-    evaluates it) each way, interleaved --point-repeats times: the median CPU seconds of each."""
+    """One grid point (the loss over every input, channels-last, as the API evaluates it) each
+    way, interleaved --point-repeats times: the median CPU seconds of each. The rows before the
+    last ours evaluate chunks of CHUNK; the last is ``ModuleLoss`` as it is (folded and fused, its
+    values ``VALUE_CHUNKS`` chunks at once)."""
     from engine.landscape.fast_forward import batch_norm_left, folded
 
     net = ModuleNetwork(model, X.numpy(), Y.numpy(), None, "benchmark")
-    make = lambda: ModuleLoss(net, "cross-entropy", CHUNK, "float32")
+    make = lambda: chunked(ModuleLoss(net, "cross-entropy", CHUNK, "float32"))
     plain, fused = folded(model, activations=False), folded(model)
     ways = {
         "eager (batch norm as its affine map)": evaluating(make(), functional(model)),
         "folded": evaluating(make(), functional(plain), batch_norm_left(plain)),
         "folded + fused ReLU and residual": evaluating(make(), functional(fused), batch_norm_left(fused)),
-        "folded + fused, one chunk of all": evaluating(
-            ModuleLoss(net, "cross-entropy", len(X), "float32"), functional(fused), batch_norm_left(fused)
-        ),
+        "ModuleLoss as it is (values 256 at once)": ModuleLoss(net, "cross-entropy", None, "float32"),
     }
     compile_note = ""
     if args.compile:
@@ -487,7 +499,7 @@ def point_rows(model, X, Y, args, row) -> dict:
         if name != "eager (batch norm as its affine map)":
             note += f" (rel. diff {abs(values[name] - reference) / abs(reference):.0e})"
         row(f"1 point, median of {args.point_repeats}: {name}", (seconds, float(np.median(walls[name]))), note)
-    for name in ("eager (batch norm as its affine map)", "folded + fused ReLU and residual"):
+    for name in ("eager (batch norm as its affine map)", "ModuleLoss as it is (values 256 at once)"):
         print(f"  where a point goes, {name} (self CPU): {where_a_point_goes(ways[name])}")
     if compile_note:
         saving = median["folded + fused ReLU and residual"] - median["compiled (folded, inductor)"]
@@ -501,11 +513,10 @@ def point_rows(model, X, Y, args, row) -> dict:
 
 
 def api_plane_rows(model, X, Y, args, row) -> None:
-    """The n × n filter plane through the API as it is, and through the API with ModuleLoss
-    evaluating fast_forward.folded(module) (what module_loss.py does once it calls it), against
-    loss-landscapes' random_plane, interleaved --repeats times, n = --plane-points: the best of
-    each, and for n < 51 the 51 × 51 time extrapolated per point (fixed costs counted 51²/n² times
-    over, in every row alike)."""
+    """The n × n filter plane through the API as it is, and with its values in chunks of CHUNK
+    (as before ``VALUE_CHUNKS``), against loss-landscapes' random_plane, interleaved --repeats
+    times, n = --plane-points: the best of each, and for n < 51 the 51 × 51 time extrapolated per
+    point (fixed costs counted 51²/n² times over, in every row alike)."""
     import landscape_lens as ll
 
     n = args.plane_points
@@ -513,7 +524,7 @@ def api_plane_rows(model, X, Y, args, row) -> None:
     api = lambda: ll.plane(model, (X, Y), **options)
     ways = {
         "API as it is": api,
-        "API, ModuleLoss folded": lambda: with_folded_module_loss(api),
+        "API, values in chunks of 64": lambda: with_value_chunks(1, api),
         "loss-landscapes random_plane": lambda: loss_landscapes_plane(model, X, Y, n),
     }
     times = {name: [] for name in ways}
@@ -530,32 +541,22 @@ def api_plane_rows(model, X, Y, args, row) -> None:
             f"× peer CPU {peer[0] / cpu:.2f}, wall {peer[1] / wall:.2f} (CPU s each: {every}){whole}")  # fmt: skip
 
 
-def with_folded_module_loss(work):
-    """``work()`` with every ModuleLoss evaluating fast_forward.folded(its module), checked on its
-    first chunk, as module_loss.py does once it calls it."""
-    from engine.landscape.fast_forward import folded
+def with_value_chunks(chunks: int, work):
+    """``work()`` with every ModuleLoss made in it evaluating its values ``chunks`` chunks at a
+    time (module_loss.VALUE_CHUNKS)."""
+    from engine.landscape import module_loss
 
-    original = ModuleLoss._forward
-
-    def forward(self, flat, x, buffers=None):
-        net = self.__dict__.get("_bench_folded")
-        if net is None:
-            state = {**self.unflatten(self.theta), **self.buffers}
-            net = self._bench_folded = folded(self.module, x, state)
-        state = {**self.unflatten(flat), **(self.buffers if buffers is None else buffers)}
-        with self._lock, self._evaluation():
-            return torch.func.functional_call(net, state, (x,))
-
-    ModuleLoss._forward = forward
+    original = module_loss.VALUE_CHUNKS
+    module_loss.VALUE_CHUNKS = chunks
     try:
         return work()
     finally:
-        ModuleLoss._forward = original
+        module_loss.VALUE_CHUNKS = original
 
 
 def mlp_rows(args, row) -> None:
     """bench_toolkit's 118k-parameter MLP plane (51 × 51, cross-entropy, float64) through the API
-    against the command line's engine call (engine.landscape.plane.plane_job, its default
+    against the command line's engine call (engine.landscape.operations.plane_job on an MLPLoss, its default
     threads), interleaved --repeats times: the API takes the same MLP kernel."""
     import tempfile
 
@@ -572,7 +573,9 @@ def mlp_rows(args, row) -> None:
     api = lambda: ll.plane(model, (X, Y), points=PLANE, loss="cross-entropy", dtype="float64", progress=False).loss
     cli = lambda: (
         run_to_completion(
-            plane.plane_job(net.arch, net.params, net.X, net.Y, PLANE, 1.0, "filter", "none", 0, "cross-entropy")
+            plane_job(
+                plane.MLPLoss(net.arch, net.params, net.X, net.Y, "cross-entropy"), PLANE, 1.0, "filter", "none", 0
+            )
         ).loss
     )
     times, out = {"API": [], "command line (plane_job)": []}, {}
@@ -588,7 +591,58 @@ def mlp_rows(args, row) -> None:
             f"wall × command line {wall / cli_best[1]:.2f}; max |Δ| {diff:.1e}")  # fmt: skip
 
 
+def whole_plane(way: str, samples: int, threads: int, n: int = PLANE) -> dict:
+    """One whole 51 × 51 filter plane, ``way`` "API" (ll.plane, float32, as the API is) or
+    "loss-landscapes" (random_plane), in this process on ``threads`` threads (``n``: the side, for
+    a smoke run): its process CPU seconds, wall seconds, and the loss at the grid's centre, a
+    check that both evaluated the one network (θ itself for the API; half a step off θ along
+    both directions for loss-landscapes, whose grid starts at θ − (n/2) steps)."""
+    torch.set_num_threads(threads)
+    import_lazy_torch_modules()
+    model, X, Y = workload(samples)
+    if way == "API":
+        import landscape_lens as ll
+
+        options = dict(points=n, directions="filter", loss="cross-entropy", dtype="float32", progress=False)
+        work = lambda: np.asarray(ll.plane(model, (X, Y), **options).loss)
+    else:
+        work = lambda: np.asarray(loss_landscapes_plane(model, X, Y, n))
+    cpu, wall, grid = timed(work)
+    return dict(cpu=cpu, wall=wall, centre=float(grid[n // 2, n // 2]), shape=grid.shape, threads=threads)
+
+
+def whole_plane_rows(args, row) -> None:
+    """One whole 51 × 51 plane each way in one invocation: the API's and loss-landscapes', each
+    in its own process on --threads threads, the two run at once (one on each core of a 2-core
+    machine, so the machine's other load falls on both), or one after the other with
+    --sequential; the CPU seconds of each process compared."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ways = ("API", "loss-landscapes")
+    context = multiprocessing.get_context("spawn")
+    out = {}
+    if args.sequential:
+        for way in ways:
+            with ProcessPoolExecutor(1, mp_context=context) as pool:
+                out[way] = pool.submit(whole_plane, way, args.samples, args.threads).result()
+    else:
+        with ProcessPoolExecutor(len(ways), mp_context=context) as pool:
+            futures = {way: pool.submit(whole_plane, way, args.samples, args.threads) for way in ways}
+            out = {way: future.result() for way, future in futures.items()}
+    peer = out["loss-landscapes"]
+    how = "one after the other" if args.sequential else "at once, one process each"
+    for way in ways:
+        r = out[way]
+        row(f"plane 51×51 filter, whole, {how}: {way}", (r["cpu"], r["wall"]),
+            f"× peer CPU {peer['cpu'] / r['cpu']:.2f}, wall {peer['wall'] / r['wall']:.2f}; "
+            f"loss at the centre {r['centre']:.6f}; {r['threads']} thread(s)")  # fmt: skip
+
+
 def plane51_rows(model, X, Y, args, row) -> None:
+    if args.whole:
+        whole_plane_rows(args, row)
+        return
     point_rows(model, X, Y, args, row)
     api_plane_rows(model, X, Y, args, row)
     if args.mlp:
@@ -609,6 +663,8 @@ def main():
     parser.add_argument("--point-repeats", type=int, default=5, help="--plane51: interleaved single points")
     parser.add_argument("--compile", action="store_true", help="--plane51: also torch.compile's row and its cost")
     parser.add_argument("--mlp", action="store_true", help="--plane51: also the MLP plane, API against command line")
+    parser.add_argument("--whole", action="store_true", help="--plane51: only one whole 51×51 plane each way")
+    parser.add_argument("--sequential", action="store_true", help="--whole: the two planes one after the other")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     import_lazy_torch_modules()  # torch.func's first-call imports, as the app pays them at start-up

@@ -1,28 +1,43 @@
-"""Every classification model in torchvision's zoo, exported and read by the toolkit (issue #55).
+"""Every classification model in torchvision's zoo, and torch.nn's transformer encoder, LSTM and
+GRU, exported and read by the toolkit (issue #55).
 
 Not a benchmark of speed: a check that each architecture a user may export is accepted and
 evaluated right. For every model of ``torchvision.models.list_models(module=torchvision.models)``
 (weights=None, num_classes=10, random initialisation; batch norms given running statistics by
-two train-mode batches first):
+two train-mode batches first), and, with ``--nn`` or by default, three models built of torch.nn's
+layers (``tests.models``' token transformer over a two-layer ``nn.TransformerEncoder``, and its
+``nn.LSTM`` and ``nn.GRU`` classifiers, at a width of 64):
 
 1. ``torch.export.export(model.eval(), (x,), dynamic_shapes=({0: Dim("batch")},))`` on a batch of
-   4 random 3 × S × S images (S = 64, or what the model needs), saved with ``torch.export.save``;
-   where a dynamic batch cannot be exported the row says so and the static batch is checked;
-2. read back through ``engine.io.module_network.read_module_network`` with 4 random labels;
+   2 random inputs (images 3 × S × S with S = 32, or the smallest side the model takes), saved
+   with ``torch.export.save``; where a dynamic batch cannot be exported the row says so and the
+   static batch is checked;
+2. read back through ``engine.io.module_network.read_module_network`` with 2 random labels;
 3. ``ModuleLoss(net, "cross-entropy")`` at θ and at θ + a random direction (1e-3 ‖θ‖) against
    the eager model made float64, its state loaded by ``load_state_dict``, the loss computed in
    plain torch: the larger relative difference of the two points, which must be within 1e-10;
-4. for the smallest models (``--hessian-below`` parameters) the top Hessian eigenvalue by
-   ``module_hessian(top_k=1, probes=2, max_full=0)`` against power iteration on the eager float64
-   model's own Hessian-vector products (double backward with attention in its math form), run
-   until its residual ‖Hv − λv‖ bounds the eigenvalue's error within 1e-4 relative; the row
-   gives the relative difference, which must be within 1e-3.
+4. for the smaller models (``--hessian-below`` parameters) the top Hessian eigenvalue by
+   ``module_hessian(top_k=1, probes=2, max_full=0)`` (the toolkit's Lanczos on its
+   forward-over-reverse products through the read graph) against scipy's ``eigsh`` (ARPACK,
+   largest algebraic) on central differences of the eager float64 model's autograd gradients
+   (first derivatives only: ``_Eager.top_eigenvalue``), run until its residual ‖Hv − λv‖ is within
+   1e-4 |λ| (for a symmetric matrix that bounds the reference's own error): the relative
+   difference must be within 1e-3.
 
-Each model runs in its own process (memory is returned, a crash is one row). torchvision is not a
-dependency of the project: run it from an environment that has it, with the project on the path:
+Each model runs in its own process (memory is returned, a crash is one row), under a data-size
+limit (``RLIMIT_DATA``, ``--memory-gib``) so that one model cannot exhaust a shared machine; a
+model whose need, estimated as its parameters times the largest peak memory per parameter
+measured so far in the run among models over 10 million parameters (rows carry their peak; before
+any, ``--bytes-per-param``), exceeds that limit is skipped with the estimate. Models run smallest
+first. torchvision is not a dependency of the project: run it from an environment that has it,
+with the project on the path:
 
-    PYTHONPATH=/path/to/landscape-lens nice python benchmarks/zoo_check.py [--models resnet18 vit_b_16]
-        [--max-params 60e6] [--hessian-below 3e6] [--timeout 900] [--out table.tsv]
+    PYTHONPATH=/path/to/landscape-lens nice python benchmarks/zoo_check.py [--models resnet18 nn.LSTM]
+        [--max-params 700e6] [--hessian-below 3e6] [--memory-gib 12] [--bytes-per-param 40]
+        [--timeout 900] [--out rows.jsonl] [--markdown table.md]
+
+``--rows a.jsonl b.jsonl --markdown table.md`` runs nothing and writes the table of earlier runs'
+rows (several runs may share the work), every model without a row marked as not run.
 """
 
 from __future__ import annotations
@@ -32,87 +47,116 @@ import copy
 import json
 import math
 import multiprocessing
+import resource
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
-SIZE = 64  # image side when the model takes any
-# models whose input must be larger, or whose constructor fixes the image size
-SIDES = {"inception_v3": 80, "maxvit_t": 224, "vit_h_14": 56}
+SIZE = 32  # image side when the model takes any
+# models whose input must be larger: Inception's stem, AlexNet's three strided poolings, and
+# MaxViT, whose every stage's grid must divide into its 7 × 7 windows (the last stage sees S / 32:
+# S = 224 is the smallest it takes)
+SIDES = {"inception_v3": 75, "alexnet": 64, "maxvit_t": 224, "vit_h_14": 28}
 BUILD_ARGUMENTS = {
-    "vit_b_16": {"image_size": 64},
-    "vit_b_32": {"image_size": 64},
-    "vit_l_16": {"image_size": 64},
-    "vit_l_32": {"image_size": 64},
-    "vit_h_14": {"image_size": 56},
+    "vit_b_16": {"image_size": 32},
+    "vit_b_32": {"image_size": 32},
+    "vit_l_16": {"image_size": 32},
+    "vit_l_32": {"image_size": 32},
+    "vit_h_14": {"image_size": 28},
     "inception_v3": {"aux_logits": False, "init_weights": True},
     "googlenet": {"aux_logits": False, "init_weights": True},
 }
-LOSS_RTOL, EIGEN_RTOL, POWER_RTOL = 1e-10, 1e-3, 1e-4
+NN_MODELS = ("nn.TransformerEncoder", "nn.LSTM", "nn.GRU")
+CLASSES, BATCH, NN_WIDTH = 10, 2, 64  # a batch of 2: the smallest a dynamic batch is exported on
+LOSS_RTOL, EIGEN_RTOL, ARPACK_TOL, FD_STEP = 1e-10, 1e-3, 1e-4, 1e-5
 
 
 def build(name: str):
-    import torchvision
-
-    return torchvision.models.get_model(name, weights=None, num_classes=10, **BUILD_ARGUMENTS.get(name, {}))
-
-
-def count_parameters(name: str) -> int | None:
-    """The model's parameters, counted on the meta device (no memory, no initialisation); None
-    where the constructor reads tensor values (RegNet's widths): its worker counts them."""
+    """(model, one input batch of BATCH) of a zoo name or one of NN_MODELS."""
     import torch
 
+    generator = torch.Generator().manual_seed(1)
+    if name in NN_MODELS:
+        from tests.models import SEQUENCE, TOKENS, VOCABULARY, RecurrentClassifier, TokenTransformer
+
+        if name == "nn.TransformerEncoder":
+            ids = torch.randint(0, VOCABULARY, (BATCH, TOKENS), generator=generator)
+            return TokenTransformer(dim=NN_WIDTH, heads=4, classes=CLASSES), ids
+        cell = name.removeprefix("nn.").lower()
+        return RecurrentClassifier(cell, hidden=NN_WIDTH, classes=CLASSES), torch.randn(
+            BATCH, *SEQUENCE, generator=generator
+        )
+    import torchvision
+
+    side = SIDES.get(name, SIZE)
+    model = torchvision.models.get_model(name, weights=None, num_classes=CLASSES, **BUILD_ARGUMENTS.get(name, {}))
+    return model, torch.randn(BATCH, 3, side, side, generator=generator)
+
+
+def count_parameters(name: str) -> int:
+    """The model's parameters, counted on the meta device (no memory, no initialisation); where the
+    constructor reads tensor values (RegNet's widths), the count torchvision's weights give for
+    1,000 classes, less the head's difference (the head is Linear(width, classes))."""
+    import torch
+
+    if name in NN_MODELS:
+        return sum(p.numel() for p in build(name)[0].parameters())
     try:
         with torch.device("meta"):
-            return sum(p.numel() for p in build(name).parameters())
+            return sum(p.numel() for p in build(name)[0].parameters())
     except Exception:  # noqa: BLE001 -- any constructor that needs real tensors
-        return None
+        import torchvision
+
+        weights = torchvision.models.get_model_weights(name)
+        return int(next(iter(weights)).meta["num_params"])
 
 
-def check_model(name: str, hessian_below: float, folder: str, max_params: float = math.inf) -> dict:
-    """The row of one model: {model, params, export, loss_rel, eig_rel, ok, error}."""
+def check_model(name: str, hessian_below: float) -> dict:
+    """The row of one model: {model, params, side, export, loss_rel, eig_rel, ok, error, seconds,
+    peak_gib}."""
     import numpy as np
     import torch
 
     from engine.io.module_network import read_module_network
-    from engine.landscape.evaluation import math_attention
     from engine.landscape.module_hessian import module_hessian
     from engine.landscape.module_loss import ModuleLoss
 
+    began = time.perf_counter()
     torch.manual_seed(0)
-    row = {"model": name, "params": None, "export": "", "loss_rel": None, "eig_rel": None, "ok": False, "error": ""}
-    side = SIDES.get(name, SIZE)
-    generator = torch.Generator().manual_seed(1)
-    x = torch.randn(4, 3, side, side, generator=generator)
-    y = torch.randint(0, 10, (4,), generator=generator)
+    row = {"model": name, "params": None, "input": "", "export": "", "loss_rel": None, "eig_rel": None}
+    row |= {"ok": False, "error": ""}
     step = "build"
     try:
-        model = build(name)
+        model, x = build(name)
+        row["input"] = "×".join(map(str, x.shape[1:]))
+        y = torch.randint(0, CLASSES, (len(x),), generator=torch.Generator().manual_seed(4))
         row["params"] = sum(p.numel() for p in model.parameters())
-        if row["params"] > max_params:
-            return {**row, "ok": None, "error": "skipped: over --max-params"}
-        model.train()
-        with torch.no_grad():  # running statistics other than 0 and 1
-            for _ in range(2):
-                model(1.5 * torch.randn(4, 3, side, side, generator=generator) + 0.2)
+        if x.is_floating_point():  # running statistics other than 0 and 1
+            model.train()
+            with torch.no_grad():
+                for _ in range(2):
+                    model(1.5 * torch.randn(x.shape, generator=torch.Generator().manual_seed(5)) + 0.2)
         model.eval()
-        step = "export"
-        path, data = Path(folder) / f"{name}.pt2", Path(folder) / f"{name}.npz"
-        try:
-            program = torch.export.export(model, (x,), dynamic_shapes=({0: torch.export.Dim("batch")},))
-            row["export"] = "dynamic batch"
-        except Exception as error:  # noqa: BLE001 -- any failure of torch.export is one row
-            program = torch.export.export(model, (x,))
-            row["export"] = f"static batch (dynamic failed: {_first_line(error)[:80]})"
-        torch.export.save(program, path)
-        del program
-        np.savez(data, X=x.numpy(), Y=y.numpy())
-        step = "read"
-        net = read_module_network(path, data)
+        with tempfile.TemporaryDirectory() as folder:
+            step = "export"
+            path, data = Path(folder) / "model.pt2", Path(folder) / "data.npz"
+            try:
+                program = torch.export.export(model, (x,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+                row["export"] = "dynamic batch"
+            except Exception as error:  # noqa: BLE001 -- any failure of torch.export is one row
+                program = torch.export.export(model, (x,))
+                row["export"] = f"static batch (dynamic failed: {_first_line(error)[:80]})"
+            torch.export.save(program, path)
+            del program
+            np.savez(data, X=x.numpy(), Y=y.numpy())
+            step = "read"
+            net = read_module_network(path, data)
         step = "loss"
         loss = ModuleLoss(net, "cross-entropy")
         eager = _Eager(model, loss.names, x, y)
+        del model
         direction = torch.randn(loss.n_params, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
         moved = loss.theta + 1e-3 * loss.theta.norm() * direction / direction.norm()
         rel = 0.0
@@ -123,17 +167,22 @@ def check_model(name: str, hessian_below: float, folder: str, max_params: float 
         ok = rel <= LOSS_RTOL
         if row["params"] < hessian_below:
             step = "hessian"
+            began_hessian = time.perf_counter()
             got = float(module_hessian(loss, top_k=1, probes=2, max_full=0).eigenvalues[0])
-            with math_attention():
-                want, residual = eager.power_iteration(loss.theta)
+            row["toolkit_s"] = round(time.perf_counter() - began_hessian, 1)
+            want, row["arpack_products"] = eager.top_eigenvalue(loss.theta)
             row["eig_rel"] = abs(got - want) / abs(want)
-            row["error"] = f"power iteration λ={want:.6g} (residual {residual:.1e}), ours {got:.6g}"
+            row["error"] = f"λ_max {want:.6g} (ARPACK), {got:.6g} (toolkit)"
             ok = ok and row["eig_rel"] <= EIGEN_RTOL
         row["ok"] = ok
+    except MemoryError:
+        row["error"] = f"{step}: out of memory under the --memory-gib limit"
     except Exception as error:  # noqa: BLE001 -- a failure at any step is the row's finding
         row["error"] = f"{step}: {_first_line(error)}"
         if "--trace" in sys.argv:
             traceback.print_exc()
+    row["seconds"] = round(time.perf_counter() - began, 1)
+    row["peak_gib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
     return row
 
 
@@ -149,7 +198,7 @@ class _Eager:
             raise AssertionError("the read module's parameters are not the model's, in its order")
         self.params = list(self.model.parameters())
         self.state = self.model.state_dict()
-        self.x, self.y = x.double(), y
+        self.x, self.y = (x.double() if x.is_floating_point() else x), y
 
     def load(self, flat) -> None:
         parts, at = {}, 0
@@ -168,74 +217,135 @@ class _Eager:
         with self.torch.no_grad():
             return float(self.objective())
 
-    def power_iteration(self, flat, max_steps: int = 500) -> tuple[float, float]:
-        """(λ, ‖Hv − λv‖) of the Hessian's eigenvalue of largest magnitude, by power iteration on
-        double-backward products; stops once the residual is within POWER_RTOL of |λ|."""
-        torch = self.torch
+    def gradient(self, flat):
+        """∇L at ``flat``, by plain first-order autograd on the eager model."""
         self.load(flat)
-        grads = torch.autograd.grad(self.objective(), self.params, create_graph=True)
-        g = torch.cat([t.reshape(-1) for t in grads])
-        v = torch.randn(g.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
-        v /= v.norm()
-        lam, residual = 0.0, math.inf
-        for _ in range(max_steps):
-            hv = torch.autograd.grad(g, self.params, v, retain_graph=True)
-            hv = torch.cat([t.reshape(-1) for t in hv])
-            lam = float(v @ hv)
-            residual = float((hv - lam * v).norm())
-            if residual <= POWER_RTOL * abs(lam):
-                break
-            v = hv / hv.norm()
-        return lam, residual
+        grads = self.torch.autograd.grad(self.objective(), self.params)
+        return self.torch.cat([t.reshape(-1) for t in grads])
+
+    def top_eigenvalue(self, flat) -> tuple[float, int]:
+        """(the Hessian's largest eigenvalue, the products it took) by ARPACK's Lanczos (scipy's
+        ``eigsh``, which="LA") on central differences of the eager model's gradients,
+        H v ≈ (∇L(θ + εv) − ∇L(θ − εv)) / 2ε with ‖v‖ = 1 and ε = FD_STEP: no second derivative
+        of any kernel is taken (a double backward through eager convolutions takes torch's slow
+        path), and the difference's error, ε²/6 ‖∂³L‖ plus rounding ε_mach ‖∇L‖ / ε, is orders
+        below the 1e-3 checked."""
+        import numpy as np
+        import scipy.sparse.linalg
+
+        torch = self.torch
+        theta = flat.detach().clone()
+        products = [0]
+
+        def hvp(v):
+            products[0] += 1
+            v = torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64).reshape(-1))
+            norm = float(v.norm())
+            if norm == 0.0:
+                return np.zeros(v.shape)
+            u = v / norm
+            difference = self.gradient(theta + FD_STEP * u) - self.gradient(theta - FD_STEP * u)
+            return (difference * (norm / (2 * FD_STEP))).numpy()
+
+        n = theta.numel()
+        operator = scipy.sparse.linalg.LinearOperator((n, n), matvec=hvp, dtype=np.float64)
+        start = np.random.default_rng(3).standard_normal(n)
+        value = scipy.sparse.linalg.eigsh(
+            operator, k=1, which="LA", tol=ARPACK_TOL, v0=start, return_eigenvectors=False
+        )
+        return float(value[0]), products[0]
 
 
 def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
 
 
-def _run(name, hessian_below, folder, max_params, queue):
-    queue.put(check_model(name, hessian_below, folder, max_params))
+def _run(name, hessian_below, memory_bytes, queue):
+    if memory_bytes:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
+    queue.put(check_model(name, hessian_below))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="*", help="these models only (default: the whole zoo)")
-    parser.add_argument("--max-params", type=float, default=60e6, help="skip larger models")
+    parser.add_argument(
+        "--models",
+        nargs="*",
+        help="these models only, in this order (default: the whole zoo and --nn's, smallest first)",
+    )
+    parser.add_argument("--nn", action="store_true", help="torch.nn's transformer encoder, LSTM and GRU only")
+    parser.add_argument("--max-params", type=float, default=math.inf, help="skip larger models")
     parser.add_argument("--hessian-below", type=float, default=3e6, help="top eigenvalue for models this small")
+    parser.add_argument("--memory-gib", type=float, default=12.0, help="data-size limit of each model's process")
+    parser.add_argument(
+        "--bytes-per-param", type=float, default=40.0, help="peak memory a parameter, until the run measures more"
+    )
     parser.add_argument("--timeout", type=float, default=900, help="seconds per model")
-    parser.add_argument("--out", type=Path, help="also write the rows here, one JSON object a line")
+    parser.add_argument("--out", type=Path, help="also append the rows here, one JSON object a line")
+    parser.add_argument("--markdown", type=Path, help="write the table here as Markdown")
     parser.add_argument("--trace", action="store_true", help="print each failure's traceback")
+    parser.add_argument(
+        "--rows", nargs="+", type=Path, help="run nothing: the table of these --out files (a later row of a model wins)"
+    )
     args = parser.parse_args()
     import torchvision
 
-    names = args.models or torchvision.models.list_models(module=torchvision.models)
+    if args.models:
+        names = args.models
+    elif args.nn:
+        names = list(NN_MODELS)
+    else:
+        names = [*torchvision.models.list_models(module=torchvision.models), *NN_MODELS]
     sizes = {name: count_parameters(name) for name in names}
-    names = sorted(names, key=lambda name: math.inf if sizes[name] is None else sizes[name])
+    names = names if args.models else sorted(names, key=sizes.get)
+    if args.rows:
+        table = merged(args.rows, names, sizes)
+        (args.markdown.write_text(table) if args.markdown else print(table, end=""))
+        return
+    memory = args.memory_gib * 2**30
     print(f"{'model':<22} {'params':>11}  {'ok':<4} {'loss rel':>9} {'eig rel':>9}  export / error", flush=True)
     context = multiprocessing.get_context("spawn")
-    with tempfile.TemporaryDirectory() as folder:
-        for name in names:
-            if sizes[name] is not None and sizes[name] > args.max_params:
-                row = {"model": name, "params": sizes[name], "ok": None, "error": "skipped: over --max-params"}
-            else:
-                queue = context.Queue()
-                process = context.Process(target=_run, args=(name, args.hessian_below, folder, args.max_params, queue))
-                process.start()
-                process.join(args.timeout)
-                if process.is_alive():
-                    process.kill()
-                    process.join()
-                    row = {"model": name, "params": sizes[name], "ok": False, "error": f"over {args.timeout:g} s"}
-                elif process.exitcode != 0 or queue.empty():
-                    row = {"model": name, "params": sizes[name], "ok": False, "error": f"exit {process.exitcode}"}
-                else:
-                    row = queue.get()
-                for member in Path(folder).glob(f"{name}.*"):
-                    member.unlink()
-            _print(row)
-            if args.out:
-                with args.out.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
+    rows, per_param, measured = [], args.bytes_per_param, "given by --bytes-per-param"
+    for name in names:
+        base = {"model": name, "params": sizes[name], "ok": None}
+        need = sizes[name] * per_param
+        if sizes[name] > args.max_params:
+            row = {**base, "error": f"skipped: over --max-params {args.max_params:.3g}"}
+        elif need > memory:
+            row = {
+                **base,
+                "error": f"skipped: needs about {need / 2**30:.0f} GiB ({per_param:.0f} bytes a parameter, "
+                f"{measured}) over the {args.memory_gib:g} GiB limit",
+            }
+        else:
+            row = _in_process(context, name, args, memory)
+            if row.get("peak_gib") and row["params"] and row["params"] > 1e7:
+                if row["peak_gib"] * 2**30 / row["params"] > per_param:
+                    per_param, measured = row["peak_gib"] * 2**30 / row["params"], f"{name}'s peak"
+        rows.append(row)
+        _print(row)
+        if args.out:
+            with args.out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+    if args.markdown:
+        args.markdown.write_text(markdown(rows))
+
+
+def _in_process(context, name: str, args, memory: float) -> dict:
+    """check_model(name) in a process of its own, or the row that says how it ended."""
+    queue = context.Queue()
+    process = context.Process(target=_run, args=(name, args.hessian_below, int(memory), queue))
+    began = time.perf_counter()
+    process.start()
+    process.join(args.timeout)
+    row = {"model": name, "params": count_parameters(name), "ok": False, "seconds": round(time.perf_counter() - began)}
+    if process.is_alive():
+        process.kill()
+        process.join()
+        return {**row, "error": f"over the {args.timeout:g} s timeout"}
+    if process.exitcode != 0 or queue.empty():
+        return {**row, "error": f"process ended with exit status {process.exitcode}"}
+    return queue.get()
 
 
 def _print(row: dict) -> None:
@@ -247,6 +357,43 @@ def _print(row: dict) -> None:
         f"{fmt(row.get('eig_rel')):>9}  {text}",
         flush=True,
     )
+
+
+def merged(files: list[Path], names: list[str], sizes: dict) -> str:
+    """The Markdown table of ``names`` from the rows in ``files`` (a later row of a model replaces an
+    earlier one), a model with no row marked as not run, and the counts under it."""
+    found = {}
+    for file in files:
+        for line in file.read_text().splitlines():
+            row = json.loads(line)
+            found[row["model"]] = row
+    rows = [found.get(n, {"model": n, "params": sizes[n], "ok": None, "error": "not run"}) for n in names]
+    ok = sum(r["ok"] is True for r in rows)
+    failed = [r["model"] for r in rows if r["ok"] is False]
+    eig = sum(r.get("eig_rel") is not None for r in rows)
+    counts = (
+        f"\n{len(rows)} models: {ok + len(failed)} checked, {ok} ok, {len(failed)} failed"
+        f"{' (' + ', '.join(failed) + ')' if failed else ''}, {len(rows) - ok - len(failed)} skipped or not run; "
+        f"{eig} with the top eigenvalue checked.\n"
+    )
+    return markdown(rows) + counts
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows as a Markdown table."""
+    fmt = lambda v: "" if v is None else f"{v:.1e}"
+    lines = [
+        "| model | params | input | ok | loss rel | eig rel | export / notes | s | peak GiB |",
+        "|---|---:|---|---|---:|---:|---|---:|---:|",
+    ]
+    for r in rows:
+        ok = {True: "ok", False: "**FAIL**", None: "skip"}[r["ok"]]
+        text = "; ".join(t for t in (r.get("export", ""), r.get("error", "")) if t).replace("|", "\\|")
+        lines.append(
+            f"| {r['model']} | {r['params'] or 0:,} | {r.get('input', '')} | {ok} | {fmt(r.get('loss_rel'))} | "
+            f"{fmt(r.get('eig_rel'))} | {text} | {r.get('seconds', '')} | {r.get('peak_gib', '')} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

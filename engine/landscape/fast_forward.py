@@ -309,16 +309,8 @@ def _conv_of(node, modules) -> dict | None:
         kinds = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
         if type(m) not in kinds or m.padding_mode != "zeros" or len(node.args) != 1 or node.kwargs:
             return None
-        attr = lambda name: None if getattr(m, name) is None else ("attr", f"{node.target}.{name}")
-        return dict(
-            x=node.args[0],
-            weight=attr("weight"),
-            bias=attr("bias"),
-            stride=m.stride,
-            padding=m.padding,
-            dilation=m.dilation,
-            groups=m.groups,
-        )
+        geometry = {key: getattr(m, key) for key in ("stride", "padding", "dilation", "groups")}
+        return {"x": node.args[0], **_attributes(node, m, weight="weight", bias="bias"), **geometry}
     if node.op != "call_function" or node.target not in _conv_functions():
         return None
     names = ("x", "weight", "bias", "stride", "padding", "dilation", "groups")
@@ -343,16 +335,8 @@ def _batch_norm_of(node, modules) -> dict | None:
         kinds = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
         if type(m) not in kinds or m.training or m.running_mean is None or len(node.args) != 1 or node.kwargs:
             return None
-        attr = lambda name: None if getattr(m, name) is None else ("attr", f"{node.target}.{name}")
-        return dict(
-            input=node.args[0],
-            gamma=attr("weight"),
-            beta=attr("bias"),
-            mean=attr("running_mean"),
-            var=attr("running_var"),
-            eps=m.eps,
-            tuple=False,
-        )
+        tensors = _attributes(node, m, **{key: name for key, name in _BN_NAMES.items() if key != "eps"})
+        return {"input": node.args[0], **tensors, "eps": m.eps, "tuple": False}
     if node.op != "call_function" or node.target not in _bn_functions():
         return None
     names, returns_tuple = _bn_functions()[node.target]
@@ -365,15 +349,18 @@ def _batch_norm_of(node, modules) -> dict | None:
         u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0 for u in node.users
     ):
         return None
-    return dict(
-        input=a["input"],
-        gamma=a["weight"],
-        beta=a["bias"],
-        mean=a["running_mean"],
-        var=a["running_var"],
-        eps=a["eps"],
-        tuple=returns_tuple,
-    )
+    return {"input": a["input"], **{key: a[name] for key, name in _BN_NAMES.items()}, "tuple": returns_tuple}
+
+
+# batch norm's tensors and epsilon as conv_bn names them: {conv_bn's name: batch norm's}
+_BN_NAMES = {"gamma": "weight", "beta": "bias", "mean": "running_mean", "var": "running_var", "eps": "eps"}
+
+
+def _attributes(node, module, **names) -> dict:
+    """{key: ("attr", "<module path>.<name>")} for each key=name of ``module``'s tensors, the
+    call_module ``node``'s, read by ``_tensor`` as a get_attr; None for a tensor the module lacks."""
+    path = lambda name: None if getattr(module, name) is None else ("attr", f"{node.target}.{name}")
+    return {key: path(name) for key, name in names.items()}
 
 
 def _conv_functions() -> tuple:

@@ -13,7 +13,10 @@ what plane.npz's ``param_names`` lists). ``ModuleLoss`` provides them for any ``
   buffers are copied once into ``dtype`` (float64 by default, so the surfaces' small
   differences are not rounding).
 - **Chunked.** The data are evaluated ``batch_size`` samples at a time and the chunks' sums
-  added, so memory is one chunk's activations whatever N is. An archive exported with a fixed
+  added, so memory is one chunk's activations whatever N is. A value alone (``loss``, a plane's
+  point) keeps no activations for a backward, only the few a forward still reads, so it takes
+  ``VALUE_CHUNKS`` chunks at once: fewer, larger operator calls, each split over the threads
+  once. An archive exported with a fixed
   batch (``net.fixed_batch``) is fed exactly that many samples every time: the last chunk is
   padded with zeros and its padded outputs are dropped before the loss (eval mode makes samples
   independent, so padding changes nothing else).
@@ -59,6 +62,12 @@ MAX_BATCH_SIZE = 1 << 20
 # test CNN and on the ResNet alike (benchmarks/README.md).
 HVP_SAMPLES = 256
 HVP_GROUP = 8
+# Chunks evaluated together where nothing is differentiated (loss values: a plane's points). A
+# forward under no_grad frees each activation once the next layer has read it, so its memory is a
+# few layers' activations, not all of them as a gradient's is: four chunks of the default 64
+# (256 samples) still cost less memory than one chunk's gradient. On benchmarks/bench_any_model.py's
+# ResNet-20 the larger chunk took less CPU a point (benchmarks/README.md, issue #55).
+VALUE_CHUNKS = 4
 
 
 class ModuleLoss:
@@ -71,6 +80,7 @@ class ModuleLoss:
 
     Attributes: ``names``, ``shapes`` (the parameters, in ``named_parameters()`` order),
     ``n_params``, ``theta`` (the flat θ, a tensor of ``dtype`` on ``device``), ``buffers``,
+    ``value_batch`` (samples a chunk for loss values alone, ``VALUE_CHUNKS`` chunks),
     ``n_samples``, ``n_outputs``, ``classifier`` (cross-entropy: accuracy is defined),
     ``evaluated`` (the module as evaluated: the user's, or with ``fold`` its graph with eval-mode
     batch norm folded into the convolutions, engine.landscape.fast_forward). The input is checked whole
@@ -93,6 +103,7 @@ class ModuleLoss:
         self._lock = threading.Lock()
         self.evaluated = self.module  # what _forward evaluates: the module, or its folded graph (below)
         self.batch_size = self._check_batch_size(batch_size, net.fixed_batch)
+        self.value_batch = self.batch_size * VALUE_CHUNKS  # samples a chunk where nothing is differentiated
         named = list(self.module.named_parameters())
         if not named:
             raise EngineInputError("the model has no parameters to draw a landscape over")
@@ -263,9 +274,10 @@ class ModuleLoss:
 
     # ── evaluation ────────────────────────────────────────────────────────────────────────────
 
-    def _chunks(self, X: torch.Tensor) -> Iterator[tuple[torch.Tensor, int]]:
-        """(chunk, valid rows): ``batch_size`` rows at a time; zero-padded to it for a fixed batch."""
-        B = self.batch_size
+    def _chunks(self, X: torch.Tensor, size: int | None = None) -> Iterator[tuple[torch.Tensor, int]]:
+        """(chunk, valid rows): ``size`` (default ``batch_size``) rows at a time; for a fixed
+        batch always ``batch_size``, the last chunk zero-padded to it."""
+        B = self.batch_size if size is None or self.fixed_batch is not None else size
         for i in range(0, len(X), B):
             x = X[i : i + B]
             valid = len(x)
@@ -293,13 +305,14 @@ class ModuleLoss:
             return mlp.loss_of_outputs(f.T, y, "cross-entropy") * len(y)
         return (f.reshape(len(y), -1) - y).square().sum()
 
-    def _pieces(self) -> Iterator[tuple[object, object, int]]:
-        """(inputs, their targets, valid rows) per chunk; for a loss callable (the batch, None, its samples)."""
+    def _pieces(self, size: int | None = None) -> Iterator[tuple[object, object, int]]:
+        """(inputs, their targets, valid rows) per chunk of ``size`` samples (``_chunks``); for a
+        loss callable (the batch, None, its samples), the batches as given."""
         if self.custom:
             yield from ((batch, None, n) for batch, n in zip(self._batches, self._sizes))
             return
         start = 0
-        for x, valid in self._chunks(self.X):
+        for x, valid in self._chunks(self.X, size):
             yield x, self.Y[start : start + valid], valid
             start += valid
 
@@ -313,7 +326,7 @@ class ModuleLoss:
                 for batch, _, n in self._pieces():
                     total += float(self._custom_call(flat, batch, merged).double()) * n
                 return total * self.scale, None
-            for x, y, valid in self._pieces():
+            for x, y, valid in self._pieces(self.value_batch):
                 f = self._forward(flat, x, merged)[:valid]
                 total += float(self._chunk_sum(f, y).double())
                 if self.classifier:

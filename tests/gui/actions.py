@@ -989,7 +989,7 @@ class Driver:
         file (or a cancelled load) leaves them as they were."""
         from gui.workspaces.landscape import FILE_FIELDS
 
-        if self.loading is None or not self._quiet("main") or self.landscape._loading is not None:
+        if self.loading is None or not self._quiet("main") or self.landscape.model.loading is not None:
             return
         ws, load = self.landscape, self.loading
         fields = {f: ws.parameters["network", f] for f in FILE_FIELDS}

@@ -12,23 +12,10 @@ from engine.core.errors import EngineInputError
 from engine.io import pt2_program
 from engine.io.module_network import read_module_network
 from engine.io.pt2_program import read_exported_module
-from tests.models import ARCHITECTURES, PROGRAM, _edit_json, architecture, export_model, rewrite_pt2
+from tests.models import ARCHITECTURES, PROGRAM, _edit_json, export_model, rewrite_pt2
 
 FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
 MATH = torch.ops.aten._scaled_dot_product_attention_math.default
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """{name: (eager model, X, Y, archive, data file)} for every architecture."""
-    folder = tmp_path_factory.mktemp("architectures")
-    out = {}
-    for name in ARCHITECTURES:
-        model, X, Y = architecture(name)
-        data = folder / f"{name}.npz"
-        np.savez(data, X=X.numpy(), Y=Y.numpy())
-        out[name] = (model, X, Y, export_model(model, X[:4], folder / f"{name}.pt2"), data)
-    return out
 
 
 def float64_state(module) -> dict:
@@ -36,8 +23,8 @@ def float64_state(module) -> dict:
 
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
-def test_read_graph_is_the_model(exported, name):
-    model, X, _, path, data = exported[name]
+def test_read_graph_is_the_model(exported_architectures, name):
+    model, X, _, path, data = exported_architectures[name]
     net = read_module_network(path, data)
     assert net.param_names == tuple(n for n, _ in model.named_parameters())
     assert net.X.dtype == (np.int64 if name == "token_transformer" else np.float32)
@@ -48,10 +35,10 @@ def test_read_graph_is_the_model(exported, name):
 
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
-def test_read_graph_follows_its_parameters_dtype(exported, name):
+def test_read_graph_follows_its_parameters_dtype(exported_architectures, name):
     """Given float64 parameters the read graph computes in float64 (the LSTM's and GRU's zero
     initial state was float32 in the graph) and agrees with the eager model made float64."""
-    model, X, _, path, _ = exported[name]
+    model, X, _, path, _ = exported_architectures[name]
     module = read_exported_module(path).module
     x = X if name == "token_transformer" else X.double()
     reference = model.double()
@@ -73,9 +60,9 @@ def test_read_graph_follows_its_parameters_dtype(exported, name):
     assert not floats
 
 
-def test_hyphenated_names_are_read(exported):
+def test_hyphenated_names_are_read(exported_architectures):
     """torchvision's RegNet names blocks "block1-0": such a parameter is read under its own name."""
-    model, X, _, path, data = exported["hyphenated"]
+    model, X, _, path, data = exported_architectures["hyphenated"]
     names = read_module_network(path, data).param_names
     assert "trunk_output.block1.block1-0.0.weight" in names
     assert names == tuple(n for n, _ in model.named_parameters())
@@ -106,9 +93,9 @@ def test_state_names(name, plain):
             pt2_program._check_name("m.pt2", name, pt2_program.STATE_NAME, "parameter")
 
 
-def test_quoted_parameter_name_still_refused(exported, tmp_path):
+def test_quoted_parameter_name_still_refused(exported_architectures, tmp_path):
     """A hyphenated name renamed to hold a quote is refused before torch sees the program."""
-    _, _, _, path, data = exported["hyphenated"]
+    _, _, _, path, data = exported_architectures["hyphenated"]
 
     def rename(program):
         for spec in program["graph_module"]["signature"]["input_specs"]:

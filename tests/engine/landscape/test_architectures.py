@@ -18,22 +18,9 @@ from engine.io.module_network import ModuleNetwork, read_module_network
 from engine.landscape.evaluation import forward_failure, math_attention
 from engine.landscape.module_hessian import module_hessian
 from engine.landscape.module_loss import ModuleLoss
-from tests.models import ARCHITECTURES, architecture, export_model
+from tests.models import ARCHITECTURES
 
 PATHS = ("pt2", "module")
-
-
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    """{name: (eager model, X, Y, archive, data file)}, exported once."""
-    folder = tmp_path_factory.mktemp("landscape_architectures")
-    out = {}
-    for name in ARCHITECTURES:
-        model, X, Y = architecture(name)
-        data = folder / f"{name}.npz"
-        np.savez(data, X=X.numpy(), Y=Y.numpy())
-        out[name] = (model, X, Y, export_model(model, X[:4], folder / f"{name}.pt2"), data)
-    return out
 
 
 def module_loss(case, path: str) -> ModuleLoss:
@@ -85,10 +72,10 @@ def point_and_direction(loss: ModuleLoss, seed: int = 5):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name", ARCHITECTURES)
-def test_loss_is_the_eager_models(cases, name, path):
+def test_loss_is_the_eager_models(exported_architectures, name, path):
     """L at θ and at θ plus a random direction, to rounding, in float64."""
-    loss = module_loss(cases[name], path)
-    eager = Eager(cases[name], loss.names)
+    loss = module_loss(exported_architectures[name], path)
+    eager = Eager(exported_architectures[name], loss.names)
     moved, _ = point_and_direction(loss)
     for flat in (loss.theta, moved):
         assert loss.loss(flat) == pytest.approx(eager.loss(flat), rel=1e-10)
@@ -97,12 +84,12 @@ def test_loss_is_the_eager_models(cases, name, path):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name", ARCHITECTURES)
-def test_hessian_vector_product(cases, name, path):
+def test_hessian_vector_product(exported_architectures, name, path):
     """H v, forward over reverse through attention, recurrences and norms, against central
     differences of the eager model's autograd gradients: (g(θ + εv) − g(θ − εv)) / 2ε has error
     ε²/6 ‖∂³L‖ + rounding ε_mach ‖g‖ / ε, near 1e-10 relative here."""
-    loss = module_loss(cases[name], path)
-    eager = Eager(cases[name], loss.names)
+    loss = module_loss(exported_architectures[name], path)
+    eager = Eager(exported_architectures[name], loss.names)
     theta, v = point_and_direction(loss)
     eps = 1e-5
     want = (eager.gradient(theta + eps * v) - eager.gradient(theta - eps * v)) / (2 * eps)
@@ -113,12 +100,12 @@ def test_hessian_vector_product(cases, name, path):
 
 
 @pytest.fixture(scope="module")
-def formed(cases):
+def formed(exported_architectures):
     """{name: the Hessian at θ formed by torch.autograd (reverse over reverse, the attention in its
     math form) on the eager float64 model}."""
     out = {}
     for name in ARCHITECTURES:
-        model, X, Y, _, _ = cases[name]
+        model, X, Y, _, _ = exported_architectures[name]
         eager = copy.deepcopy(model).double().eval()
         names = [n for n, _ in eager.named_parameters()]
         shapes = [p.shape for p in eager.parameters()]
@@ -136,13 +123,13 @@ def formed(cases):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name", ARCHITECTURES)
-def test_top_eigenvalue(cases, formed, name, path):
+def test_top_eigenvalue(exported_architectures, formed, name, path):
     """module_hessian's top eigenvalue (Lanczos on the products) against scipy's eigsh of the
     formed Hessian."""
     H = formed[name]
     np.testing.assert_allclose(H, H.T, atol=1e-10 * np.abs(H).max())
     want = scipy.sparse.linalg.eigsh(0.5 * (H + H.T), k=1, which="LA", return_eigenvectors=False)[0]
-    got = module_hessian(module_loss(cases[name], path), top_k=1, probes=2, max_full=0)
+    got = module_hessian(module_loss(exported_architectures[name], path), top_k=1, probes=2, max_full=0)
     assert got.eigenvalues[0] == pytest.approx(want, rel=1e-6)
 
 

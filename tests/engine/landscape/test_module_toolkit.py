@@ -17,8 +17,9 @@ from engine.core.errors import EngineInputError
 from engine.core.progress import run_to_completion
 from engine.landscape import directions as MD
 from engine.landscape.interpolation import module_interpolation_job
-from engine.landscape.module_loss import ModuleLoss
-from engine.landscape.plane import module_plane_job, plane_row, points_job
+from engine.landscape.module_loss import VALUE_CHUNKS, ModuleLoss
+from engine.landscape.operations import plane_job
+from engine.landscape.plane import plane_row, points_job
 from engine.landscape.trajectory_pca import check_count, checkpoint_plane_job
 from tests.models import CLASSES, images, trained_cnn
 
@@ -114,6 +115,29 @@ def test_module_loss_is_the_plain_forward_loss_chunked_or_not(kind):
         tol = 1e3 * EPS * abs(ref)
         assert abs(whole.loss(theta) - ref) <= tol
         assert abs(chunked.loss(theta) - ref) <= tol
+
+
+def test_a_value_takes_value_chunks_at_once_and_a_gradient_one_chunk():
+    """A loss value alone (a plane's point) is evaluated ``VALUE_CHUNKS`` chunks at once, a
+    gradient still ``batch_size`` samples at a time; the value is the plain forward's."""
+    net = cnn_net(11)
+    loss = ModuleLoss(net, "cross-entropy", batch_size=2)
+    assert loss.value_batch == 2 * VALUE_CHUNKS < 11  # so the values too come in more than one chunk
+    seen = []
+    hook = loss.evaluated.register_forward_pre_hook(lambda m, args: seen.append(args[0].shape[0]))
+    try:
+        theta = perturbed(loss)
+        value = loss.loss(theta)
+        sizes = [2 * VALUE_CHUNKS] * (11 // (2 * VALUE_CHUNKS)) + [11 % (2 * VALUE_CHUNKS)]
+        assert seen == sizes
+        seen.clear()
+        g = loss.gradient(theta).numpy()
+        assert seen == [2, 2, 2, 2, 2, 1]
+    finally:
+        hook.remove()
+    ref = float(reference_loss(net, theta, "cross-entropy"))
+    assert abs(value - ref) <= 1e3 * EPS * abs(ref)
+    assert g.shape == (loss.n_params,) and np.abs(g).max() > 0  # its values: the dense-Hessian test below
 
 
 class ViewsItsInput(nn.Module):
@@ -273,7 +297,7 @@ def test_layer_and_random_directions():
 def test_filter_plane_of_a_residual_cnn_recomputes_at_every_grid_point():
     net = cnn_net(9)
     loss = ModuleLoss(net, "cross-entropy", batch_size=4)
-    p = run_to_completion(module_plane_job(loss, 5, 0.8, "filter", "biasbn", seed=1))
+    p = run_to_completion(plane_job(loss, 5, 0.8, "filter", "biasbn", seed=1))
     assert p.loss.shape == (5, 5)
     for i, a in enumerate(p.alpha):
         for j, b in enumerate(p.beta):
@@ -284,7 +308,7 @@ def test_filter_plane_of_a_residual_cnn_recomputes_at_every_grid_point():
     row = plane_row(loss, p.theta, p.d1, p.d2, p.alpha[2], p.beta)
     np.testing.assert_array_equal(row, p.loss[2])  # a row alone is the grid's row, bit for bit
     with pytest.raises(EngineInputError, match="points a side"):
-        run_to_completion(module_plane_job(loss, 202))
+        run_to_completion(plane_job(loss, 202))
 
 
 def interpolated_reference(net_a: Net, net_b: Net, alpha, kind):
