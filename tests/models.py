@@ -289,6 +289,23 @@ class HyphenatedNet(nn.Module):
         return self.fc(self.trunk_output(self.stem(x)).mean((2, 3)))
 
 
+class GatedCNN(nn.Module):
+    """MobileNetV3's pieces: Conv, BatchNorm and Hardswish, then a squeeze-and-excitation gate
+    through ``nn.Hardsigmoid``, whose backward torch cannot differentiate again."""
+
+    def __init__(self, channels: int = 6, squeezed: int = 3, classes: int = CLASSES):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(IMAGE[0], channels, 3, padding=1), nn.BatchNorm2d(channels), nn.Hardswish())
+        self.squeeze, self.excite = nn.Conv2d(channels, squeezed, 1), nn.Conv2d(squeezed, channels, 1)
+        self.gate = nn.Hardsigmoid()
+        self.fc = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        h = self.stem(x)
+        scale = self.gate(self.excite(torch.relu(self.squeeze(h.mean((2, 3), keepdim=True)))))
+        return self.fc((h * scale).mean((2, 3)))
+
+
 def settled(model: nn.Module, x: torch.Tensor, seed: int = 0) -> nn.Module:
     """``model`` in eval mode after a few train-mode forwards on perturbed ``x`` (for float inputs),
     so that its batch norms' running statistics are not the defaults."""
@@ -316,13 +333,15 @@ def architecture(name: str, seed: int = 0) -> tuple[nn.Module, torch.Tensor, tor
         model, X = NormMLP(), torch.randn(n, 10, generator=generator)
     elif name == "hyphenated":
         model, X = HyphenatedNet(), torch.randn(n, *IMAGE, generator=generator)
+    elif name == "gated_cnn":
+        model, X = GatedCNN(), torch.randn(n, *IMAGE, generator=generator)
     else:
         raise ValueError(name)
     Y = torch.randint(0, CLASSES, (n,), generator=generator)
     return settled(model, X, seed), X, Y
 
 
-ARCHITECTURES = ("vit", "token_transformer", "lstm", "gru", "norm_mlp", "hyphenated")
+ARCHITECTURES = ("vit", "token_transformer", "lstm", "gru", "norm_mlp", "hyphenated", "gated_cnn")
 
 
 def export_model(model: nn.Module, x: torch.Tensor, path: Path) -> Path:

@@ -13,6 +13,13 @@ reverse-over-reverse Hessian-vector products on a kept graph, and forward-over-r
   ``softmax(QKᵀ/√d + mask) V`` written out in ordinary differentiable ops; the values agree to
   rounding. An exported graph that calls the fused CPU kernel by name is rewritten to the math
   op when it is read (``engine.io.pt2_program``).
+- **Hard sigmoid.** ``hardsigmoid`` (MobileNetV3's squeeze-and-excitation gate) has a backward,
+  ``hardsigmoid_backward``, with no derivative in either mode, so MobileNetV3's Hessian failed
+  the same way. ``MathHardsigmoid`` evaluates it as ``clamp(x + 3, 0, 6) / 6``, the same function
+  in ordinary ops. Of the activations, norms, poolings and resamplings in ``torch.nn.functional``
+  it was the only one lacking a second derivative (``cdist`` and, forward-over-reverse,
+  ``grid_sample`` lack one too; a product through them fails with a one-line message,
+  ``second_derivative_failure``).
 - **Batch norm** in eval mode, as ``engine.landscape.eval_batch_norm`` explains.
 
 ``sdpa_kernel`` sets process-wide flags and puts back what it found on exit, so two threads
@@ -27,6 +34,8 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+
+from engine.core.errors import EngineInputError
 
 _lock = threading.Lock()
 _users = 0
@@ -57,19 +66,61 @@ def math_attention():
 
 def forward_context(module):
     """A factory of the context in which ``module``'s forward is evaluated: attention in its math
-    form, and eval-mode batch norm as its affine map where the module has batch norm. Made once
-    per module (finding batch norm walks the module), entered at every forward."""
+    form, eval-mode batch norm as its affine map where the module has batch norm, and the hard
+    sigmoid in its math form where it has one. Made once per module (finding them walks the
+    module), entered at every forward. A mode is entered only where it is needed: while one is
+    active every torch call of the forward passes through Python."""
     from engine.landscape.eval_batch_norm import EvalBatchNorm, has_batch_norm
+    from engine.landscape.hard_sigmoid import MathHardsigmoid, has_hardsigmoid
 
-    if not has_batch_norm(module):
+    wanted = ((EvalBatchNorm, has_batch_norm), (MathHardsigmoid, has_hardsigmoid))
+    modes = [mode for mode, needed in wanted if needed(module)]
+    if not modes:
         return math_attention
 
     @contextlib.contextmanager
     def evaluation():
-        with math_attention(), EvalBatchNorm():
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(math_attention())
+            for mode in modes:
+                stack.enter_context(mode())
             yield
 
     return evaluation
+
+
+# what torch says when an operator has no derivative of the order asked for (no double backward,
+# or no forward-mode rule for a forward-over-reverse product)
+_NO_SECOND_DERIVATIVE = re.compile(
+    r"derivative for '?(?:aten::)?(?P<a>[\w.]+)'? is not implemented"
+    r"|forward AD with (?:aten::)?(?P<b>[\w.]+) that does not support"
+)
+
+
+def second_derivative_failure(error: BaseException) -> str | None:
+    """One line naming the operator without a second derivative, when ``error`` is torch's
+    saying so during a Hessian-vector product; None for any other error."""
+    found = _NO_SECOND_DERIVATIVE.search(str(error))
+    if found is None:
+        return None
+    op = found["a"] or found["b"]
+    return (
+        f"the model calls {op}, for which PyTorch has no second derivative: Hessian measures need one "
+        "(planes, interpolations and gradients do not)"
+    )
+
+
+@contextlib.contextmanager
+def second_derivatives():
+    """Hessian-vector products made inside: torch's error for an operator without a second
+    derivative becomes an ``EngineInputError`` naming it (``second_derivative_failure``)."""
+    try:
+        yield
+    except RuntimeError as error:
+        line = second_derivative_failure(error)
+        if line is None:
+            raise
+        raise EngineInputError(line) from error
 
 
 # torch's words when two tensors of one op differ in dtype ("mat1 and mat2 must have the same dtype,

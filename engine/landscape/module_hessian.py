@@ -41,6 +41,7 @@ from engine.core.validation import integer, real
 from engine.landscape import density as slq
 from engine.landscape import hessian
 from engine.landscape.density import Density
+from engine.landscape.evaluation import second_derivatives
 from engine.landscape.hessian import FULL_SPECTRUM_MAX_PARAMS
 
 MAX_TOP_K = 100
@@ -102,7 +103,8 @@ def module_hvp(loss, flat=None, max_graph_bytes: int = RETAINED_GRAPH_MAX_BYTES)
     ``ModuleLoss.hvp`` (the forward redone, chunk by chunk, vmapped over groups of vectors) and
     ``hvp.gradient`` is None."""
     theta = loss.flat(flat)
-    kept = retained_gradient(loss, theta, max_graph_bytes) if max_graph_bytes > 0 else None
+    with second_derivatives():
+        kept = retained_gradient(loss, theta, max_graph_bytes) if max_graph_bytes > 0 else None
     if kept is None:
         rows = lambda V: loss.hvp(theta, V.T).T
     else:
@@ -115,7 +117,9 @@ def module_hvp(loss, flat=None, max_graph_bytes: int = RETAINED_GRAPH_MAX_BYTES)
     def hvp(V: torch.Tensor) -> torch.Tensor:
         hvp.count += 1 if V.ndim == 1 else len(V)
         W = V.to(loss.device, loss.dtype)
-        return rows(W[None] if V.ndim == 1 else W).reshape(V.shape).to(V.device, V.dtype)
+        with second_derivatives():
+            HW = rows(W[None] if V.ndim == 1 else W)
+        return HW.reshape(V.shape).to(V.device, V.dtype)
 
     hvp.count = 0
     hvp.one = hvp  # rows are handled here, one backward or one vmapped group each

@@ -95,14 +95,16 @@ def test_hessian_vector_product(exported_architectures, name, path):
     want = (eager.gradient(theta + eps * v) - eager.gradient(theta - eps * v)) / (2 * eps)
     got = loss.hvp(theta, v)
     assert float((got - want).norm() / want.norm()) < 1e-6
-    # the gradient too, against autograd's
-    assert float((loss.gradient(theta) - eager.gradient(theta)).norm() / eager.gradient(theta).norm()) < 1e-10
+    # the gradient too, against autograd's; torch's hardsigmoid_backward multiplies by 1/6 rounded to
+    # float32 (3e-8 relative, in float64 too), the toolkit's math form by 1/6 (engine.landscape.hard_sigmoid)
+    tol = 1e-7 if name == "gated_cnn" else 1e-10
+    assert float((loss.gradient(theta) - eager.gradient(theta)).norm() / eager.gradient(theta).norm()) < tol
 
 
 @pytest.fixture(scope="module")
 def formed(exported_architectures):
     """{name: the Hessian at θ formed by torch.autograd (reverse over reverse, the attention in its
-    math form) on the eager float64 model}."""
+    math form) on the eager float64 model; for the gated CNN by central differences}."""
     out = {}
     for name in ARCHITECTURES:
         model, X, Y, _, _ = exported_architectures[name]
@@ -116,9 +118,21 @@ def formed(exported_architectures):
             parts = dict(zip(names, (p.view(s) for p, s in zip(t.split([s.numel() for s in shapes]), shapes))))
             return nn.functional.cross_entropy(torch.func.functional_call(eager, parts, (x,)), Y)
 
+        if name == "gated_cnn":  # torch has no second derivative of hardsigmoid: columns by central differences
+            out[name] = central_difference_hessian(f, flat)
+            continue
         with math_attention():
             out[name] = torch.autograd.functional.hessian(f, flat, vectorize=True).numpy()
     return out
+
+
+def central_difference_hessian(f, flat: torch.Tensor, eps: float = 1e-5) -> np.ndarray:
+    """H[:, i] = (∇f(θ + ε eᵢ) − ∇f(θ − ε eᵢ)) / 2ε, from autograd's first derivatives alone
+    (error ε²/6 ‖∂³f‖ + rounding, near 1e-10 relative)."""
+    grad = torch.func.grad(f)
+    basis = torch.eye(len(flat), dtype=flat.dtype)
+    columns = [(grad(flat + eps * e) - grad(flat - eps * e)) / (2 * eps) for e in basis]
+    return torch.stack(columns, 1).numpy()
 
 
 @pytest.mark.parametrize("path", PATHS)
