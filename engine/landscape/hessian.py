@@ -104,7 +104,7 @@ class _HessianProducts:
     def __init__(self, hvp, n: int, stop: threading.Event, lift: tuple | None = None):
         super().__init__(np.float64, (n, n))
         self._hvp, self._stop, self.count = hvp, stop, 0
-        self._lift = lift  # (V, shifts): adds V diag(shifts) Vᵀ, see _lowest_operator
+        self._lift = lift  # (V, shifts): adds V diag(shifts) Vᵀ, see _lowest_lift
 
     def _matvec(self, v):
         return self._matmat(np.asarray(v, dtype=np.float64).reshape(-1, 1)).ravel()
@@ -123,23 +123,29 @@ class _HessianProducts:
         return self  # symmetric
 
 
-def _lanczos_end(
-    operator: Callable[[threading.Event], scipy_sparse_linalg.LinearOperator],
+def arpack_end_job(
+    hvp,
     n: int,
     k: int,
     which: str,
-    vectors: bool,
-    tol: float,
-    seed: int,
-    maxiter: int | None,
-    ncv: int | None = None,
+    vectors: bool = True,
+    tol: float = 0.0,
+    seed: int = 0,
+    maxiter: int | None = None,
+    ncv: int | None = LANCZOS_NCV,
+    lift: tuple | None = None,
 ) -> Job[tuple]:
-    """Job: the k eigenpairs at one end of the spectrum (``which`` "SA" or "LA"), ascending,
-    and the number of HVPs used."""
+    """Job: the k eigenpairs at one end of H's spectrum (``which`` "LA", the largest, or "SA",
+    the smallest), ascending, their eigenvectors (n, k) with ``vectors``, and the HVPs used, by
+    ARPACK's implicitly restarted Lanczos (``eigsh``) on ``hvp``, which maps rows (m, n) to rows,
+    as ``hvp_function``'s. ``tol``: ARPACK's bound on each Ritz pair's residual ‖Hv − θv‖ relative
+    to |θ| (0: machine precision); an eigenvalue of H then lies within that residual of θ.
+    ``lift``: (V, shifts), H + V diag(shifts) Vᵀ instead (``_lowest_lift``). The module
+    toolkit's own Lanczos (``module_hessian.extreme_eigenpairs_job``) falls back on this one."""
     v0 = np.random.default_rng(seed).standard_normal(n)  # fixed start: reproducible results
 
     def solve(stop):
-        op = operator(stop)
+        op = _hessian_operator(hvp, n, stop, lift)
         out = scipy_sparse_linalg.eigsh(
             op,
             k=k,
@@ -159,27 +165,15 @@ def _lanczos_end(
     return vals[order], (vecs[:, order] if vectors else None), count
 
 
-def top_eigenpairs_job(
-    hvp, n: int, k: int, tol: float = 0.0, seed: int = 0, maxiter: int | None = None, ncv: int | None = LANCZOS_NCV
-) -> Job[tuple[np.ndarray, np.ndarray, int]]:
-    """Job: the k largest eigenvalues of H (ascending), their eigenvectors (n, k) and the HVPs used,
-    by Lanczos (ARPACK's ``eigsh``) on ``hvp``, which maps rows (m, n) to rows, as ``hvp_function``'s.
-    ``tol``: ARPACK's bound on each Ritz pair's residual ‖Hv − θv‖ relative to |θ| (0: machine
-    precision); an eigenvalue of H then lies within that residual of θ."""
-    return (
-        yield from _lanczos_end(lambda stop: _hessian_operator(hvp, n, stop), n, k, "LA", True, tol, seed, maxiter, ncv)
-    )
-
-
-def _lowest_operator(hvp, n, stop, top, top_v):
-    """H with its top eigenvalues moved down to the smallest of them, top[0].
+def _lowest_lift(top, top_v) -> tuple:
+    """The ``lift`` that moves H's top eigenvalues down to the smallest of them, top[0].
 
     Lanczos converges at a rate set by an eigenvalue's gap relative to the spectrum's width; a
     few huge Gauss–Newton eigenvalues make that width enormous and the search for the lowest
     crawl (10k HVPs on 2—200—200—1, against 56 HVPs lifted). Moving them to top[0],
     not to 0, keeps them above every eigenvalue not found, so none can pass for a lowest one.
     """
-    return _hessian_operator(hvp, n, stop, lift=(top_v, top[0] - top))
+    return top_v, top[0] - top
 
 
 def hutchinson_trace_job(
@@ -239,7 +233,7 @@ def hessian_report_job(
     Full spectrum when the net has at most ``max_full`` parameters; otherwise Lanczos for each
     end (``tol`` is ARPACK's relative tolerance, 0 = machine precision) and Hutchinson with
     ``probes`` probes for the trace. ``deflate`` top eigenpairs (default: samples + k) are found
-    first and lifted out of the way of the search for the lowest (see ``_lowest_operator``).
+    first and lifted out of the way of the search for the lowest (see ``_lowest_lift``).
     """
     configure_torch_threads()
     n = arch.n_params
@@ -264,15 +258,14 @@ def hessian_report_job(
         )
     # The top of the spectrum first, m ≥ k pairs of it: with a summed squared loss on N samples
     # the Gauss–Newton part 2JᵀJ has rank ≤ N, so the top N eigenvalues can dwarf the rest
-    # (29163 against |λ| < 2 on 2—200—200—1 near a minimum); see _lowest_operator.
+    # (29163 against |λ| < 2 on 2—200—200—1 near a minimum); see _lowest_lift.
     m = min(max(k, len(X) + k if deflate is None else deflate), n // 2)
     if k > m:
         raise EngineInputError(f"k = {k} eigenvalues from each end needs more than {2 * k} parameters")
     hvp = hvp_function(arch, theta, X, Y)
-    top, top_v, n_high = yield from top_eigenpairs_job(hvp, n, m, tol, seed + 1, maxiter, ncv)
-    low, low_v, n_low = yield from _lanczos_end(
-        lambda stop: _lowest_operator(hvp, n, stop, top, top_v), n, k, "SA", vectors, tol, seed, maxiter, ncv
-    )
+    top, top_v, n_high = yield from arpack_end_job(hvp, n, m, "LA", True, tol, seed + 1, maxiter, ncv)
+    lift = _lowest_lift(top, top_v)
+    low, low_v, n_low = yield from arpack_end_job(hvp, n, k, "SA", vectors, tol, seed, maxiter, ncv, lift)
     high, high_v = top[m - k :], (top_v[:, m - k :] if vectors else None)
     trace, stderr = yield from hutchinson_trace_job(hvp, n, probes, seed + 2, known=(top, top_v))
     return HessianReport(

@@ -462,13 +462,9 @@ def extreme_eigenpairs_job(
         Y, HY = (Q.T @ S).numpy(), (HQ.T @ S).numpy()
         return theta, Y / np.linalg.norm(Y, axis=0), np.linalg.norm(HY - Y * theta, axis=0)
     del Q, HQ
+    vals, vecs, _ = yield from hessian.arpack_end_job(hvp, n, k, "LA" if top else "SA", tol=tol, seed=seed, ncv=steps)
     if top:
-        vals, vecs, _ = yield from hessian.top_eigenpairs_job(hvp, n, k, tol, seed, ncv=steps)
         vals, vecs = vals[::-1].copy(), vecs[:, ::-1].copy()
-    else:
-        ncv = min(n - 1, max(steps, 2 * k + 1))
-        operator = lambda stop: hessian._hessian_operator(hvp, n, stop)
-        vals, vecs, _ = yield from hessian._lanczos_end(operator, n, k, "SA", True, tol, seed, None, ncv)
     HY = hvp(torch.from_numpy(np.ascontiguousarray(vecs.T))).numpy().T  # one more product each
     return vals, vecs, np.linalg.norm(HY - vecs * vals, axis=0)
 
