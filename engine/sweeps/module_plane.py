@@ -1,6 +1,6 @@
 """A module's loss plane as a sweep: each row of the grid is a cell (``main.py landscape --executor``).
 
-A row is ``engine.landscape.module_plane.plane_row`` of (θ, d1, d2, α_i, β): the very function and
+A row is ``engine.landscape.plane.plane_row`` of (θ, d1, d2, α_i, β): the very function and
 order of operations of the local plane, so every executor gives the same bits. A worker builds its
 own ``ModuleLoss`` from the files, once per thread (a module is not shared between threads: its
 forward swaps the module's tensors), so on a cluster the model and data must be readable at the

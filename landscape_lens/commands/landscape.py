@@ -121,7 +121,7 @@ def landscape(args) -> dict:
 
     if args.compare and args.train is None:
         raise EngineInputError("--compare needs --train STEPS")
-    net = read_any_network(args)
+    net = read_network_argument(args)
     if not hasattr(net, "arch"):  # a module: engine.io.module_network.ModuleNetwork
         return module_landscape(args, net)
     arch, kind = net.arch, args.loss or "sum"
@@ -212,9 +212,10 @@ def _module_flags(args) -> list[str]:
     return flags + (["--directions hessian"] if args.directions == "hessian" else [])
 
 
-def read_any_network(args):
-    """Paper B's flat MLP when its readers take the file and no module flag is given (every MLP
-    behaviour as before); otherwise the file as any nn.Module (engine.io.module_network)."""
+def read_network_argument(args):
+    """The network of ``args``: paper B's flat MLP when its readers take the file and no module
+    flag is given (every MLP behaviour as before, ``engine.landscape.toolkit.read_any_network``);
+    otherwise the file as any nn.Module (engine.io.module_network)."""
     from engine.core.errors import EngineInputError
     from engine.io.module_network import read_module_network
     from engine.landscape.toolkit import read_any_network
