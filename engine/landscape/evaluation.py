@@ -15,11 +15,11 @@ reverse-over-reverse Hessian-vector products on a kept graph, and forward-over-r
   op when it is read (``engine.io.pt2_program``).
 - **Hard sigmoid.** ``hardsigmoid`` (MobileNetV3's squeeze-and-excitation gate) has a backward,
   ``hardsigmoid_backward``, with no derivative in either mode, so MobileNetV3's Hessian failed
-  the same way. ``MathHardsigmoid`` evaluates it as ``clamp(x + 3, 0, 6) / 6``, the same function
-  in ordinary ops. Of the activations, norms, poolings and resamplings in ``torch.nn.functional``
-  it was the only one lacking a second derivative (``cdist`` and, forward-over-reverse,
-  ``grid_sample`` lack one too; a product through them fails with a one-line message,
-  ``second_derivative_failure``).
+  the same way. ``engine.landscape.hard_sigmoid`` evaluates it as ``clamp(x + 3, 0, 6) / 6``,
+  the same function in ordinary ops. Among the activations, norms, poolings and resamplings of
+  ``torch.nn.functional`` it was the only such kernel; beyond them ``cdist`` (both modes) and
+  ``grid_sample`` (forward mode) have none, and a product through them ends with one line naming
+  the operator (``second_derivative_failure``).
 - **Batch norm** in eval mode, as ``engine.landscape.eval_batch_norm`` explains.
 
 ``sdpa_kernel`` sets process-wide flags and puts back what it found on exit, so two threads
