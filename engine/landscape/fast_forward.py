@@ -335,8 +335,7 @@ def _batch_norm_of(node, modules) -> dict | None:
         kinds = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
         if type(m) not in kinds or m.training or m.running_mean is None or len(node.args) != 1 or node.kwargs:
             return None
-        tensors = _attributes(node, m, **{key: name for key, name in _BN_NAMES.items() if key != "eps"})
-        return {"input": node.args[0], **tensors, "eps": m.eps, "tuple": False}
+        return {"input": node.args[0], **_attributes(node, m, **_BN_TENSORS), "eps": m.eps, "tuple": False}
     if node.op != "call_function" or node.target not in _bn_functions():
         return None
     names, returns_tuple = _bn_functions()[node.target]
@@ -349,11 +348,12 @@ def _batch_norm_of(node, modules) -> dict | None:
         u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0 for u in node.users
     ):
         return None
-    return {"input": a["input"], **{key: a[name] for key, name in _BN_NAMES.items()}, "tuple": returns_tuple}
+    tensors = {key: a[name] for key, name in _BN_TENSORS.items()}
+    return {"input": a["input"], **tensors, "eps": a["eps"], "tuple": returns_tuple}
 
 
-# batch norm's tensors and epsilon as conv_bn names them: {conv_bn's name: batch norm's}
-_BN_NAMES = {"gamma": "weight", "beta": "bias", "mean": "running_mean", "var": "running_var", "eps": "eps"}
+# batch norm's tensors as conv_bn names them: {conv_bn's name: batch norm's}
+_BN_TENSORS = {"gamma": "weight", "beta": "bias", "mean": "running_mean", "var": "running_var"}
 
 
 def _attributes(node, module, **names) -> dict:

@@ -16,10 +16,9 @@ what plane.npz's ``param_names`` lists). ``ModuleLoss`` provides them for any ``
   added, so memory is one chunk's activations whatever N is. A value alone (``loss``, a plane's
   point) keeps no activations for a backward, only the few a forward still reads, so it takes
   ``VALUE_CHUNKS`` chunks at once: fewer, larger operator calls, each split over the threads
-  once. An archive exported with a fixed
-  batch (``net.fixed_batch``) is fed exactly that many samples every time: the last chunk is
-  padded with zeros and its padded outputs are dropped before the loss (eval mode makes samples
-  independent, so padding changes nothing else).
+  once. An archive exported with a fixed batch (``net.fixed_batch``) is fed exactly that many
+  samples every time: the last chunk is padded with zeros and its padded outputs are dropped
+  before the loss (eval mode makes samples independent, so padding changes nothing else).
 - **Losses** as engine.landscape.losses: "sum" Σ_α ‖f(x_α) − y_α‖², "mean" that over N,
   "cross-entropy" (1/N) Σ_α [log Σ_c e^{f_c} − f_{y_α}] for integer labels (mlp.loss_of_outputs).
   Outputs are (N,) / (N, 1) for one output, (N, e) otherwise; targets as ``mlp.as_targets``.
